@@ -1,0 +1,137 @@
+// Command ferry is the GridFTP server, client and tools of the Ferry project.
+//
+// Every feature is a subcommand (ferry serve, ferry cp, ...). Each
+// subcommand lives in its own file and registers itself in init, so the
+// dispatcher below never changes when a subcommand is added.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+
+	"syscall"
+)
+
+// command is one subcommand of the ferry binary.
+type command struct {
+	name    string
+	summary string // one line for "ferry help"
+	usage   string // the synopsis after "ferry NAME", e.g. "[flags] SRC DST"
+	// run executes the subcommand with the arguments after its name. It
+	// returns errUsage (possibly wrapped) for bad invocations.
+	run func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a subcommand may touch of the process: its streams, so that
+// tests can run subcommands in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("ferry: duplicate command " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// errUsage marks an error as a usage error: exit status 2.
+var errUsage = errors.New("usage error")
+
+// exitError carries a specific exit status.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	os.Exit(runMain(ctx, e, os.Args[1:]))
+}
+
+// runMain dispatches args and returns the process exit status.
+func runMain(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		printHelp(e.stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				fs := newFlagSet(c, e)
+				_ = fs.Parse([]string{"-h"})
+				return 0
+			}
+		}
+		printHelp(e.stdout)
+		return 0
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(e.stderr, "ferry: unknown command %q; see 'ferry help'\n", name)
+		return 2
+	}
+	err := c.run(ctx, e, args[1:])
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(e.stderr, "ferry %s: %v\n", name, err)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "ferry %s: %v\n", name, err)
+		return 1
+	}
+}
+
+// newFlagSet returns the flag set a subcommand parses its arguments with;
+// its usage text names the subcommand and lists the flags.
+func newFlagSet(c *command, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet("ferry "+c.name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: ferry %s %s\n\n%s\n", c.name, c.usage, c.summary)
+		var n int
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(fs.Output(), "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "ferry: a GridFTP server, client and tools\n\nusage: ferry COMMAND [flags] [args]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'ferry help COMMAND' or 'ferry COMMAND -h' for a command's flags.\n")
+}
+
+// usagef returns a usage error with a message.
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}

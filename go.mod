@@ -1,0 +1,3 @@
+module github.com/ferrygrid/ferry
+
+go 1.26
