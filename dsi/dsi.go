@@ -32,15 +32,15 @@ import (
 // Sentinel errors. Back-ends wrap these (errors.Is must hold); ErrNotExist,
 // ErrExist and ErrPermission are the io/fs sentinels so that os errors match.
 var (
-	ErrNotExist   = fs.ErrNotExist
-	ErrExist      = fs.ErrExist
-	ErrPermission = fs.ErrPermission
-	ErrIsDir      = errors.New("dsi: is a directory")
-	ErrNotDir     = errors.New("dsi: not a directory")
-	ErrNotEmpty   = errors.New("dsi: directory not empty")
-	ErrInvalid    = errors.New("dsi: invalid argument")
-	ErrNoSpace    = errors.New("dsi: no space left")
-	ErrReadOnly   = errors.New("dsi: read-only storage")
+	ErrNotExist     = fs.ErrNotExist
+	ErrExist        = fs.ErrExist
+	ErrPermission   = fs.ErrPermission
+	ErrIsDir        = errors.New("dsi: is a directory")
+	ErrNotDir       = errors.New("dsi: not a directory")
+	ErrNotEmpty     = errors.New("dsi: directory not empty")
+	ErrInvalid      = errors.New("dsi: invalid argument")
+	ErrNoSpace      = errors.New("dsi: no space left")
+	ErrReadOnly     = errors.New("dsi: read-only storage")
 	ErrNotSupported = errors.New("dsi: operation not supported")
 )
 

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ferrygrid/ferry/internal/auth"
+	"golang.org/x/term"
+)
+
+func init() {
+	register(&command{
+		name:    "passwd",
+		summary: "add or change a user in a password file for 'ferry serve -passwd'",
+		usage:   "[-home DIR] FILE USER",
+		run:     runPasswd,
+	})
+}
+
+func runPasswd(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(commands["passwd"], e)
+	home := fs.String("home", "", "the user's home `DIR` under the served root; the user sees only that tree")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("want FILE USER")
+	}
+	file, user := fs.Arg(0), fs.Arg(1)
+	pass, err := readPassword(e)
+	if err != nil {
+		return err
+	}
+	if pass == "" {
+		return errors.New("empty password")
+	}
+	if err := auth.SetUser(file, user, pass, *home); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "ferry passwd: %s set in %s\n", user, file)
+	return nil
+}
+
+// readPassword prompts twice without echo on a terminal, else reads one line from stdin.
+func readPassword(e *env) (string, error) {
+	if f, isFile := e.stdin.(*os.File); isFile && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(e.stderr, "Password: ")
+		p1, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(e.stderr, "Again: ")
+		p2, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return "", err
+		}
+		if string(p1) != string(p2) {
+			return "", errors.New("passwords differ")
+		}
+		return string(p1), nil
+	}
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}

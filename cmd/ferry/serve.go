@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/dsi/null"
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/server"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run a GridFTP server",
+		usage:   "[flags]",
+		run:     runServe,
+	})
+}
+
+// serveFlags are the flags of ferry serve; -config files use the same keys.
+type serveFlags struct {
+	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
+	anonymous, anonWrite, allowForeign                                   bool
+	idle                                                                 time.Duration
+	maxSessions                                                          int
+	shutdownGrace                                                        time.Duration
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", ":2811", "control channel address `HOST:PORT` (port 0 picks a free port)")
+	fs.StringVar(&f.root, "root", ".", "served `DIR` (posix storage)")
+	fs.StringVar(&f.storage, "storage", "posix", "storage back-end: posix, memory, or null (paths like /1G read as zeros; writes are discarded)")
+	fs.BoolVar(&f.anonymous, "anonymous", false, "allow anonymous logins (user anonymous or ftp), read-only")
+	fs.BoolVar(&f.anonWrite, "anonymous-write", false, "let anonymous users write too")
+	fs.StringVar(&f.passwd, "passwd", "", "password `FILE` written by 'ferry passwd'")
+	fs.StringVar(&f.dataIface, "data-interface", "", "`ADDR` for data connections (default: the address the client connected to)")
+	fs.StringVar(&f.portRange, "port-range", "", "passive data ports `LOW,HIGH` (default: $GLOBUS_TCP_PORT_RANGE, else any)")
+	fs.DurationVar(&f.idle, "idle-timeout", 15*time.Minute, "close sessions idle this long")
+	fs.IntVar(&f.maxSessions, "max-sessions", 0, "refuse sessions beyond this many (0: no limit)")
+	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long running transfers may finish")
+	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	var f serveFlags
+	fs := newFlagSet(commands["serve"], e)
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if f.config != "" {
+		if err := applyConfigFile(fs, f.config); err != nil {
+			return err
+		}
+	}
+	cfg, err := f.serverConfig(e)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Server listening at %s\n", l.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	cfg.Logger.Info("shutting down", "grace", f.shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownGrace)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if err := <-errc; !errors.Is(err, server.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
+	var cfg server.Config
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return cfg, usagef("bad -log-level %q", f.logLevel)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	switch f.storage {
+	case "posix":
+		root, err := filepath.Abs(f.root)
+		if err != nil {
+			return cfg, err
+		}
+		st, err := posix.New(root)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Storage = st
+	case "memory":
+		cfg.Storage = memory.New()
+	case "null":
+		cfg.Storage = null.New()
+	default:
+		return cfg, usagef("unknown -storage %q (posix, memory, null)", f.storage)
+	}
+	cfg.Anonymous, cfg.AnonymousWrite = f.anonymous || f.anonWrite, f.anonWrite
+	if f.passwd != "" {
+		pw, err := auth.Load(f.passwd)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Authenticate = func(ctx context.Context, user, pass string) (*server.Account, error) {
+			u, good := pw.Verify(user, pass)
+			if !good {
+				return nil, server.ErrLoginDenied
+			}
+			return &server.Account{Name: u.Name, Home: u.Home, Writable: true}, nil
+		}
+	}
+	if !cfg.Anonymous && cfg.Authenticate == nil {
+		return cfg, usagef("nobody could log in: give -anonymous and/or -passwd FILE")
+	}
+	if f.dataIface != "" {
+		a, err := netip.ParseAddr(f.dataIface)
+		if err != nil {
+			return cfg, usagef("bad -data-interface: %v", err)
+		}
+		cfg.DataInterface = a
+	}
+	pr := f.portRange
+	if pr == "" {
+		pr = os.Getenv("GLOBUS_TCP_PORT_RANGE")
+	}
+	if pr != "" {
+		lo, hi, err := parsePortRange(pr)
+		if err != nil {
+			return cfg, usagef("bad port range %q: %v", pr, err)
+		}
+		cfg.PortLow, cfg.PortHigh = lo, hi
+	}
+	cfg.IdleTimeout = f.idle
+	cfg.MaxSessions = f.maxSessions
+	cfg.AllowForeignDataAddress = f.allowForeign
+	_ = dsi.ErrNotExist
+	return cfg, nil
+}
+
+// parsePortRange reads "LOW,HIGH" (GCT's GLOBUS_TCP_PORT_RANGE form; a space also separates).
+func parsePortRange(s string) (uint16, uint16, error) {
+	a, b, found := strings.Cut(strings.TrimSpace(s), ",")
+	if !found {
+		a, b, found = strings.Cut(strings.TrimSpace(s), " ")
+	}
+	if !found {
+		return 0, 0, errors.New("want LOW,HIGH")
+	}
+	lo, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 16)
+	hi, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 16)
+	if err1 != nil || err2 != nil || lo == 0 || lo > hi {
+		return 0, 0, errors.New("want 1 <= LOW <= HIGH <= 65535")
+	}
+	return uint16(lo), uint16(hi), nil
+}
+
+// applyConfigFile sets each "key value" line of file as the flag named key,
+// unless that flag was given on the command line. '#' starts a comment; a
+// line with a key alone sets a boolean flag to true.
+func applyConfigFile(fs *flag.FlagSet, file string) error {
+	fh, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	sc := bufio.NewScanner(fh)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, _ := strings.Cut(line, " ")
+		key = strings.TrimSpace(strings.TrimSuffix(key, "="))
+		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "="))
+		if key == "config" || fs.Lookup(key) == nil {
+			return fmt.Errorf("%s:%d: unknown key %q", file, n, key)
+		}
+		if given[key] {
+			continue
+		}
+		if value == "" {
+			value = "true"
+		}
+		if err := fs.Set(key, strings.Trim(value, `"`)); err != nil {
+			return fmt.Errorf("%s:%d: %s: %v", file, n, key, err)
+		}
+	}
+	return sc.Err()
+}

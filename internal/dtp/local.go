@@ -1,0 +1,236 @@
+// Package dtp is the Data Transfer Process: the box of the Globus
+// architecture that moves bytes between storage (the DSI) and the data
+// channel, driven by the protocol interpreter (PI).
+//
+// Local is the in-process DTP of a single-host server. It owns a session's
+// data-channel set-up (a passive listener or an active peer address, RFC 959
+// §3.2, RFC 2428) and runs one transfer at a time, reporting progress as
+// xfer.Events. The data-channel protocols (stream mode now, extended block
+// mode next) are separate files of this package.
+//
+// Data-channel hygiene: a passive listener accepts connections only from the
+// control connection's peer (others are closed and ignored, so a port scan
+// never breaks a transfer), and only for as long as the transfer waits.
+package dtp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// Config configures a Local DTP. The zero value works (any port, listeners on
+// the control connection's local address, data connections only from the
+// control peer).
+type Config struct {
+	// ListenIP is the address passive listeners bind to and active
+	// connections come from. Invalid means ControlLocal's address.
+	ListenIP netip.Addr
+	// ControlLocal and ControlPeer are the control connection's addresses.
+	ControlLocal, ControlPeer netip.AddrPort
+	// PortLow and PortHigh bound passive ports; 0,0 means any port.
+	PortLow, PortHigh uint16
+	// AllowForeignPeers lets data connections come from hosts other than the
+	// control peer (third-party transfers through a proxy). Off by default.
+	AllowForeignPeers bool
+	// ConnectTimeout bounds waiting for or making a data connection; 0 means 60s.
+	ConnectTimeout time.Duration
+	// Logger receives debug events; nil discards.
+	Logger *slog.Logger
+}
+
+// Local is the in-process DTP for one session. Its methods are called by the
+// session's executor only, one at a time; Close may come from anywhere.
+type Local struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex     // guards ln and remote against Close
+	ln     *net.TCPListener // passive listener, nil when none
+	remote netip.AddrPort   // active peer, invalid when none
+	closed bool
+}
+
+// New returns a Local DTP.
+func New(cfg Config) *Local {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 60 * time.Second
+	}
+	if !cfg.ListenIP.IsValid() {
+		cfg.ListenIP = cfg.ControlLocal.Addr()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Local{cfg: cfg, log: log}
+}
+
+// Passive opens a listener for the next transfer (PASV, EPSV) and returns
+// its address. A previous listener or active address is dropped. With ipv4
+// set (PASV), the listener must have an IPv4 address.
+func (d *Local) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error) {
+	ip := d.cfg.ListenIP.Unmap()
+	if ipv4 && !ip.Is4() {
+		return netip.AddrPort{}, fmt.Errorf("dtp: data interface %s is not IPv4; use EPSV", ip)
+	}
+	d.reset()
+	ln, err := d.listen(ctx, ip)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		ln.Close()
+		return netip.AddrPort{}, net.ErrClosed
+	}
+	d.ln = ln
+	return netip.AddrPortFrom(ip, uint16(ln.Addr().(*net.TCPAddr).Port)), nil
+}
+
+func (d *Local) listen(ctx context.Context, ip netip.Addr) (*net.TCPListener, error) {
+	var lc net.ListenConfig
+	lo, hi := int(d.cfg.PortLow), int(d.cfg.PortHigh)
+	if lo == 0 && hi == 0 {
+		l, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(ip, 0).String())
+		if err != nil {
+			return nil, fmt.Errorf("dtp: listen: %w", err)
+		}
+		return l.(*net.TCPListener), nil
+	}
+	n := hi - lo + 1
+	start := rand.IntN(n)
+	var last error
+	for i := range n { // bounded: each port in the range at most once
+		port := lo + (start+i)%n
+		l, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+		if err == nil {
+			return l.(*net.TCPListener), nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("dtp: no free port in %d-%d: %w", lo, hi, last)
+}
+
+// Active records the address the next transfer connects to (PORT, EPRT).
+func (d *Local) Active(ctx context.Context, addr netip.AddrPort) error {
+	d.reset()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.remote = addr
+	return nil
+}
+
+// reset drops the listener and active address.
+func (d *Local) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ln != nil {
+		d.ln.Close()
+		d.ln = nil
+	}
+	d.remote = netip.AddrPort{}
+}
+
+// Close releases the listener. The DTP is unusable afterwards.
+func (d *Local) Close() error {
+	d.reset()
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	return nil
+}
+
+// open establishes the data connection for one transfer: it accepts on the
+// passive listener (then closes it) or dials the active address. Both are
+// single-use, as in RFC 959 stream mode.
+func (d *Local) open(ctx context.Context) (*net.TCPConn, error) {
+	d.mu.Lock()
+	ln, remote := d.ln, d.remote
+	d.ln, d.remote = nil, netip.AddrPort{}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
+	defer cancel()
+	switch {
+	case ln != nil:
+		defer ln.Close()
+		return d.accept(ctx, ln)
+	case remote.IsValid():
+		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: d.cfg.ListenIP.AsSlice()}}
+		if d.cfg.ListenIP.Is4() != remote.Addr().Unmap().Is4() {
+			dialer.LocalAddr = nil
+		}
+		c, err := dialer.DialContext(ctx, "tcp", remote.String())
+		if err != nil {
+			return nil, &xfer.DataError{Open: true, Err: err}
+		}
+		return c.(*net.TCPConn), nil
+	default:
+		return nil, xfer.ErrNoDataAddress
+	}
+}
+
+// maxStrays bounds how many foreign connections one accept tolerates.
+const maxStrays = 1000
+
+func (d *Local) accept(ctx context.Context, ln *net.TCPListener) (*net.TCPConn, error) {
+	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	for range maxStrays {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = fmt.Errorf("no data connection within %v", d.cfg.ConnectTimeout)
+				}
+			}
+			return nil, &xfer.DataError{Open: true, Err: err}
+		}
+		from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+		if d.cfg.AllowForeignPeers || from == d.cfg.ControlPeer.Addr().Unmap() {
+			return c, nil
+		}
+		d.log.Warn("refused data connection from a foreign host", "from", from, "peer", d.cfg.ControlPeer.Addr())
+		c.Close()
+	}
+	return nil, &xfer.DataError{Open: true, Err: errors.New("too many data connections from foreign hosts")}
+}
+
+// Send moves bytes from src to the data channel (RETR, listings).
+func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
+	if req.Mode != xfer.ModeStream {
+		return 0, fmt.Errorf("dtp: mode %c is not supported", req.Mode)
+	}
+	conn, err := d.open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
+	return sendStream(ctx, conn, req, src)
+}
+
+// Receive moves bytes from the data channel into dst (STOR, APPE, ESTO).
+func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
+	if req.Mode != xfer.ModeStream {
+		return 0, fmt.Errorf("dtp: mode %c is not supported", req.Mode)
+	}
+	conn, err := d.open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
+	return receiveStream(ctx, conn, req, dst)
+}

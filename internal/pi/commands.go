@@ -1,0 +1,422 @@
+package pi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+type argRule int
+
+const (
+	argOptional argRule = iota
+	argRequired
+	argNone
+)
+
+// cmdSpec describes one verb: its handler, whether it needs a login, its
+// argument rule and its HELP text. A handler returns the final reply, or a
+// zero Reply when it has written its replies itself.
+type cmdSpec struct {
+	run   func(ctx context.Context, s *session, arg string) wire.Reply
+	login bool
+	arg   argRule
+	help  string
+}
+
+// commandTable is where every verb is handled. SITE sub-commands are in siteTable.
+var commandTable map[string]cmdSpec
+
+func init() {
+	commandTable = map[string]cmdSpec{
+		// Access control (RFC 959 §4.1.1).
+		"USER": {run: cmdUSER, arg: argRequired, help: "USER <sp> username"},
+		"PASS": {run: cmdPASS, help: "PASS <sp> password"},
+		"QUIT": {run: cmdQUIT, arg: argNone, help: "QUIT"},
+		"CWD":  {run: cmdCWD, login: true, help: "CWD [<sp> directory-name]"},
+		"CDUP": {run: cmdCDUP, login: true, arg: argNone, help: "CDUP"},
+		"PWD":  {run: cmdPWD, login: true, arg: argNone, help: "PWD"},
+		// Transfer parameters (RFC 959 §4.1.2, RFC 2428).
+		"TYPE": {run: cmdTYPE, login: true, arg: argRequired, help: "TYPE <sp> type-code (A or I)"},
+		"MODE": {run: cmdMODE, login: true, arg: argRequired, help: "MODE <sp> mode-code (S)"},
+		"STRU": {run: cmdSTRU, login: true, arg: argRequired, help: "STRU <sp> structure-code (F)"},
+		"PASV": {run: cmdPASV, login: true, arg: argNone, help: "PASV"},
+		"EPSV": {run: cmdEPSV, login: true, help: "EPSV [<sp> 1|2|ALL]"},
+		"PORT": {run: cmdPORT, login: true, arg: argRequired, help: "PORT <sp> h1,h2,h3,h4,p1,p2"},
+		"EPRT": {run: cmdEPRT, login: true, arg: argRequired, help: "EPRT <sp> |af|addr|port|"},
+		"REST": {run: cmdREST, login: true, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
+		"ALLO": {run: cmdALLO, login: true, arg: argRequired, help: "ALLO <sp> size"},
+		// Data transfers (transfer.go).
+		"RETR": {run: cmdRETR, login: true, arg: argRequired, help: "RETR <sp> pathname"},
+		"STOR": {run: cmdSTOR, login: true, arg: argRequired, help: "STOR <sp> pathname"},
+		"APPE": {run: cmdAPPE, login: true, arg: argRequired, help: "APPE <sp> pathname"},
+		"LIST": {run: cmdLIST, login: true, help: "LIST [<sp> pathname]"},
+		"NLST": {run: cmdNLST, login: true, help: "NLST [<sp> pathname]"},
+		"MLSD": {run: cmdMLSD, login: true, help: "MLSD [<sp> pathname]"},
+		"ABOR": {run: cmdABOR, arg: argNone, help: "ABOR"},
+		// Files and directories (files.go).
+		"MLST": {run: cmdMLST, login: true, help: "MLST [<sp> pathname]"},
+		"SIZE": {run: cmdSIZE, login: true, arg: argRequired, help: "SIZE <sp> pathname"},
+		"MDTM": {run: cmdMDTM, login: true, arg: argRequired, help: "MDTM <sp> pathname"},
+		"MFMT": {run: cmdMFMT, login: true, arg: argRequired, help: "MFMT <sp> YYYYMMDDHHMMSS <sp> pathname"},
+		"DELE": {run: cmdDELE, login: true, arg: argRequired, help: "DELE <sp> pathname"},
+		"MKD":  {run: cmdMKD, login: true, arg: argRequired, help: "MKD <sp> pathname"},
+		"RMD":  {run: cmdRMD, login: true, arg: argRequired, help: "RMD <sp> pathname"},
+		"RNFR": {run: cmdRNFR, login: true, arg: argRequired, help: "RNFR <sp> pathname"},
+		"RNTO": {run: cmdRNTO, login: true, arg: argRequired, help: "RNTO <sp> pathname"},
+		"CKSM": {run: cmdCKSM, login: true, arg: argRequired, help: "CKSM <sp> algorithm <sp> offset <sp> length <sp> pathname"},
+		// Informational.
+		"SYST": {run: cmdSYST, login: true, arg: argNone, help: "SYST"},
+		"STAT": {run: cmdSTAT, login: true, help: "STAT [<sp> pathname]"},
+		"HELP": {run: cmdHELP, help: "HELP [<sp> command]"},
+		"NOOP": {run: cmdNOOP, help: "NOOP"},
+		"FEAT": {run: cmdFEAT, arg: argNone, help: "FEAT"},
+		"OPTS": {run: cmdOPTS, login: true, arg: argRequired, help: "OPTS <sp> command <sp> options"},
+		"SITE": {run: cmdSITE, arg: argRequired, help: "SITE <sp> command"},
+	}
+}
+
+func ok(code int, format string, args ...any) wire.Reply {
+	return wire.Reply{Code: code, Lines: []string{fmt.Sprintf(format, args...)}}
+}
+
+func cmdUSER(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.acct != nil {
+		return ok(503, "You are already logged in.")
+	}
+	s.user = arg
+	return ok(331, "Password required for %s.", arg)
+}
+
+func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.acct != nil {
+		return ok(503, "You are already logged in.")
+	}
+	if s.user == "" {
+		return ok(503, "Login with USER first.")
+	}
+	user := s.user
+	s.user = ""
+	acct, err := s.cfg.Login(ctx, user, arg)
+	if err != nil {
+		if !errors.Is(err, ErrLoginDenied) {
+			s.log.Error("login failed", "user", user, "err", err)
+		} else {
+			s.log.Info("login denied", "user", user)
+		}
+		return ok(530, "Login incorrect.")
+	}
+	s.acct = acct
+	s.fs = acct.Storage
+	s.log = s.log.With("user", acct.Name)
+	s.log.Info("logged in")
+	return ok(230, "User %s logged in.", acct.Name)
+}
+
+func cmdQUIT(ctx context.Context, s *session, arg string) wire.Reply {
+	s.quit = true
+	return ok(221, "Goodbye.")
+}
+
+func cmdNOOP(ctx context.Context, s *session, arg string) wire.Reply {
+	return ok(200, "NOOP command successful.")
+}
+
+func cmdSYST(ctx context.Context, s *session, arg string) wire.Reply {
+	return ok(215, "UNIX Type: L8")
+}
+
+func cmdPWD(ctx context.Context, s *session, arg string) wire.Reply {
+	return ok(257, "%s is current directory.", quotePath(s.cwd))
+}
+
+// quotePath quotes a path for 257 replies, doubling embedded quotes (RFC 959 Appendix II).
+func quotePath(p string) string {
+	return `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+}
+
+func cmdCWD(ctx context.Context, s *session, arg string) wire.Reply {
+	p := s.abs(arg)
+	if arg == "" {
+		p = "/"
+	}
+	fi, err := s.fs.Stat(ctx, p)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	if !fi.IsDir() {
+		return ok(550, "%s: Not a directory.", arg)
+	}
+	s.cwd = p
+	return ok(250, "CWD command successful.")
+}
+
+func cmdCDUP(ctx context.Context, s *session, arg string) wire.Reply {
+	return cmdCWD(ctx, s, "..")
+}
+
+func cmdTYPE(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(strings.ToUpper(arg), 0)
+	switch {
+	case len(f) == 1 && f[0] == "I", len(f) == 2 && f[0] == "L" && f[1] == "8":
+		s.typ = xfer.TypeImage
+		return ok(200, "Type set to I.")
+	case f[0] == "A" && (len(f) == 1 || len(f) == 2 && f[1] == "N"):
+		s.typ = xfer.TypeASCII
+		return ok(200, "Type set to A.")
+	}
+	return ok(501, "'TYPE %s' unrecognized type.", arg)
+}
+
+func cmdMODE(ctx context.Context, s *session, arg string) wire.Reply {
+	switch strings.ToUpper(arg) {
+	case "S":
+		s.mode = xfer.ModeStream
+		return ok(200, "Mode set to S.")
+	}
+	return ok(501, "'MODE %s' unrecognized transfer mode.", arg)
+}
+
+func cmdSTRU(ctx context.Context, s *session, arg string) wire.Reply {
+	if strings.EqualFold(arg, "F") {
+		return ok(200, "STRU F ok.")
+	}
+	return ok(501, "Syntax error in parameter: only STRU F is supported.")
+}
+
+func cmdPASV(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.epsvAll {
+		return ok(503, "EPSV ALL in effect; use EPSV.")
+	}
+	ap, err := s.dtp.Passive(ctx, true)
+	if err != nil {
+		s.log.Warn("passive listen failed", "err", err)
+		return ok(425, "Cannot open passive connection.")
+	}
+	hp, err := wire.FormatPORT(ap)
+	if err != nil {
+		return ok(425, "Cannot open passive connection: %v.", err)
+	}
+	return ok(227, "Entering Passive Mode (%s)", hp)
+}
+
+func cmdEPSV(ctx context.Context, s *session, arg string) wire.Reply {
+	switch strings.ToUpper(arg) {
+	case "ALL":
+		s.epsvAll = true
+		return ok(229, "EPSV ALL Successful.")
+	case "", "1", "2":
+	default:
+		return ok(522, "Network protocol not supported, use (1,2).")
+	}
+	ap, err := s.dtp.Passive(ctx, false)
+	if err != nil {
+		s.log.Warn("passive listen failed", "err", err)
+		return ok(425, "Cannot open passive connection.")
+	}
+	return ok(229, "Entering Extended Passive Mode (|||%d|)", ap.Port())
+}
+
+func cmdPORT(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.epsvAll {
+		return ok(503, "EPSV ALL in effect; use EPSV.")
+	}
+	ap, err := wire.ParsePORT(arg)
+	if err != nil {
+		return ok(501, "Illegal PORT command.")
+	}
+	return s.setActive(ctx, ap)
+}
+
+func cmdEPRT(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.epsvAll {
+		return ok(503, "EPSV ALL in effect; use EPSV.")
+	}
+	ap, err := wire.ParseEPRT(arg)
+	if err != nil {
+		return ok(522, "Network protocol not supported, use (1,2).")
+	}
+	return s.setActive(ctx, ap)
+}
+
+// setActive applies FTP bounce protection (RFC 2577): data connections go
+// only to the control peer, and never to a privileged port.
+func (s *session) setActive(ctx context.Context, ap netip.AddrPort) wire.Reply {
+	peer := remoteAddrPort(s.conn).Addr().Unmap()
+	if !s.cfg.AllowForeignDataAddress {
+		if ap.Addr().Unmap() != peer {
+			s.log.Warn("refused PORT to a foreign host", "addr", ap)
+			return ok(501, "Illegal PORT command: the data address must be the client's own (%s).", peer)
+		}
+		if ap.Port() < 1024 {
+			return ok(501, "Illegal PORT command: privileged port %d refused.", ap.Port())
+		}
+	}
+	if ap.Port() == 0 {
+		return ok(501, "Illegal PORT command.")
+	}
+	if err := s.dtp.Active(ctx, ap); err != nil {
+		return ok(425, "Cannot use data address: %v.", err)
+	}
+	return ok(200, "PORT Command successful.")
+}
+
+func cmdREST(ctx context.Context, s *session, arg string) wire.Reply {
+	rs, err := xfer.ParseRangeList(strings.TrimSpace(arg))
+	if err != nil {
+		return ok(501, "bad parameter.")
+	}
+	s.rest, s.hasRest = rs, true
+	return ok(350, "Restart Marker OK. Send STORE or RETR to initiate transfer.")
+}
+
+func cmdALLO(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 0)
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || n < 0 {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	s.allo = n
+	return ok(200, "ALLO command successful.")
+}
+
+func cmdABOR(ctx context.Context, s *session, arg string) wire.Reply {
+	// A running transfer was cancelled by the reader and has already been
+	// answered (426); ABOR itself always succeeds.
+	return ok(226, "Abort successful")
+}
+
+func cmdSTAT(ctx context.Context, s *session, arg string) wire.Reply {
+	if arg == "" {
+		who := "not logged in"
+		if s.acct != nil {
+			who = "logged in as " + s.acct.Name
+		}
+		return wire.Reply{Code: 211, Lines: []string{
+			"Ferry GridFTP server status:",
+			fmt.Sprintf("Connected from %s, %s", remoteAddrPort(s.conn), who),
+			fmt.Sprintf("TYPE: %c, MODE: %c, STRU: F", s.typ, s.mode),
+			"End of status.",
+		}}
+	}
+	return statPath(ctx, s, arg)
+}
+
+func cmdHELP(ctx context.Context, s *session, arg string) wire.Reply {
+	if arg != "" {
+		verb := strings.ToUpper(arg)
+		if spec, found := commandTable[verb]; found {
+			return wire.Reply{Code: 214, Lines: []string{"Help for " + verb + ":", spec.help, "End."}}
+		}
+		if verb == "SITE" {
+			return siteHelp()
+		}
+		return ok(502, "Unknown command '%s'.", verb)
+	}
+	verbs := make([]string, 0, len(commandTable))
+	for v := range commandTable {
+		verbs = append(verbs, v)
+	}
+	slices.Sort(verbs)
+	lines := []string{"The following commands are recognized:"}
+	for i := 0; i < len(verbs); i += 8 {
+		var b strings.Builder
+		for _, v := range verbs[i:min(i+8, len(verbs))] {
+			fmt.Fprintf(&b, "    %-4s", v)
+		}
+		lines = append(lines, strings.TrimPrefix(b.String(), " "))
+	}
+	return wire.Reply{Code: 214, Lines: append(lines, "End")}
+}
+
+// cmdFEAT lists the extensions this server really implements (RFC 2389);
+// each line is derived from the command table or the capability it names.
+func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
+	lines := []string{"Extensions supported"}
+	add := func(verb, feat string) {
+		if _, found := commandTable[verb]; found {
+			lines = append(lines, feat)
+		}
+	}
+	add("CKSM", "CKSM "+checksum.Feature())
+	add("EPSV", "EPSV")
+	add("EPRT", "EPRT")
+	add("MDTM", "MDTM")
+	add("MFMT", "MFMT")
+	add("MLST", "MLST "+wire.FeatMLST(s.facts))
+	add("REST", "REST STREAM")
+	add("SIZE", "SIZE")
+	lines = append(lines, "TVFS", "UTF8")
+	return wire.Reply{Code: 211, Lines: append(lines, "End.")}
+}
+
+func cmdOPTS(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	opt := ""
+	if len(f) > 1 {
+		opt = f[1]
+	}
+	switch strings.ToUpper(f[0]) {
+	case "UTF8":
+		switch strings.ToUpper(strings.TrimSpace(opt)) {
+		case "ON", "":
+			return ok(200, "UTF8 set to on.")
+		case "OFF":
+			return ok(200, "UTF8 set to off.")
+		}
+		return ok(501, "OPTS UTF8 takes ON or OFF.")
+	case "MLST":
+		s.facts = wire.ParseFactSet(opt)
+		return ok(200, "MLST OPTS %s", s.facts)
+	case "RETR":
+		return s.optsRetr(opt)
+	}
+	return ok(501, "OPTS %s not supported.", f[0])
+}
+
+// optsRetr parses GridFTP's OPTS RETR name=value; list (protocol.md §6).
+func (s *session) optsRetr(opt string) wire.Reply {
+	items := strings.Split(opt, ";")
+	if len(items) < 2 || strings.TrimSpace(items[len(items)-1]) != "" {
+		return ok(501, "OPTS RETR options must each end in ';'.")
+	}
+	parallel := s.parallel
+	for _, it := range items[:len(items)-1] {
+		name, value, found := strings.Cut(strings.TrimSpace(it), "=")
+		if !found {
+			return ok(501, "OPTS RETR: bad option %q.", it)
+		}
+		switch strings.ToLower(name) {
+		case "parallelism":
+			n, err := strconv.Atoi(strings.Split(value, ",")[0])
+			if err != nil || n < 1 || n > 64 {
+				return ok(501, "OPTS RETR: parallelism must be 1 to 64.")
+			}
+			parallel = n
+		case "stripelayout", "blocksize", "markers":
+			// Accepted; they matter only with MODE E and striping.
+		default:
+			return ok(501, "OPTS RETR: unknown option %q.", name)
+		}
+	}
+	s.parallel = parallel
+	return ok(200, "OPTS Command Successful.")
+}
+
+// remoteAddrPort is the control peer's address (invalid if it is not TCP).
+func remoteAddrPort(c net.Conn) netip.AddrPort {
+	if a, isTCP := c.RemoteAddr().(*net.TCPAddr); isTCP {
+		return a.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+	return ap
+}

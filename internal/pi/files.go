@@ -1,0 +1,311 @@
+package pi
+
+// Namespace commands: everything that reads or changes file metadata over the
+// control channel (RFC 959 §4.1.3, RFC 3659, GridFTP CKSM and SITE).
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// entryOf converts storage metadata to a listing entry, with the Perm fact
+// seen from the logged-in account.
+func (s *session) entryOf(fi dsi.FileInfo, name string) wire.Entry {
+	e := wire.NewEntry(name)
+	e.Type = "file"
+	if fi.IsDir() {
+		e.Type = "dir"
+	} else if fi.Mode&fs.ModeSymlink != 0 {
+		e.Type = "slink"
+	}
+	e.Size = fi.Size
+	e.Modify = fi.ModTime
+	e.Mode = int(fi.Mode.Perm())
+	e.Owner, e.Group = fi.Owner, fi.Group
+	e.UID, e.GID = fi.UID, fi.GID
+	e.Unique = fi.Unique
+	e.Slink = fi.Link
+	w := s.acct != nil && s.acct.Writable
+	switch {
+	case fi.IsDir() && w:
+		e.Perm = "cdeflmp"
+	case fi.IsDir():
+		e.Perm = "el"
+	case w:
+		e.Perm = "adfrw"
+	default:
+		e.Perm = "r"
+	}
+	return e
+}
+
+func cmdMLST(ctx context.Context, s *session, arg string) wire.Reply {
+	p := s.abs(arg)
+	fi, err := s.fs.Stat(ctx, p)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	name := arg
+	if name == "" {
+		name = p
+	}
+	e := s.entryOf(fi, name)
+	if fi.IsDir() && (arg == "" || arg == ".") {
+		e.Type = "cdir"
+	}
+	line := string(wire.AppendFacts(nil, e, s.facts))
+	return wire.Reply{Code: 250, Lines: []string{"status of " + name, line, "End."}}
+}
+
+func cmdSIZE(ctx context.Context, s *session, arg string) wire.Reply {
+	fi, err := s.fs.Stat(ctx, s.abs(arg))
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(213, "%d", fi.Size)
+}
+
+func cmdMDTM(ctx context.Context, s *session, arg string) wire.Reply {
+	fi, err := s.fs.Stat(ctx, s.abs(arg))
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(213, "%s", wire.FormatTime(fi.ModTime))
+}
+
+func cmdMFMT(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	if len(f) != 2 {
+		return ok(501, "Invalid command arguments.")
+	}
+	t, err := wire.ParseTime(f[0])
+	if err != nil {
+		return ok(501, "Invalid command arguments.")
+	}
+	return s.setTime(ctx, t, f[1])
+}
+
+func (s *session) setTime(ctx context.Context, t time.Time, arg string) wire.Reply {
+	ct, capable := s.fs.(dsi.Chtimeser)
+	if !capable {
+		return ok(502, "Setting times is not supported by this storage.")
+	}
+	if err := ct.Chtimes(ctx, s.abs(arg), t); err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(250, "OK.")
+}
+
+func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
+	if err := s.fs.Remove(ctx, s.abs(arg)); err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(250, "OK.")
+}
+
+func cmdMKD(ctx context.Context, s *session, arg string) wire.Reply {
+	p := s.abs(arg)
+	if err := s.fs.Mkdir(ctx, p, 0o755); err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(257, "Directory %s created successfully.", quotePath(p))
+}
+
+func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
+	if err := s.fs.Rmdir(ctx, s.abs(arg)); err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(250, "OK.")
+}
+
+func cmdRNFR(ctx context.Context, s *session, arg string) wire.Reply {
+	p := s.abs(arg)
+	if _, err := s.fs.Stat(ctx, p); err != nil {
+		return fsError(s, err, arg)
+	}
+	s.renameFrom = p
+	return ok(350, "OK. Send RNTO with destination name.")
+}
+
+func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
+	from := s.renameFrom
+	s.renameFrom = ""
+	if from == "" {
+		return ok(503, "Bad sequence of commands: send RNFR first.")
+	}
+	if err := s.fs.Rename(ctx, from, s.abs(arg)); err != nil {
+		return fsError(s, err, arg)
+	}
+	return ok(250, "OK.")
+}
+
+// cmdCKSM: CKSM <alg> <offset> <length> <path>; length -1 means to the end.
+func cmdCKSM(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 4)
+	if len(f) != 4 {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	off, err1 := strconv.ParseInt(f[1], 10, 64)
+	length, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || off < 0 || length < -1 {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	if _, err := checksum.New(f[0]); err != nil {
+		return ok(504, "Unknown checksum algorithm requested.")
+	}
+	p := s.abs(f[3])
+	r, err := s.fs.Open(ctx, p)
+	if err != nil {
+		return fsError(s, err, f[3])
+	}
+	defer r.Close()
+	var sum string
+	err = s.runCancellable(ctx, func(ctx context.Context) error {
+		var err error
+		sum, err = checksum.Compute(ctx, r, r.Size(), off, length, f[0])
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, xfer.ErrAborted) {
+			return ok(426, "Checksum aborted.")
+		}
+		return fsError(s, err, f[3])
+	}
+	return ok(213, "%s", sum)
+}
+
+// statPath answers STAT <path>: one ls -l line for the path itself.
+func statPath(ctx context.Context, s *session, arg string) wire.Reply {
+	p := s.abs(arg)
+	fi, err := s.fs.Stat(ctx, p)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	line := string(wire.AppendLIST(nil, s.entryOf(fi, arg), time.Now()))
+	return wire.Reply{Code: 213, Lines: []string{"status of " + arg, line, "End."}}
+}
+
+// siteTable holds the SITE sub-commands (protocol.md §9.4–9.5).
+var siteTable map[string]cmdSpec
+
+func init() {
+	siteTable = map[string]cmdSpec{
+		"CHMOD":      {run: siteCHMOD, login: true, arg: argRequired, help: "SITE CHMOD <sp> mode <sp> pathname"},
+		"UTIME":      {run: siteUTIME, login: true, arg: argRequired, help: "SITE UTIME <sp> YYYYMMDDHHMMSS <sp> pathname"},
+		"HELP":       {run: func(context.Context, *session, string) wire.Reply { return siteHelp() }, help: "SITE HELP"},
+		"VERSION":    {run: siteVERSION, arg: argNone, help: "SITE VERSION"},
+		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
+		"CLIENTINFO": {run: siteOK, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
+	}
+}
+
+func cmdSITE(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	name := strings.ToUpper(f[0])
+	spec, found := siteTable[name]
+	if !found {
+		return ok(500, "Invalid command.")
+	}
+	sub := ""
+	if len(f) > 1 {
+		sub = f[1]
+	}
+	switch {
+	case spec.login && s.acct == nil:
+		return ok(530, "Please login with USER and PASS.")
+	case spec.arg == argRequired && sub == "":
+		return ok(501, "Syntax error in parameters or arguments.")
+	case spec.arg == argNone && sub != "":
+		return ok(501, "SITE %s takes no argument.", name)
+	}
+	return spec.run(ctx, s, sub)
+}
+
+func siteHelp() wire.Reply {
+	names := make([]string, 0, len(siteTable))
+	for n := range siteTable {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	lines := []string{"Help for SITE:"}
+	for _, n := range names {
+		lines = append(lines, siteTable[n].help)
+	}
+	return wire.Reply{Code: 214, Lines: append(lines, "End.")}
+}
+
+func siteOK(context.Context, *session, string) wire.Reply { return ok(250, "OK.") }
+
+func siteVERSION(ctx context.Context, s *session, arg string) wire.Reply {
+	return ok(200, "%s", s.cfg.Version)
+}
+
+func siteWHOAMI(ctx context.Context, s *session, arg string) wire.Reply {
+	return ok(200, "%s", s.acct.Name)
+}
+
+func siteCHMOD(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	if len(f) != 2 {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	mode, err := strconv.ParseUint(f[0], 8, 32)
+	if err != nil || mode > 0o7777 {
+		return ok(501, "Invalid mode %q: give octal permission bits such as 644.", f[0])
+	}
+	cm, capable := s.fs.(dsi.Chmoder)
+	if !capable {
+		return ok(502, "SITE CHMOD is not supported by this storage.")
+	}
+	if err := cm.Chmod(ctx, s.abs(f[1]), fileMode(mode)); err != nil {
+		return fsError(s, err, f[1])
+	}
+	return ok(250, "OK.")
+}
+
+// fileMode turns octal permission bits, with setuid/setgid/sticky, into an fs.FileMode.
+func fileMode(m uint64) fs.FileMode {
+	fm := fs.FileMode(m & 0o777)
+	if m&0o4000 != 0 {
+		fm |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		fm |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		fm |= fs.ModeSticky
+	}
+	return fm
+}
+
+func siteUTIME(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	if len(f) != 2 {
+		return ok(501, "Invalid command arguments.")
+	}
+	t, err := wire.ParseTime(f[0])
+	if err != nil {
+		return ok(501, "Invalid command arguments.")
+	}
+	return s.setTime(ctx, t, f[1])
+}
+
+// baseName is the name a listing shows for p.
+func baseName(p string) string {
+	if p == "/" {
+		return "/"
+	}
+	return path.Base(p)
+}
+

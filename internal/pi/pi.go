@@ -1,0 +1,105 @@
+// Package pi is the server Protocol Interpreter: the box of the Globus
+// architecture that speaks the control channel. It reads commands (RFC 959,
+// RFC 2389 FEAT/OPTS, RFC 2428 EPSV/EPRT, RFC 3659 SIZE/MDTM/MLST/MLSD/REST
+// STREAM, GridFTP's CKSM), keeps the session's state, answers with replies
+// shaped as GCT's server shapes them, and hands data movement to a DTP.
+//
+// Layout: session.go runs a session (reader goroutine, executor, reply
+// writer, idle timeout, ABOR); commands.go is the command table, where every
+// verb is found; files.go the namespace commands; transfer.go the data
+// commands; replies.go maps errors to reply codes in one place.
+//
+// The PI never touches data sockets or storage bytes itself: it calls the
+// DTP interface defined here, and the storage's metadata operations.
+package pi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// DTP moves a session's data. The PI calls it from one goroutine at a time;
+// cancelling ctx (ABOR, control connection lost) must stop a transfer promptly.
+type DTP interface {
+	// Passive prepares to accept the next transfer's data connection
+	// (PASV, EPSV) and returns the address to announce. ipv4 requires an
+	// IPv4 address (PASV).
+	Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error)
+	// Active sets the address the next transfer connects to (PORT, EPRT).
+	Active(ctx context.Context, addr netip.AddrPort) error
+	// Send moves the requested bytes of src to the data channel. It reports
+	// xfer.EventStarted through notify once the channel is open.
+	Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error)
+	// Receive moves the data channel's bytes into dst, likewise.
+	Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error)
+	// Close releases listeners and connections.
+	Close() error
+}
+
+// Account is a logged-in user's view of the server.
+type Account struct {
+	// Name is the user name reported by SITE WHOAMI and in logs.
+	Name string
+	// Storage is what the user sees; "/" is the user's root. Wrap it with
+	// dsi.ReadOnly for read-only access and dsi.Sub for a home directory.
+	Storage dsi.Storage
+	// Writable reports whether the account may change the storage; it
+	// shapes the Perm fact of listings.
+	Writable bool
+}
+
+// ErrLoginDenied is returned by Config.Login for bad credentials.
+var ErrLoginDenied = errors.New("pi: login incorrect")
+
+// Config configures the PI for every session of a server. Fields are read
+// only; the zero value of each optional field has the documented default.
+type Config struct {
+	// Banner is the text of the 220 greeting.
+	Banner string
+	// Version is reported by SITE VERSION.
+	Version string
+	// Login checks a user and password (the password is "" for USER-only
+	// schemes) and returns the account. Required.
+	Login func(ctx context.Context, user, pass string) (*Account, error)
+	// NewDTP returns the data mover for a session. Required.
+	NewDTP func(control net.Conn) DTP
+	// IdleTimeout closes a session that sends no command for this long
+	// while no transfer runs (421). 0 means 15 minutes.
+	IdleTimeout time.Duration
+	// MaxLineLength bounds a command line; longer lines get 500. 0 means 16 KiB.
+	MaxLineLength int
+	// AllowForeignDataAddress permits PORT/EPRT to a host other than the
+	// control peer (FTP bounce; RFC 2577). Off by default.
+	AllowForeignDataAddress bool
+	// Logger receives session events; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) idleTimeout() time.Duration {
+	if c.IdleTimeout <= 0 {
+		return 15 * time.Minute
+	}
+	return c.IdleTimeout
+}
+
+func (c *Config) maxLine() int {
+	if c.MaxLineLength <= 0 {
+		return 16 << 10
+	}
+	return c.MaxLineLength
+}
+
+// Serve runs one session on conn until the client quits, the connection
+// fails or ctx is cancelled (then the session ends after its current command
+// with 421). It closes conn before returning.
+func Serve(ctx context.Context, conn net.Conn, cfg *Config) error {
+	s := newSession(conn, cfg)
+	return s.serve(ctx)
+}

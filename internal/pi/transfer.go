@@ -1,0 +1,278 @@
+package pi
+
+// Data commands: RETR, STOR, APPE and the listings. Each resolves the path,
+// opens storage, describes the transfer as an xfer.Request and hands it to
+// the DTP; the replies (150/125, then 226 or an error) are written here.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+func (s *session) newRequest(p string) *xfer.Request {
+	return &xfer.Request{Path: p, Mode: s.mode, Type: s.typ, Length: -1, Parallelism: s.parallel}
+}
+
+// runTransfer runs move as the session's cancellable command, answering 150
+// (or 125) when the DTP reports the data channel open. It returns the bytes
+// moved and whether the channel ever opened.
+func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
+	var started atomic.Bool
+	notify := func(ev xfer.Event) {
+		if ev.Kind == xfer.EventStarted && started.CompareAndSwap(false, true) {
+			if ev.Reused {
+				s.reply(125, "Beginning transfer; reusing existing data connection.")
+			} else {
+				s.reply(150, "Beginning transfer.")
+			}
+		}
+	}
+	var n int64
+	err := s.runCancellable(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = move(ctx, notify)
+		return err
+	})
+	return n, started.Load(), err
+}
+
+// transferReply is the final reply of a transfer; incomplete (may be "")
+// tells the client what was left behind when the transfer failed.
+func (s *session) transferReply(err error, incomplete string) wire.Reply {
+	var de *xfer.DataError
+	var se *xfer.StorageError
+	switch {
+	case err == nil:
+		return ok(226, "Transfer Complete.")
+	case errors.Is(err, xfer.ErrNoDataAddress):
+		return ok(425, "No data connection: send PASV, EPSV, PORT or EPRT first.")
+	case errors.As(err, &de) && de.Open:
+		return ok(425, "Cannot open data connection: %v.", de.Err)
+	case errors.Is(err, xfer.ErrAborted):
+		return ok(426, "Transfer aborted.%s", incomplete)
+	case errors.As(err, &de):
+		s.log.Info("data connection failed", "err", err)
+		return ok(426, "Data connection failed; transfer incomplete.%s", incomplete)
+	case errors.As(err, &se) && errors.Is(err, dsi.ErrNoSpace):
+		return ok(452, "Insufficient storage space; transfer incomplete.%s", incomplete)
+	case errors.As(err, &se):
+		s.log.Error("storage failed during transfer", "err", err)
+		return ok(451, "Local error in processing; transfer incomplete.%s", incomplete)
+	}
+	s.log.Info("transfer failed", "err", err)
+	return ok(426, "Transfer failed.%s", incomplete)
+}
+
+func cmdRETR(ctx context.Context, s *session, arg string) wire.Reply {
+	rest, hasRest := s.takeRest()
+	p := s.abs(arg)
+	r, err := s.fs.Open(ctx, p)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	defer r.Close()
+	req := s.newRequest(p)
+	if hasRest {
+		rs := rest.Ranges()
+		if s.mode == xfer.ModeStream {
+			// A gapped list cannot be placed by a stream-mode receiver.
+			if len(rs) > 1 || len(rs) == 1 && rs[0].Start != 0 {
+				return ok(554, "REST range lists need MODE E; use REST <offset> in stream mode.")
+			}
+			if len(rs) == 1 {
+				req.Offset = rs[0].End
+			}
+		} else {
+			req.Restart = rest
+		}
+	}
+	start := time.Now()
+	n, _, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+		return s.dtp.Send(ctx, req, r, notify)
+	})
+	s.logTransfer("RETR", p, n, start, err)
+	return s.transferReply(err, "")
+}
+
+func cmdSTOR(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.store(ctx, arg, false)
+}
+
+func cmdAPPE(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.store(ctx, arg, true)
+}
+
+func (s *session) store(ctx context.Context, arg string, appendMode bool) wire.Reply {
+	rest, hasRest := s.takeRest()
+	allo := s.allo
+	s.allo = -1
+	p := s.abs(arg)
+	req := s.newRequest(p)
+	opts := dsi.CreateOptions{Truncate: true, Size: allo}
+	fi, statErr := s.fs.Stat(ctx, p)
+	existed := statErr == nil
+	if existed && fi.IsDir() {
+		return ok(550, "%s: Is a directory.", arg)
+	}
+	switch {
+	case appendMode:
+		opts.Truncate = false
+		if existed {
+			req.StoreOffset = fi.Size
+		}
+	case hasRest:
+		// STOR after REST writes at the offset and keeps the rest (protocol.md §4).
+		opts.Truncate = false
+		rs := rest.Ranges()
+		if s.mode == xfer.ModeStream {
+			if len(rs) > 1 || len(rs) == 1 && rs[0].Start != 0 {
+				return ok(554, "REST range lists need MODE E; use REST <offset> in stream mode.")
+			}
+			if len(rs) == 1 {
+				req.StoreOffset = rs[0].End
+			}
+		} else {
+			req.Restart = rest
+		}
+	}
+	w, err := s.fs.Create(ctx, p, opts)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	start := time.Now()
+	n, started, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+		return s.dtp.Receive(ctx, req, w, notify)
+	})
+	if cerr := w.Close(); cerr != nil && err == nil {
+		err = &xfer.StorageError{Err: cerr}
+	}
+	s.logTransfer("STOR", p, n, start, err)
+	if err != nil && !started && !existed {
+		// Nothing arrived into a file we created: leave no trace.
+		if rerr := s.fs.Remove(context.WithoutCancel(ctx), p); rerr != nil {
+			s.log.Warn("could not remove empty file after failed STOR", "path", p, "err", rerr)
+		}
+		return s.transferReply(err, "")
+	}
+	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored at offset %d.", arg, n, req.StoreOffset))
+}
+
+func (s *session) logTransfer(op, p string, n int64, start time.Time, err error) {
+	d := time.Since(start)
+	rate := 0.0
+	if d > 0 {
+		rate = float64(n) * 8 / d.Seconds() / 1e6
+	}
+	s.log.Info("transfer", "op", op, "path", p, "bytes", n, "duration", d.Round(time.Millisecond), "mbit_s", int64(rate), "err", err)
+}
+
+// listingKind selects the format of a listing.
+type listingKind int
+
+const (
+	listLIST listingKind = iota // ls -l lines
+	listNLST                    // names only
+	listMLSD                    // RFC 3659 facts
+)
+
+func cmdLIST(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.listing(ctx, stripListOptions(arg), listLIST)
+}
+
+func cmdNLST(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.listing(ctx, stripListOptions(arg), listNLST)
+}
+
+func cmdMLSD(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.listing(ctx, arg, listMLSD)
+}
+
+// stripListOptions drops ls-style options ("-la") that clients such as
+// lftp put before the path of LIST and NLST.
+func stripListOptions(arg string) string {
+	for strings.HasPrefix(arg, "-") {
+		_, rest, _ := strings.Cut(arg, " ")
+		arg = strings.TrimLeft(rest, " ")
+	}
+	return arg
+}
+
+func (s *session) listing(ctx context.Context, arg string, kind listingKind) wire.Reply {
+	s.takeRest()
+	p := s.abs(arg)
+	fi, err := s.fs.Stat(ctx, p)
+	if err != nil {
+		return fsError(s, err, arg)
+	}
+	var buf []byte
+	now := time.Now()
+	line := func(e wire.Entry) {
+		switch kind {
+		case listLIST:
+			buf = wire.AppendLIST(buf, e, now)
+		case listNLST:
+			buf = append(buf, e.Name...)
+		case listMLSD:
+			buf = wire.AppendFacts(buf, e, s.facts)
+		}
+		buf = append(buf, '\r', '\n')
+	}
+	if !fi.IsDir() {
+		name := baseName(p)
+		if kind == listNLST && arg != "" {
+			name = arg
+		}
+		line(s.entryOf(fi, name))
+	} else {
+		list, err := s.fs.ReadDir(ctx, p)
+		if err != nil {
+			return fsError(s, err, arg)
+		}
+		if kind == listMLSD {
+			cdir := s.entryOf(fi, ".")
+			cdir.Type = "cdir"
+			line(cdir)
+			if p != "/" {
+				if pfi, err := s.fs.Stat(ctx, parentDir(p)); err == nil {
+					pdir := s.entryOf(pfi, "..")
+					pdir.Type = "pdir"
+					line(pdir)
+				}
+			}
+		}
+		for _, c := range list {
+			line(s.entryOf(c, c.Name))
+		}
+	}
+	req := s.newRequest(p)
+	req.Type = xfer.TypeImage // lines already end in CRLF
+	src := &memReader{Reader: bytes.NewReader(buf)}
+	_, _, err = s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+		return s.dtp.Send(ctx, req, src, notify)
+	})
+	return s.transferReply(err, "")
+}
+
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// memReader serves generated bytes (listings) as a dsi.Reader.
+type memReader struct{ *bytes.Reader }
+
+func (m *memReader) Close() error { return nil }
+
+var _ dsi.Reader = (*memReader)(nil)

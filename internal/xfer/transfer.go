@@ -1,0 +1,69 @@
+package xfer
+
+import "time"
+
+// Mode is the FTP transmission mode of a transfer (RFC 959 MODE, GFD.020 §3.4).
+type Mode byte
+
+// Transmission modes.
+const (
+	ModeStream Mode = 'S' // RFC 959 stream mode: one connection, EOF by close
+	ModeEBlock Mode = 'E' // GridFTP extended block mode: many connections, 17-byte headers
+)
+
+// Type is the FTP representation type (RFC 959 TYPE).
+type Type byte
+
+// Representation types.
+const (
+	TypeImage Type = 'I' // bytes as they are
+	TypeASCII Type = 'A' // network ASCII: LF on disk, CRLF on the wire (stream mode only)
+)
+
+// Request describes one transfer for a data mover: which bytes, how framed.
+// It plays the part of Globus's globus_gfs_transfer_info_t: the PI fills it
+// in from the session's state, the DTP executes it.
+type Request struct {
+	// Path is the storage path (or a label such as "LIST /dir" for listings).
+	Path string
+	Mode Mode
+	Type Type
+	// Offset and Length select a window of the source (ERET P, or REST n in
+	// stream mode for Offset). Length < 0 means to the end.
+	Offset, Length int64
+	// Restart lists byte ranges the receiver already has (REST range lists);
+	// a sender skips them. Empty means send everything.
+	Restart RangeSet
+	// StoreOffset is where byte 0 of the incoming data lands (ESTO A, REST n
+	// before STOR in stream mode, APPE at the end).
+	StoreOffset int64
+	// Parallelism is the number of data connections a MODE E sender opens.
+	Parallelism int
+	// BlockSize is the MODE E block size a sender uses; 0 means the default.
+	BlockSize int
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventStarted: the data channel is ready and bytes may flow; the PI answers
+	// 150 (or 125 when Reused).
+	EventStarted EventKind = iota + 1
+	// EventProgress: Bytes transferred so far on Stripe (112 performance markers).
+	EventProgress
+	// EventRanges: Ranges newly committed to storage (111 restart markers).
+	EventRanges
+)
+
+// Event is one step of a running transfer, reported by a data mover to
+// whoever watches the transfer (the PI's markers, history, progress displays).
+type Event struct {
+	Kind   EventKind
+	Time   time.Time
+	Reused bool    // EventStarted: cached data connections were reused
+	Stripe int     // EventProgress
+	Bytes  int64   // EventProgress: cumulative bytes on Stripe
+	Ranges []Range // EventRanges: newly committed ranges
+}

@@ -1,0 +1,302 @@
+// Package server is Ferry's embeddable GridFTP server: give it a Config with
+// a storage back-end, call Serve with a listener, stop it with Shutdown. It
+// follows the net/http server shape.
+//
+// Inside, each control connection is a session of the protocol interpreter
+// (internal/pi) with its own data mover (internal/dtp) over the configured
+// storage (package dsi):
+//
+//	client ──control──▶ PI (session) ──DTP interface──▶ DTP ──▶ DSI storage
+//	       ◀──data──────────────────────────────────────┘
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dtp"
+	"github.com/ferrygrid/ferry/internal/pi"
+	"github.com/ferrygrid/ferry/internal/version"
+)
+
+// Account is what Authenticate grants a user.
+type Account struct {
+	// Name is the account's name (logs, SITE WHOAMI).
+	Name string
+	// Home is a directory of Config.Storage that becomes the user's root;
+	// "" or "/" means all of it. It must exist.
+	Home string
+	// Writable permits changes; otherwise the account is read-only.
+	Writable bool
+}
+
+// ErrLoginDenied is what Authenticate returns for bad credentials.
+var ErrLoginDenied = errors.New("server: login denied")
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("server: closed")
+
+// Config configures a Server. Only Storage is required; every other zero
+// value is a working default.
+type Config struct {
+	// Storage is the served tree.
+	Storage dsi.Storage
+	// Anonymous allows logins as "anonymous" or "ftp" with any password,
+	// read-only unless AnonymousWrite is set.
+	Anonymous, AnonymousWrite bool
+	// Authenticate checks other users; nil means only anonymous logins.
+	// It returns ErrLoginDenied for bad credentials.
+	Authenticate func(ctx context.Context, user, password string) (*Account, error)
+	// DataInterface is the address data connections use; invalid means the
+	// address the client reached the control channel on.
+	DataInterface netip.Addr
+	// PortLow and PortHigh bound passive data ports; 0,0 means any.
+	PortLow, PortHigh uint16
+	// IdleTimeout closes idle sessions with 421; 0 means 15 minutes.
+	IdleTimeout time.Duration
+	// MaxSessions refuses sessions beyond this many with 421; 0 means no limit.
+	MaxSessions int
+	// AllowForeignDataAddress disables FTP bounce protection (RFC 2577):
+	// PORT/EPRT may then name hosts other than the client.
+	AllowForeignDataAddress bool
+	// Banner replaces the 220 greeting text.
+	Banner string
+	// Logger receives server and session events; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is a GridFTP server. Create it with New.
+type Server struct {
+	cfg Config
+	pi  pi.Config
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Shutdown: sessions end after their command
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup // one per session
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Storage == nil {
+		return nil, errors.New("server: Config.Storage is required")
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[net.Conn]struct{}{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	banner := cfg.Banner
+	if banner == "" {
+		host, _ := os.Hostname()
+		banner = fmt.Sprintf("%s Ferry GridFTP Server %s ready.", host, version.Version)
+	}
+	s.pi = pi.Config{
+		Banner:                  banner,
+		Version:                 "Ferry " + version.Version,
+		Login:                   s.login,
+		NewDTP:                  s.newDTP,
+		IdleTimeout:             cfg.IdleTimeout,
+		AllowForeignDataAddress: cfg.AllowForeignDataAddress,
+		Logger:                  s.log,
+	}
+	return s, nil
+}
+
+func (s *Server) login(ctx context.Context, user, pass string) (*pi.Account, error) {
+	var a *Account
+	switch {
+	case s.cfg.Anonymous && (user == "anonymous" || user == "ftp"):
+		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
+	case s.cfg.Authenticate == nil:
+		return nil, pi.ErrLoginDenied
+	default:
+		var err error
+		a, err = s.cfg.Authenticate(ctx, user, pass)
+		if errors.Is(err, ErrLoginDenied) {
+			return nil, pi.ErrLoginDenied
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	st := dsi.Sub(s.cfg.Storage, a.Home)
+	if fi, err := st.Stat(ctx, "/"); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("server: home %q of %s is not a directory: %v", a.Home, a.Name, err)
+	}
+	if !a.Writable {
+		st = dsi.ReadOnly(st)
+	}
+	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable}, nil
+}
+
+func (s *Server) newDTP(control net.Conn) pi.DTP {
+	local, _ := control.LocalAddr().(*net.TCPAddr)
+	remote, _ := control.RemoteAddr().(*net.TCPAddr)
+	cfg := dtp.Config{
+		ListenIP:          s.cfg.DataInterface,
+		PortLow:           s.cfg.PortLow,
+		PortHigh:          s.cfg.PortHigh,
+		AllowForeignPeers: s.cfg.AllowForeignDataAddress,
+		Logger:            s.log,
+	}
+	if local != nil {
+		cfg.ControlLocal = local.AddrPort()
+	}
+	if remote != nil {
+		cfg.ControlPeer = remote.AddrPort()
+	}
+	return dtp.New(cfg)
+}
+
+// ListenAndServe listens on addr ("host:port", ":2811") and serves.
+func (s *Server) ListenAndServe(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(l)
+}
+
+// Serve accepts control connections on l until Shutdown or Close, and
+// always returns a non-nil error (ErrServerClosed after Shutdown/Close).
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+	var backoff time.Duration
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrServerClosed
+			}
+			// Resource exhaustion (EMFILE, ENFILE) is worth waiting out.
+			var t interface{ Temporary() bool }
+			if errors.As(err, &t) && t.Temporary() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.start(conn)
+	}
+}
+
+func (s *Server) start(conn net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		conn.Close()
+		return
+	}
+	if s.cfg.MaxSessions > 0 && len(s.conns) >= s.cfg.MaxSessions {
+		s.mu.Unlock()
+		s.log.Warn("session refused: too many sessions", "remote", conn.RemoteAddr().String(), "max", s.cfg.MaxSessions)
+		conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		conn.Write([]byte("421 Too many sessions; try again later.\r\n"))
+		conn.Close()
+		return
+	}
+	s.conns[conn] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.handle(conn)
+}
+
+func (s *Server) handle(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("session panicked", "remote", conn.RemoteAddr().String(), "panic", p)
+			conn.Close()
+		}
+	}()
+	s.log.Debug("session started", "remote", conn.RemoteAddr().String())
+	err := pi.Serve(s.ctx, conn, &s.pi)
+	s.log.Debug("session ended", "remote", conn.RemoteAddr().String(), "err", err)
+}
+
+// Sessions reports how many sessions are open.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Shutdown stops accepting, lets running commands (transfers) finish, ends
+// each session with 421 and waits for them, or until ctx is done, when it
+// closes what is left and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes listeners and every session's connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	return nil
+}
