@@ -196,7 +196,7 @@ func (s *Server) Serve(l net.Listener) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
-			if s.ctx.Err() != nil {
+			if s.isClosed() {
 				return ErrServerClosed
 			}
 			// Resource exhaustion (EMFILE, ENFILE) is worth waiting out.
@@ -251,6 +251,12 @@ func (s *Server) handle(conn net.Conn) {
 	s.log.Debug("session started", "remote", conn.RemoteAddr().String())
 	err := pi.Serve(s.ctx, conn, &s.pi)
 	s.log.Debug("session ended", "remote", conn.RemoteAddr().String(), "err", err)
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // Sessions reports how many sessions are open.
