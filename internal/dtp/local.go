@@ -54,7 +54,7 @@ type Local struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex     // guards ln and remote against Close
+	mu     sync.Mutex       // guards ln and remote against Close
 	ln     *net.TCPListener // passive listener, nil when none
 	remote netip.AddrPort   // active peer, invalid when none
 	closed bool

@@ -2,7 +2,6 @@ package dtp
 
 import (
 	"bytes"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -26,14 +25,14 @@ func TestSendRanges(t *testing.T) {
 		size        int64
 		want        []xfer.Range
 	}{
-		{"whole", 0, -1, xfer.RangeSet{}, 100, []xfer.Range{{0, 100}}},
+		{"whole", 0, -1, xfer.RangeSet{}, 100, []xfer.Range{{Start: 0, End: 100}}},
 		{"empty file", 0, -1, xfer.RangeSet{}, 0, nil},
-		{"offset", 10, -1, xfer.RangeSet{}, 100, []xfer.Range{{10, 100}}},
+		{"offset", 10, -1, xfer.RangeSet{}, 100, []xfer.Range{{Start: 10, End: 100}}},
 		{"offset past end", 200, -1, xfer.RangeSet{}, 100, nil},
-		{"window", 10, 20, xfer.RangeSet{}, 100, []xfer.Range{{10, 30}}},
-		{"window clipped", 90, 20, xfer.RangeSet{}, 100, []xfer.Range{{90, 100}}},
-		{"length overflow", 10, 1<<63 - 1, xfer.RangeSet{}, 100, []xfer.Range{{10, 100}}},
-		{"restart gaps", 0, -1, restart("0-50,60-70"), 100, []xfer.Range{{50, 60}, {70, 100}}},
+		{"window", 10, 20, xfer.RangeSet{}, 100, []xfer.Range{{Start: 10, End: 30}}},
+		{"window clipped", 90, 20, xfer.RangeSet{}, 100, []xfer.Range{{Start: 90, End: 100}}},
+		{"length overflow", 10, 1<<63 - 1, xfer.RangeSet{}, 100, []xfer.Range{{Start: 10, End: 100}}},
+		{"restart gaps", 0, -1, restart("0-50,60-70"), 100, []xfer.Range{{Start: 50, End: 60}, {Start: 70, End: 100}}},
 		{"restart all", 0, -1, restart("0-100"), 100, nil},
 	}
 	for _, tt := range tests {
@@ -76,4 +75,3 @@ func TestASCII(t *testing.T) {
 		}
 	}
 }
-

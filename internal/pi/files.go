@@ -308,4 +308,3 @@ func baseName(p string) string {
 	}
 	return path.Base(p)
 }
-

@@ -184,4 +184,3 @@ func (c *ctl) dataConn() net.Conn {
 	c.t.Cleanup(func() { d.Close() })
 	return d
 }
-
