@@ -1,0 +1,418 @@
+// Package posix is Ferry's local file system back-end for the DSI: it stores
+// files below one root directory of the host.
+//
+// Every access goes through an [os.Root], so that no name and no symbolic
+// link can reach outside the root: a link whose target lies outside is
+// treated as not usable (the error wraps [dsi.ErrPermission]), never
+// followed. Links that stay inside the root are followed, as the DSI
+// contract asks of Stat.
+//
+// Readers implement [dsi.RangeWriterTo] with sendfile(2) and writers
+// implement [dsi.RangeReaderFrom] with splice(2) when the other side is a
+// socket (Linux), both with explicit file offsets, so concurrent ranges on
+// one open file never share a file position.
+package posix
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+)
+
+// Default permissions used when the caller passes 0.
+const (
+	defaultFilePerm = 0o644
+	defaultDirPerm  = 0o755
+)
+
+// FS is a [dsi.Storage] over one directory of the local file system. It is
+// safe for concurrent use.
+type FS struct {
+	root *os.Root // immutable; every access goes through it
+}
+
+// New returns a back-end rooted at the directory root, which must exist.
+func New(root string) (*FS, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, mapErr("new", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, &Error{Op: "new", Path: root, Kind: dsi.ErrNotDir, Err: syscall.ENOTDIR}
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, mapErr("new", root, err)
+	}
+	return &FS{root: r}, nil
+}
+
+// Close releases the root directory. Open readers and writers stay usable.
+func (fsys *FS) Close() error { return fsys.root.Close() }
+
+// rel converts a DSI name ("/", "/a/b") to a name relative to the root
+// ("." and "a/b"). The name is cleaned again defensively; after cleaning an
+// absolute path cannot contain "..", and os.Root confines links anyway.
+func rel(name string) string {
+	name = path.Clean("/" + name)
+	if name == "/" {
+		return "."
+	}
+	return name[1:]
+}
+
+// baseName is the FileInfo.Name for a DSI name.
+func baseName(name string) string {
+	name = path.Clean("/" + name)
+	if name == "/" {
+		return "/"
+	}
+	return path.Base(name)
+}
+
+// isRoot reports whether name denotes the root directory.
+func isRoot(name string) bool { return path.Clean("/"+name) == "/" }
+
+// Stat describes the entry at name, following symbolic links inside the root.
+// For a link, Link holds the link text.
+func (fsys *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return dsi.FileInfo{}, err
+	}
+	r := rel(name)
+	lfi, err := fsys.root.Lstat(r)
+	if err != nil {
+		return dsi.FileInfo{}, mapErr("stat", name, err)
+	}
+	if lfi.Mode()&fs.ModeSymlink == 0 {
+		return fileInfo(baseName(name), lfi), nil
+	}
+	fi, err := fsys.root.Stat(r)
+	if err != nil {
+		return dsi.FileInfo{}, mapErr("stat", name, err)
+	}
+	info := fileInfo(baseName(name), fi)
+	info.Link, _ = fsys.root.Readlink(r)
+	return info, nil
+}
+
+// ReadDir lists the directory at name sorted by name. Links are described by
+// their target; a dangling link, or one leading outside the root, is listed
+// with its own information (fs.ModeSymlink set). Link holds the link text.
+func (fsys *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := rel(name)
+	d, err := fsys.root.Open(r)
+	if err != nil {
+		return nil, mapErr("readdir", name, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, mapErr("readdir", name, err)
+	}
+	slices.Sort(names)
+	out := make([]dsi.FileInfo, 0, len(names))
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if n == "." || n == ".." {
+			continue
+		}
+		er := path.Join(r, n)
+		lfi, err := fsys.root.Lstat(er)
+		if err != nil {
+			// Removed since the directory was read.
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, mapErr("readdir", path.Join(name, n), err)
+		}
+		if lfi.Mode()&fs.ModeSymlink == 0 {
+			out = append(out, fileInfo(n, lfi))
+			continue
+		}
+		info := fileInfo(n, lfi)
+		if fi, err := fsys.root.Stat(er); err == nil {
+			info = fileInfo(n, fi)
+		}
+		info.Link, _ = fsys.root.Readlink(er)
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Open opens a regular file for reading. A directory gives [dsi.ErrIsDir];
+// other non-regular files (devices, FIFOs, sockets) give [dsi.ErrInvalid].
+func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := rel(name)
+	// Refuse non-regular files before opening: opening a FIFO would block.
+	fi, err := fsys.root.Stat(r)
+	if err != nil {
+		return nil, mapErr("open", name, err)
+	}
+	if err := checkRegular("open", name, fi); err != nil {
+		return nil, err
+	}
+	f, err := fsys.root.OpenFile(r, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, mapErr("open", name, err)
+	}
+	// Check again on the open file: the entry may have changed meanwhile.
+	fi, err = f.Stat()
+	if err == nil {
+		err = checkRegular("open", name, fi)
+	} else {
+		err = mapErr("open", name, err)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Reader{f: f, name: name, size: fi.Size()}, nil
+}
+
+func checkRegular(op, name string, fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return &Error{Op: op, Path: name, Kind: dsi.ErrIsDir, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		return &Error{Op: op, Path: name, Kind: dsi.ErrInvalid, Err: errors.New("not a regular file")}
+	}
+	return nil
+}
+
+// Create opens name for writing at offsets, creating it with opts.Perm
+// (0 means 0644, subject to the process umask) and emptying it when
+// opts.Truncate is set.
+func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := rel(name)
+	if r == "." {
+		return nil, &Error{Op: "create", Path: name, Kind: dsi.ErrIsDir, Err: syscall.EISDIR}
+	}
+	// Like Open, refuse to open a FIFO or device, which could block or
+	// write somewhere unexpected.
+	if fi, err := fsys.root.Stat(r); err == nil {
+		if err := checkRegular("create", name, fi); err != nil {
+			return nil, err
+		}
+	}
+	perm := opts.Perm.Perm()
+	if perm == 0 {
+		perm = defaultFilePerm
+	}
+	flag := os.O_WRONLY | os.O_CREATE
+	if opts.Truncate {
+		flag |= os.O_TRUNC
+	}
+	f, err := fsys.root.OpenFile(r, flag, perm)
+	if err != nil {
+		return nil, mapErr("create", name, err)
+	}
+	return &Writer{f: f, name: name}, nil
+}
+
+// Mkdir makes one directory with perm (0 means 0755, subject to the umask).
+func (fsys *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	perm = perm.Perm()
+	if perm == 0 {
+		perm = defaultDirPerm
+	}
+	r := rel(name)
+	if r == "." {
+		return &Error{Op: "mkdir", Path: name, Kind: dsi.ErrExist, Err: syscall.EEXIST}
+	}
+	return mapErr("mkdir", name, fsys.root.Mkdir(r, perm))
+}
+
+// Remove deletes a file or symbolic link (never its target). A directory
+// gives [dsi.ErrIsDir].
+func (fsys *FS) Remove(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := rel(name)
+	// os.Root.Remove removes files and empty directories alike, so look
+	// first. An entry swapped for an empty directory between the two calls
+	// would still be removed; the window is accepted.
+	fi, err := fsys.root.Lstat(r)
+	if err != nil {
+		return mapErr("remove", name, err)
+	}
+	if fi.IsDir() {
+		return &Error{Op: "remove", Path: name, Kind: dsi.ErrIsDir, Err: syscall.EISDIR}
+	}
+	return mapErr("remove", name, fsys.root.Remove(r))
+}
+
+// Rmdir deletes an empty directory. A file gives [dsi.ErrNotDir], a
+// non-empty directory [dsi.ErrNotEmpty]; the root cannot be removed.
+func (fsys *FS) Rmdir(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := rel(name)
+	if r == "." {
+		return &Error{Op: "rmdir", Path: name, Kind: dsi.ErrPermission, Err: syscall.EBUSY}
+	}
+	fi, err := fsys.root.Lstat(r)
+	if err != nil {
+		return mapErr("rmdir", name, err)
+	}
+	if !fi.IsDir() {
+		return &Error{Op: "rmdir", Path: name, Kind: dsi.ErrNotDir, Err: syscall.ENOTDIR}
+	}
+	return mapErr("rmdir", name, fsys.root.Remove(r))
+}
+
+// Rename moves from to to, replacing a file (or an empty directory, when
+// from is a directory) at to. The root can be neither moved nor replaced.
+func (fsys *FS) Rename(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if isRoot(from) || isRoot(to) {
+		return &Error{Op: "rename", Path: from, Kind: dsi.ErrPermission, Err: syscall.EBUSY}
+	}
+	return mapErr("rename", from, fsys.root.Rename(rel(from), rel(to)))
+}
+
+// Chmod sets the permission bits of name (following links inside the root).
+func (fsys *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapErr("chmod", name, fsys.root.Chmod(rel(name), mode.Perm()))
+}
+
+// Chtimes sets the modification time of name, leaving the access time.
+func (fsys *FS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapErr("chtimes", name, fsys.root.Chtimes(rel(name), time.Time{}, mtime))
+}
+
+// fileInfo converts an os FileInfo to the DSI form.
+func fileInfo(name string, fi fs.FileInfo) dsi.FileInfo {
+	info := dsi.FileInfo{
+		Name:    name,
+		Size:    fi.Size(),
+		Mode:    fi.Mode(),
+		ModTime: fi.ModTime(),
+		UID:     -1,
+		GID:     -1,
+	}
+	fillOwner(&info, fi)
+	return info
+}
+
+// Error is the error type returned by the back-end. It wraps both the DSI
+// sentinel (Kind) and the underlying cause (Err), so that errors.Is matches
+// either.
+type Error struct {
+	Op   string // operation: "open", "stat", "write", ...
+	Path string // the DSI name, or the root given to New
+	Kind error  // a dsi sentinel, or nil when none applies
+	Err  error  // the underlying cause
+}
+
+// Error returns "posix: op path: cause".
+func (e *Error) Error() string {
+	return "posix: " + e.Op + " " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *Error) Unwrap() []error {
+	if e.Kind == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// mapErr wraps err, from an operation op on name, with the matching DSI
+// sentinel. It returns nil for a nil err.
+func mapErr(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	cause := err
+	switch {
+	case errors.As(err, &pe):
+		cause = pe.Err
+	case errors.As(err, &le):
+		cause = le.Err
+	case errors.As(err, &se):
+		cause = se.Err
+	}
+	var kind error
+	var errno syscall.Errno
+	switch {
+	case errors.As(cause, &errno):
+		kind = errnoKind(errno)
+	case errors.Is(cause, fs.ErrClosed):
+		kind = dsi.ErrInvalid
+	case pe != nil || le != nil:
+		// os.Root reports a name or link leaving the root with an
+		// unexported, errno-less error; everything else it reports is
+		// an errno. Treat it as forbidden.
+		kind = dsi.ErrPermission
+	}
+	return &Error{Op: op, Path: name, Kind: kind, Err: cause}
+}
+
+// errnoKind maps an errno to a DSI sentinel, or nil.
+func errnoKind(errno syscall.Errno) error {
+	switch errno {
+	case syscall.ENOENT:
+		return dsi.ErrNotExist
+	case syscall.EEXIST:
+		return dsi.ErrExist
+	case syscall.EACCES, syscall.EPERM:
+		return dsi.ErrPermission
+	case syscall.ENOTEMPTY:
+		return dsi.ErrNotEmpty
+	case syscall.ENOTDIR:
+		return dsi.ErrNotDir
+	case syscall.EISDIR:
+		return dsi.ErrIsDir
+	case syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG:
+		return dsi.ErrNoSpace
+	case syscall.ENAMETOOLONG, syscall.EINVAL, syscall.ELOOP:
+		return dsi.ErrInvalid
+	case syscall.EROFS:
+		return dsi.ErrReadOnly
+	case syscall.EXDEV, syscall.EOPNOTSUPP, syscall.ENOSYS:
+		return dsi.ErrNotSupported
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ dsi.Storage   = (*FS)(nil)
+	_ dsi.Chmoder   = (*FS)(nil)
+	_ dsi.Chtimeser = (*FS)(nil)
+)

@@ -1,0 +1,203 @@
+package posix
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// splice(2) flags; the syscall package does not name them.
+const (
+	spliceMove     = 0x1 // SPLICE_F_MOVE
+	spliceNonblock = 0x2 // SPLICE_F_NONBLOCK
+)
+
+const (
+	// maxSendfile bounds one sendfile(2) call (the kernel moves at most
+	// about 2 GiB per call anyway).
+	maxSendfile = 1 << 30
+	// pipeSize is the pipe capacity asked for by splice; the kernel
+	// default of 64 KiB is used when the request fails.
+	pipeSize = 1 << 20
+)
+
+// unsupported reports whether a sendfile or splice error means that the
+// descriptors cannot be used this way, so a plain copy should be tried.
+func unsupported(e error) bool {
+	return e == syscall.EINVAL || e == syscall.ENOSYS || e == syscall.EOPNOTSUPP
+}
+
+// sendfile writes n bytes at off from the file to the socket sc with
+// sendfile(2). handled is false when the caller should copy the rest itself
+// (sc has no usable descriptor or sendfile cannot be used on it); the
+// returned count is then what was sent already.
+func (r *Reader) sendfile(sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
+	sock, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false, nil
+	}
+	file, err := r.f.SyscallConn()
+	if err != nil {
+		return 0, false, nil
+	}
+	handled = true
+	// Control keeps the file descriptor alive until it returns, even if
+	// the Reader is closed meanwhile.
+	cerr := file.Control(func(ffd uintptr) {
+		werr := sock.Write(func(sfd uintptr) bool {
+			for done < n {
+				chunk := min(n-done, maxSendfile)
+				o := off + done // explicit offset: the file position is never used
+				m, e := syscall.Sendfile(int(sfd), int(ffd), &o, int(chunk))
+				if m > 0 {
+					done += int64(m)
+				}
+				switch {
+				case e == syscall.EINTR:
+				case e == syscall.EAGAIN:
+					return false // wait until the socket is writable
+				case e != nil:
+					if done == 0 && unsupported(e) {
+						handled = false
+					} else {
+						err = os.NewSyscallError("sendfile", e)
+					}
+					return true
+				case m == 0:
+					err = io.ErrUnexpectedEOF // the file ended early
+					return true
+				}
+			}
+			return true
+		})
+		if err == nil {
+			err = werr
+		}
+	})
+	if err == nil {
+		err = cerr
+	}
+	return done, handled, err
+}
+
+// splice reads from the socket sc until n bytes have been read (n < 0:
+// until end of stream) and writes them at off, with splice(2) through a
+// private pipe. handled is false when the caller should copy the rest
+// itself; the returned count is then what was stored already.
+func (w *Writer) splice(sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
+	sock, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false, nil
+	}
+	file, err := w.f.SyscallConn()
+	if err != nil {
+		return 0, false, nil
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return 0, false, nil
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	capacity := 64 << 10
+	if sz, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), syscall.F_SETPIPE_SZ, pipeSize); e == 0 {
+		capacity = int(sz)
+	}
+	handled = true
+	cerr := file.Control(func(ffd uintptr) {
+		for n < 0 || done < n {
+			want := capacity
+			if n >= 0 && n-done < int64(want) {
+				want = int(n - done)
+			}
+			// Socket → pipe, waiting in the poller while the socket is empty.
+			var got int64
+			var e error
+			rerr := sock.Read(func(sfd uintptr) bool {
+				for {
+					got, e = syscall.Splice(int(sfd), nil, p[1], nil, want, spliceMove|spliceNonblock)
+					if e != syscall.EINTR {
+						return e != syscall.EAGAIN
+					}
+				}
+			})
+			if rerr != nil {
+				err = rerr
+				return
+			}
+			if e != nil {
+				if done == 0 && unsupported(e) {
+					handled = false
+				} else {
+					err = os.NewSyscallError("splice", e)
+				}
+				return
+			}
+			if got == 0 { // end of stream
+				if n >= 0 {
+					err = io.ErrUnexpectedEOF
+				}
+				return
+			}
+			// Pipe → file at an explicit offset.
+			for got > 0 {
+				o := off + done
+				m, e := syscall.Splice(p[0], nil, int(ffd), &o, int(got), spliceMove)
+				if e == syscall.EINTR {
+					continue
+				}
+				if e != nil && unsupported(e) {
+					// The file system cannot take spliced data: copy
+					// what is in the pipe and let the caller go on.
+					m, err = drain(p[0], int(ffd), off+done, got)
+					done += m
+					handled = err != nil
+					return
+				}
+				if e != nil {
+					err = os.NewSyscallError("splice", e)
+					return
+				}
+				got -= m
+				done += m
+			}
+		}
+	})
+	if err == nil {
+		err = cerr
+	}
+	return done, handled, err
+}
+
+// drain moves n bytes from the pipe pr to the file fd at off with read(2)
+// and pwrite(2).
+func drain(pr, fd int, off, n int64) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var done int64
+	for done < n {
+		m, e := syscall.Read(pr, buf[:min(n-done, int64(len(buf)))])
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != nil {
+			return done, os.NewSyscallError("read", e)
+		}
+		if m <= 0 {
+			return done, io.ErrUnexpectedEOF
+		}
+		for b := buf[:m]; len(b) > 0; {
+			k, e := syscall.Pwrite(fd, b, off+done)
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != nil {
+				return done, os.NewSyscallError("pwrite", e)
+			}
+			b = b[k:]
+			done += int64(k)
+		}
+	}
+	return done, nil
+}
