@@ -70,8 +70,8 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
-				fs := newFlagSet(c, e)
-				_ = fs.Parse([]string{"-h"})
+				// A command's flags are defined by its run function: ask it.
+				c.run(ctx, &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stdout}, []string{"-h"})
 				return 0
 			}
 		}
@@ -129,6 +129,16 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'ferry help COMMAND' or 'ferry COMMAND -h' for a command's flags.\n")
+}
+
+// parseFlags parses a subcommand's flags. A bad flag exits with status 2
+// without another message: the flag set has printed the error and usage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return exitError{code: 2}
+	}
+	return err
 }
 
 // usagef returns a usage error with a message.

@@ -25,7 +25,7 @@ func init() {
 func runPasswd(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["passwd"], e)
 	home := fs.String("home", "", "the user's home `DIR` under the served root; the user sees only that tree")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {

@@ -35,10 +35,10 @@ func init() {
 // serveFlags are the flags of ferry serve; -config files use the same keys.
 type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
-	anonymous, anonWrite, allowForeign                                   bool
-	idle                                                                 time.Duration
-	maxSessions                                                          int
-	shutdownGrace                                                        time.Duration
+	anonymous, anonWrite, allowForeign                                    bool
+	idle                                                                  time.Duration
+	maxSessions                                                           int
+	shutdownGrace                                                         time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -62,7 +62,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var f serveFlags
 	fs := newFlagSet(commands["serve"], e)
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -16,7 +16,7 @@ func init() {
 		usage:   "",
 		run: func(ctx context.Context, e *env, args []string) error {
 			fs := newFlagSet(commands["version"], e)
-			if err := fs.Parse(args); err != nil {
+			if err := parseFlags(fs, args); err != nil {
 				return err
 			}
 			rev := ""

@@ -1,0 +1,409 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/version"
+	"github.com/ferrygrid/ferry/internal/wire"
+)
+
+// Reply is one FTP reply: a three-digit code and its lines of text.
+type Reply = wire.Reply
+
+// ReplyError is the error for a negative or unexpected reply. Use
+// errors.As to read its Reply.Code.
+type ReplyError = wire.ReplyError
+
+// Entry is one file or directory as a listing or MLST describes it. Numeric
+// fields the server did not give are -1, strings are empty and Modify is
+// the zero time.
+type Entry = wire.Entry
+
+// DefaultDialTimeout is the DialTimeout used when Config leaves it zero.
+const DefaultDialTimeout = 30 * time.Second
+
+// abortTimeout bounds the clean-up exchange (ABOR and its replies) after a
+// transfer was interrupted.
+const abortTimeout = 2 * time.Second
+
+// ErrClosed is returned by calls on a Conn that was closed, by Close or
+// Quit, or because an earlier call failed on the network or was cancelled.
+var ErrClosed = errors.New("client: connection closed")
+
+// ErrBadCommand is returned for a command (or a path in it) that contains
+// CR or LF, which would smuggle in a second command. The Conn stays usable.
+var ErrBadCommand = errors.New("client: command contains CR or LF")
+
+// Config configures a Conn. The zero value (or a nil *Config) works.
+type Config struct {
+	// DialTimeout bounds dialing the control connection and reading the
+	// server's greeting, and dialing passive data connections. Zero means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+
+	// Logger receives a Debug record for every command sent and reply
+	// received (the PASS argument is masked). Nil discards.
+	Logger *slog.Logger
+
+	// Active makes the client listen for data connections and send EPRT
+	// (or PORT) instead of connecting to the server after EPSV (or PASV).
+	Active bool
+
+	// DataInterface is the local address to listen on in active mode. The
+	// zero Addr means the local address of the control connection.
+	DataInterface netip.Addr
+
+	// Dialer dials the control and data connections. Nil means a
+	// net.Dialer with DialTimeout.
+	Dialer *net.Dialer
+}
+
+// Conn is a client's control connection to a GridFTP server.
+//
+// A Conn is not safe for concurrent use: one call at a time. Its state is
+// only known while every exchange completes, so a call that fails on the
+// network or whose context is cancelled closes the Conn, and later calls
+// return ErrClosed; a negative reply (*ReplyError) leaves the Conn usable.
+// Cancelling a transfer sends ABOR and then closes the Conn, because GCT
+// ends the session after ABOR of a running transfer.
+type Conn struct {
+	nc     net.Conn
+	rr     *wire.ReplyReader
+	log    *slog.Logger
+	dialer *net.Dialer
+	active bool
+	dataIf netip.Addr
+
+	feat   map[string]string
+	noEPSV bool // EPSV was refused; use PASV
+	noEPRT bool // EPRT was refused; use PORT
+	err    error
+	wbuf   []byte
+}
+
+// Dial connects to the server at addr ("host:port") and reads its
+// greeting. Then call Login.
+func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	cfg = cfg.withDefaults()
+	nc, err := cfg.Dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	return newConn(dctx, nc, cfg)
+}
+
+// NewConn makes a Conn of an established control connection nc and reads
+// the server's greeting. The Conn owns nc from then on, also on error.
+func NewConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
+	return newConn(ctx, nc, cfg.withDefaults())
+}
+
+func newConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
+	c := &Conn{
+		nc:     nc,
+		rr:     wire.NewReplyReader(nc),
+		log:    cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		dialer: cfg.Dialer,
+		active: cfg.Active,
+		dataIf: cfg.DataInterface,
+	}
+	stop := watch(ctx, nc)
+	// 120 "service ready in nnn minutes" may precede 220.
+	var r Reply
+	var err error
+	for range 8 {
+		r, err = c.readReply()
+		if err != nil || r.Class() != 1 {
+			break
+		}
+	}
+	stop()
+	if err != nil {
+		c.close()
+		return nil, c.ioError(ctx, "greeting", err)
+	}
+	if r.Code != 220 {
+		c.close()
+		return nil, &ReplyError{Reply: r}
+	}
+	return c, nil
+}
+
+func (cfg *Config) withDefaults() *Config {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Dialer == nil {
+		c.Dialer = &net.Dialer{Timeout: c.DialTimeout}
+	}
+	return &c
+}
+
+// Login authenticates with USER and PASS, then reads the server's features
+// (FEAT; a failure is ignored), introduces the client (SITE CLIENTINFO;
+// ignored if refused) and selects binary type (TYPE I).
+func (c *Conn) Login(ctx context.Context, user, pass string) error {
+	r, err := c.cmd(ctx, "USER %s", user)
+	if err != nil {
+		return err
+	}
+	if r.Code == 331 || r.Code == 332 {
+		r, err = c.cmd(ctx, "PASS %s", pass)
+		if err != nil {
+			return err
+		}
+	}
+	if r.Code != 230 && r.Code != 202 {
+		return &ReplyError{Reply: r}
+	}
+	r, err = c.cmd(ctx, "FEAT")
+	if err != nil {
+		return err
+	}
+	c.feat = map[string]string{}
+	if r.Code == 211 {
+		c.feat = wire.ParseFeatures(r)
+	}
+	_, err = c.cmd(ctx, `SITE CLIENTINFO appname="ferry";appver="%s";scheme="ftp";`, version.Version)
+	if err != nil {
+		return err
+	}
+	_, err = c.expect(ctx, 2, "TYPE I")
+	return err
+}
+
+// Features returns the server's FEAT lines as read at Login: upper-case
+// feature name → the rest of the line. It is empty before Login.
+func (c *Conn) Features() map[string]string { return maps.Clone(c.feat) }
+
+// hasFeature reports whether FEAT listed name (upper case).
+func (c *Conn) hasFeature(name string) bool {
+	_, ok := c.feat[name]
+	return ok
+}
+
+// Do sends a raw command, formatted like fmt.Sprintf, and returns the first
+// reply, which may be preliminary (1xx): then read the next one with
+// ReadReply. Do does not set up data connections. The error is only for the
+// network, ctx, or a command with CR or LF in it: a negative reply is
+// returned as a Reply, not as an error.
+func (c *Conn) Do(ctx context.Context, format string, args ...any) (Reply, error) {
+	return c.cmd(ctx, format, args...)
+}
+
+// Quit sends QUIT, reads the reply and closes the connection.
+func (c *Conn) Quit(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	_, err := c.cmd(ctx, "QUIT")
+	if cerr := c.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("client: %w", cerr)
+	}
+	return err
+}
+
+// Close closes the connection without QUIT.
+func (c *Conn) Close() error {
+	if c.err != nil {
+		return nil
+	}
+	return c.close()
+}
+
+func (c *Conn) close() error {
+	if c.err == nil {
+		c.err = ErrClosed
+	}
+	return c.nc.Close()
+}
+
+// cmd sends a command and reads the first reply.
+func (c *Conn) cmd(ctx context.Context, format string, args ...any) (Reply, error) {
+	if c.err != nil {
+		return Reply{}, c.err
+	}
+	line := fmt.Sprintf(format, args...)
+	if err := checkLine(line); err != nil {
+		return Reply{}, err
+	}
+	if ctx.Err() != nil {
+		return Reply{}, fmt.Errorf("client: %s: %w", verb(line), context.Cause(ctx))
+	}
+	stop := watch(ctx, c.nc)
+	err := c.send(line)
+	var r Reply
+	if err == nil {
+		r, err = c.readReply()
+	}
+	stop()
+	if err != nil {
+		c.close()
+		return Reply{}, c.ioError(ctx, verb(line), err)
+	}
+	return r, nil
+}
+
+// expect sends a command and returns its reply if the reply's class is
+// class, else a *ReplyError.
+func (c *Conn) expect(ctx context.Context, class int, format string, args ...any) (Reply, error) {
+	r, err := c.cmd(ctx, format, args...)
+	if err != nil {
+		return r, err
+	}
+	if r.Class() != class {
+		return r, &ReplyError{Reply: r}
+	}
+	return r, nil
+}
+
+// ReadReply reads one more reply, such as the final reply after a
+// preliminary one returned by Do.
+func (c *Conn) ReadReply(ctx context.Context) (Reply, error) {
+	if c.err != nil {
+		return Reply{}, c.err
+	}
+	stop := watch(ctx, c.nc)
+	r, err := c.readReply()
+	stop()
+	if err != nil {
+		c.close()
+		return Reply{}, c.ioError(ctx, "reply", err)
+	}
+	return r, nil
+}
+
+func checkLine(line string) error {
+	if strings.ContainsAny(line, "\r\n") {
+		return fmt.Errorf("%w: %q", ErrBadCommand, line)
+	}
+	return nil
+}
+
+// send writes one command line.
+func (c *Conn) send(line string) error {
+	if err := checkLine(line); err != nil {
+		return err
+	}
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		shown := line
+		if strings.HasPrefix(strings.ToUpper(line), "PASS ") {
+			shown = "PASS ****"
+		}
+		c.log.Debug("send", "cmd", shown)
+	}
+	c.wbuf = append(append(c.wbuf[:0], line...), '\r', '\n')
+	_, err := c.nc.Write(c.wbuf)
+	return err
+}
+
+func (c *Conn) readReply() (Reply, error) {
+	r, err := c.rr.ReadReply()
+	if err == nil {
+		c.log.Debug("reply", "code", r.Code, "text", r.Text())
+	}
+	return r, err
+}
+
+// ioError describes a failed network exchange; when ctx is done, its error
+// is the reason.
+func (c *Conn) ioError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("client: %s: %w", what, context.Cause(ctx))
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("client: %s: %w", what, err)
+}
+
+// verb returns the command word of line, for error messages.
+func verb(line string) string {
+	v, _, _ := strings.Cut(line, " ")
+	if strings.EqualFold(v, "SITE") {
+		rest := strings.TrimPrefix(line[len(v):], " ")
+		w, _, _ := strings.Cut(rest, " ")
+		return "SITE " + w
+	}
+	return v
+}
+
+// deadliner is what watch interrupts: connections and listeners.
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// watcher interrupts the I/O of its connections when a context is done, by
+// setting their deadlines into the past.
+type watcher struct {
+	mu    sync.Mutex
+	fired bool        // guarded by mu
+	ds    []deadliner // guarded by mu
+}
+
+// add makes w interrupt d too (at once if ctx is already done).
+func (w *watcher) add(d deadliner) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ds = append(w.ds, d)
+	if w.fired {
+		_ = d.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+func (w *watcher) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fired = true
+	for _, d := range w.ds {
+		_ = d.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// watchAll starts interrupting ds when ctx is done. stop ends the watch,
+// waits for a running interruption to finish, and returns whether one
+// happened.
+func watchAll(ctx context.Context, ds ...deadliner) (w *watcher, stop func() bool) {
+	w = &watcher{ds: ds}
+	done := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(done)
+		w.fire()
+	})
+	return w, func() bool {
+		if stopAfter() {
+			return false
+		}
+		<-done
+		return true
+	}
+}
+
+// watch is watchAll for a single connection. Its stop function clears the
+// deadline if ctx was done after the I/O had finished, so that a completed
+// exchange leaves the connection usable.
+func watch(ctx context.Context, d deadliner) func() {
+	_, stop := watchAll(ctx, d)
+	return func() {
+		if stop() {
+			_ = d.SetDeadline(time.Time{})
+		}
+	}
+}

@@ -1,0 +1,150 @@
+// Package gct starts the Grid Community Toolkit GridFTP server
+// (globus-gridftp-server) for tests that need the reference peer.
+//
+// The server runs anonymous-only on 127.0.0.1 with a kernel-chosen port, as
+// user nobody (the tests run as root), and is killed with its per-session
+// children when the test ends. A missing binary fails the test: the
+// project's test command installs GCT, so a skip would hide a broken setup.
+package gct
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary is where the GCT server is installed.
+const Binary = "/usr/sbin/globus-gridftp-server"
+
+// startTimeout bounds how long Start waits for the server to listen.
+const startTimeout = 30 * time.Second
+
+// Dir returns a new world-writable directory for the server to serve,
+// removed when the test ends. The anonymous session runs as nobody, so the
+// directory (and every file a test puts there for the server to read) must
+// be accessible to others; t.TempDir is not (its parent is mode 0700).
+func Dir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ferry-gct-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("gct: remove %s: %v", dir, err)
+		}
+	})
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// listening matches the line the server prints once it accepts connections.
+var listening = regexp.MustCompile(`Server listening at [^\s:]+:(\d+)\n`)
+
+// Start starts an anonymous GCT server whose sessions begin in root (which
+// must be world-writable; see Dir) and returns its control address
+// "127.0.0.1:PORT". The server and its session processes are killed when
+// the test ends. Extra server options may follow root, such as
+// "-disable-command-list", "EPSV,FEAT" to imitate a plainer server.
+func Start(t testing.TB, root string, extra ...string) string {
+	t.Helper()
+	if _, err := os.Stat(Binary); err != nil {
+		t.Fatalf("gct: the GCT GridFTP server is required: %v", err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		t.Fatalf("gct: %v", err)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		t.Fatalf("gct: %s has mode %v; the server runs as nobody and needs 0777 (use gct.Dir)", root, fi.Mode().Perm())
+	}
+	out := &watcher{found: make(chan string, 1)}
+	var stderr syncBuffer
+	args := []string{
+		"-aa", "-anonymous-user", "nobody",
+		"-p", "0",
+		"-control-interface", "127.0.0.1",
+		"-data-interface", "127.0.0.1",
+		"-home-dir", root,
+		"-disable-usage-stats",
+	}
+	cmd := exec.Command(Binary, append(args, extra...)...)
+	cmd.Dir = root
+	cmd.Stdout = out
+	cmd.Stderr = &stderr
+	// A process group of its own, so that Cleanup also kills the session
+	// processes the server forks for each connection.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	adoptOrphans()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("gct: %v", err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		reapGroup(pid)
+	})
+	select {
+	case port := <-out.found:
+		return "127.0.0.1:" + port
+	case <-time.After(startTimeout):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		t.Fatalf("gct: server did not report its port within %v; stdout %q; stderr %q",
+			startTimeout, out.String(), stderr.String())
+	}
+	return ""
+}
+
+// watcher collects the server's stdout and reports the listening port once.
+type watcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer // guarded by mu
+	sent  bool         // guarded by mu
+	found chan string
+}
+
+func (w *watcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.sent {
+		if m := listening.FindSubmatch(w.buf.Bytes()); m != nil {
+			w.sent = true
+			w.found <- string(m[1])
+		}
+	}
+	return len(p), nil
+}
+
+func (w *watcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for the exec copier and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
