@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePortRange(t *testing.T) {
+	tests := []struct {
+		in     string
+		lo, hi uint16
+		ok     bool
+	}{
+		{"50000,51000", 50000, 51000, true},
+		{" 50000 , 50000 ", 50000, 50000, true},
+		{"50000 51000", 50000, 51000, true},
+		{"51000,50000", 0, 0, false},
+		{"0,10", 0, 0, false},
+		{"1,70000", 0, 0, false},
+		{"abc", 0, 0, false},
+		{"", 0, 0, false},
+	}
+	for _, tt := range tests {
+		lo, hi, err := parsePortRange(tt.in)
+		if (err == nil) != tt.ok || lo != tt.lo || hi != tt.hi {
+			t.Errorf("parsePortRange(%q) = %d, %d, %v", tt.in, lo, hi, err)
+		}
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ferry.conf")
+	os.WriteFile(file, []byte("# a comment\nlisten 127.0.0.1:7000\nanonymous\nmax-sessions = 5\nport-range \"50000,50010\"\n"), 0o644)
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse([]string{"-max-sessions", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(fs, file); err != nil {
+		t.Fatal(err)
+	}
+	if f.listen != "127.0.0.1:7000" || !f.anonymous || f.maxSessions != 9 || f.portRange != "50000,50010" {
+		t.Fatalf("config not applied, or overrode the command line: %+v", f)
+	}
+	os.WriteFile(file, []byte("lisen :1\n"), 0o644)
+	if err := applyConfigFile(fs, file); err == nil || !strings.Contains(err.Error(), "unknown key") {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestServeInProcess(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: pw, stderr: io.Discard},
+			[]string{"serve", "-listen", "127.0.0.1:0", "-storage", "null", "-anonymous"})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "Server listening at 127.0.0.1:") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	c, err := net.Dial("tcp", strings.TrimSpace(strings.TrimPrefix(line, "Server listening at ")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	banner, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(banner, "220 ") {
+		t.Fatalf("banner %q", banner)
+	}
+	c.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeRefusesNoLogins(t *testing.T) {
+	code := runMain(context.Background(), &env{stdout: io.Discard, stderr: io.Discard}, []string{"serve", "-listen", "127.0.0.1:0"})
+	if code != 2 {
+		t.Fatalf("serve without -anonymous or -passwd exited %d, want 2", code)
+	}
+}

@@ -1,0 +1,54 @@
+package dtp
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+func TestPassivePortRange(t *testing.T) {
+	ctx := context.Background()
+	lo, hi := uint16(41000), uint16(41009)
+	d := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: lo, PortHigh: hi})
+	defer d.Close()
+	for range 20 {
+		ap, err := d.Passive(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.Port() < lo || ap.Port() > hi {
+			t.Fatalf("passive port %d outside %d-%d", ap.Port(), lo, hi)
+		}
+	}
+	// With every port of a one-port range taken, Passive fails clearly.
+	other := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: 41020, PortHigh: 41020})
+	defer other.Close()
+	if _, err := other.Passive(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	third := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: 41020, PortHigh: 41020})
+	defer third.Close()
+	if _, err := third.Passive(ctx, true); err == nil {
+		t.Fatal("listened on a port already in use")
+	}
+}
+
+func TestPassiveNeedsIPv4ForPASV(t *testing.T) {
+	d := New(Config{ListenIP: netip.MustParseAddr("::1")})
+	defer d.Close()
+	if _, err := d.Passive(context.Background(), true); err == nil {
+		t.Fatal("PASV on an IPv6 data interface succeeded")
+	}
+}
+
+func TestNoDataAddress(t *testing.T) {
+	d := New(Config{})
+	defer d.Close()
+	_, err := d.Send(context.Background(), &xfer.Request{Mode: xfer.ModeStream}, nil, func(xfer.Event) {})
+	if !errors.Is(err, xfer.ErrNoDataAddress) {
+		t.Fatalf("Send without a data address: %v", err)
+	}
+}
