@@ -1,0 +1,350 @@
+package eblock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// DefaultMaxConns bounds the data connections one receiver accepts.
+const DefaultMaxConns = 64
+
+// ReceiveConfig tunes a Receiver.
+type ReceiveConfig struct {
+	// Base is added to block offsets to find the file offset (ESTO A, protocol.md §8.2).
+	Base int64
+	// Limit, if >= 0, is the size of the transfer (ALLO): a block reaching
+	// past it is refused.
+	Limit int64
+	// MaxConns is how many connections may take part; 0 means DefaultMaxConns.
+	MaxConns int
+	// Received, when not nil, is increased by each stored block's size.
+	Received *atomic.Int64
+}
+
+// ErrProtocol reports a sender that broke the MODE E rules.
+var ErrProtocol = errors.New("eblock: protocol violation")
+
+// Receiver reassembles one MODE E transfer from the connections handed to it
+// with Add, storing each block at its offset as it arrives. Create it with
+// NewReceiver and finish with Wait.
+type Receiver struct {
+	dst dsi.Writer
+	rf  dsi.RangeReaderFrom // dst's zero-copy path, or nil
+	cfg ReceiveConfig
+
+	wg   sync.WaitGroup
+	done chan struct{} // closed when complete or failed
+
+	mu        sync.Mutex
+	expected  int // EOD count from the EOF header, -1 until seen
+	seen      int // EODs seen
+	conns     []net.Conn
+	reading   map[net.Conn]bool // connections still being read
+	reusable  []net.Conn        // ended with EOD and no CLOSE
+	claimed   xfer.RangeSet     // transfer-coordinate ranges announced by headers
+	committed xfer.RangeSet     // ranges stored, not yet taken by TakeCommitted
+	total     int64
+	err       error
+	finished  bool
+}
+
+// NewReceiver returns a Receiver storing into dst.
+func NewReceiver(dst dsi.Writer, cfg ReceiveConfig) *Receiver {
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	r := &Receiver{dst: dst, cfg: cfg, done: make(chan struct{}), expected: -1, reading: map[net.Conn]bool{}}
+	r.rf, _ = dst.(dsi.RangeReaderFrom)
+	return r
+}
+
+// Add hands the receiver a data connection (a new one, or a cached one from
+// the previous transfer). It reports false, and leaves c alone, when the
+// transfer already has all the connections it may have or is over.
+func (r *Receiver) Add(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
+		return false
+	}
+	r.conns = append(r.conns, c)
+	r.reading[c] = true
+	c.SetReadDeadline(time.Time{})
+	r.wg.Go(func() { r.read(c) })
+	return true
+}
+
+// Conns reports how many connections have been added.
+func (r *Receiver) Conns() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
+}
+
+// Done is closed when the transfer is complete or has failed.
+func (r *Receiver) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the transfer is complete (EOF seen and every EOD
+// counted), has failed, or ctx is done; it returns the bytes stored. It does
+// not return before every reading goroutine has stopped.
+func (r *Receiver) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.fail(context.Cause(ctx))
+	}
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total, r.err
+}
+
+// Reusable returns the connections that ended the transfer with EOD and no
+// CLOSE; they may carry the next transfer. Valid after Wait returned nil.
+func (r *Receiver) Reusable() []net.Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reusable
+}
+
+// All returns every connection added.
+func (r *Receiver) All() []net.Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]net.Conn(nil), r.conns...)
+}
+
+// TakeCommitted returns the ranges (transfer coordinates) stored since the
+// previous call, for incremental 111 range markers.
+func (r *Receiver) TakeCommitted() []xfer.Range {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rs := r.committed.Ranges()
+	r.committed = xfer.RangeSet{}
+	return rs
+}
+
+// fail records the first error and stops every connection still reading.
+func (r *Receiver) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return
+	}
+	r.err = err
+	r.finishLocked()
+}
+
+// finishLocked ends the transfer; connections still reading are stopped
+// (those are extra connections after success, all of them after failure).
+func (r *Receiver) finishLocked() {
+	r.finished = true
+	for c, reading := range r.reading {
+		if reading {
+			c.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+	close(r.done)
+}
+
+func (r *Receiver) read(c net.Conn) {
+	var hdr [HeaderSize]byte
+	for {
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			r.connFailed(c, err, "reading a block header")
+			return
+		}
+		h, err := ParseHeader(hdr[:])
+		if err != nil {
+			r.connFailed(c, fmt.Errorf("%w: %v", ErrProtocol, err), "")
+			return
+		}
+		if h.Desc&DescEOF != 0 {
+			if err := r.gotEOF(h.EODCount(), h.Desc&DescEOD != 0); err != nil {
+				r.connFailed(c, err, "")
+				return
+			}
+		} else if h.Count > 0 {
+			if err := r.block(c, int64(h.Offset), int64(h.Count)); err != nil {
+				r.connFailed(c, err, "")
+				return
+			}
+		}
+		if h.Desc&DescEOD != 0 {
+			r.gotEOD(c, h.Desc&DescClose != 0)
+			return
+		}
+	}
+}
+
+// block claims, stores and commits one block.
+func (r *Receiver) block(c net.Conn, off, n int64) error {
+	rg := xfer.Range{Start: off, End: off + n}
+	r.mu.Lock()
+	switch {
+	case r.cfg.Limit >= 0 && rg.End > r.cfg.Limit:
+		r.mu.Unlock()
+		return fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
+	case r.cfg.Base+rg.End < r.cfg.Base:
+		r.mu.Unlock()
+		return fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
+	}
+	if m := r.claimed.Missing(rg); len(m) != 1 || m[0] != rg {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
+	}
+	r.claimed.Add(rg)
+	r.mu.Unlock()
+
+	var got int64
+	var err error
+	if r.rf != nil {
+		got, err = r.rf.ReadRangeFrom(c, r.cfg.Base+off, n)
+	} else {
+		got, err = copyBlock(r.dst, c, r.cfg.Base+off, n)
+	}
+	if err != nil {
+		return classify(err)
+	}
+	if got != n {
+		return &xfer.DataError{Err: io.ErrUnexpectedEOF}
+	}
+	r.mu.Lock()
+	r.committed.Add(rg)
+	r.total += n
+	r.mu.Unlock()
+	if r.cfg.Received != nil {
+		r.cfg.Received.Add(n)
+	}
+	return nil
+}
+
+func copyBlock(dst io.WriterAt, c net.Conn, off, n int64) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var done int64
+	for done < n {
+		m, err := io.ReadFull(c, buf[:min(int64(len(buf)), n-done)])
+		if m > 0 {
+			if _, werr := dst.WriteAt(buf[:m], off+done); werr != nil {
+				return done, &xfer.StorageError{Err: werr}
+			}
+			done += int64(m)
+		}
+		if err != nil {
+			return done, &xfer.DataError{Err: err}
+		}
+	}
+	return done, nil
+}
+
+// gotEOF records the EOD count. withEOD says the same header also carries
+// an EOD (GCT's 0x48), which gotEOD counts next; it is part of the check.
+func (r *Receiver) gotEOF(count int, withEOD bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := r.seen
+	if withEOD {
+		seen++
+	}
+	switch {
+	case r.expected >= 0 && r.expected != count:
+		return fmt.Errorf("%w: second EOF with a different EOD count", ErrProtocol)
+	case count > r.cfg.MaxConns:
+		return fmt.Errorf("%w: EOD count %d is above the %d connections allowed", ErrProtocol, count, r.cfg.MaxConns)
+	case count < seen:
+		return fmt.Errorf("%w: EOD count %d but %d EODs seen", ErrProtocol, count, seen)
+	}
+	r.expected = count
+	if !withEOD {
+		r.checkDoneLocked()
+	}
+	return nil
+}
+
+func (r *Receiver) gotEOD(c net.Conn, closing bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reading[c] = false
+	if closing {
+		c.Close()
+	} else {
+		r.reusable = append(r.reusable, c)
+	}
+	r.seen++
+	if r.expected >= 0 && r.seen > r.expected {
+		if !r.finished {
+			r.err = fmt.Errorf("%w: more EODs than the EOD count %d", ErrProtocol, r.expected)
+			r.finishLocked()
+		}
+		return
+	}
+	r.checkDoneLocked()
+}
+
+func (r *Receiver) checkDoneLocked() {
+	if !r.finished && r.expected >= 0 && r.seen == r.expected {
+		r.finishLocked()
+	}
+}
+
+// connFailed ends the transfer with err, unless it already ended (an extra
+// connection stopped after success is not a failure).
+func (r *Receiver) connFailed(c net.Conn, err error, doing string) {
+	r.mu.Lock()
+	r.reading[c] = false
+	finished := r.finished
+	r.mu.Unlock()
+	if finished {
+		return
+	}
+	var se *xfer.StorageError
+	switch {
+	case errors.As(err, &se), errors.Is(err, ErrProtocol):
+	default:
+		if doing != "" {
+			err = fmt.Errorf("%s: %w", doing, err)
+		}
+		err = &xfer.DataError{Err: err}
+	}
+	r.fail(err)
+}
+
+// classify sorts an error from a zero-copy path (which cannot tell us which
+// side failed) into a data-channel or a storage failure.
+func classify(err error) error {
+	var se *xfer.StorageError
+	var de *xfer.DataError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &se), errors.As(err, &de):
+		return err
+	case errors.As(err, &oe), isConnErrno(err), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &xfer.DataError{Err: err}
+	}
+	return &xfer.StorageError{Err: err}
+}
+
+// isConnErrno reports errors that mean the peer or the socket failed.
+func isConnErrno(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ETIMEDOUT) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// bufSize is the copy buffer for paths the kernel cannot short-cut.
+const bufSize = 1 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}

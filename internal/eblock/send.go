@@ -1,0 +1,186 @@
+package eblock
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// DefaultBlockSize is the payload size of a sender's blocks unless set.
+const DefaultBlockSize = 1 << 20
+
+// SendConfig tunes a Send.
+type SendConfig struct {
+	// BlockSize is the payload of each block; 0 means DefaultBlockSize.
+	BlockSize int
+	// Base is subtracted from file offsets to make block offsets: a partial
+	// transfer (ERET) starts its virtual file at 0 (protocol.md §8.1).
+	Base int64
+	// Close ends each connection with CLOSE and closes it, instead of
+	// keeping it for the next transfer.
+	Close bool
+	// Sent, when not nil, is increased by the payload bytes of each block
+	// once it has been written (performance markers read it).
+	Sent *atomic.Int64
+}
+
+// blockQueue hands out the blocks of ranges to the sending goroutines.
+type blockQueue struct {
+	mu     sync.Mutex
+	ranges []xfer.Range
+	next   int64 // next offset inside ranges[0]
+	size   int64
+}
+
+func (q *blockQueue) take() (off, n int64, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.ranges) > 0 {
+		r := q.ranges[0]
+		if q.next < r.Start {
+			q.next = r.Start
+		}
+		if q.next >= r.End {
+			q.ranges = q.ranges[1:]
+			continue
+		}
+		off, n = q.next, min(q.size, r.End-q.next)
+		q.next += n
+		return off, n, true
+	}
+	return 0, 0, false
+}
+
+// Send writes the given ranges of src as blocks over conns, each connection
+// taking the next block when it is free, then ends the transfer: EOD on every
+// connection, and EOF with the EOD count on the first. With an empty ranges
+// list only the end headers are sent (an empty file). It returns the payload
+// bytes sent. Cancelling ctx stops it by expiring the connections' deadlines.
+func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.Range, cfg SendConfig) (int64, error) {
+	if len(conns) == 0 {
+		return 0, errors.New("eblock: no data connections")
+	}
+	bs := int64(cfg.BlockSize)
+	if bs <= 0 {
+		bs = DefaultBlockSize
+	}
+	q := &blockQueue{ranges: ranges, size: bs}
+	stop := context.AfterFunc(ctx, func() {
+		for _, c := range conns {
+			c.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	defer stop()
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, len(conns))
+	for i, c := range conns {
+		wg.Go(func() {
+			errs[i] = sendConn(c, src, q, bs, cfg, &total, i == 0, len(conns))
+			if errs[i] != nil {
+				// One broken connection ends the transfer: stop the others.
+				for _, o := range conns {
+					o.SetWriteDeadline(time.Unix(1, 0))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return total.Load(), context.Cause(ctx)
+	}
+	return total.Load(), firstError(errs)
+}
+
+// firstError prefers a storage error (the cause) over the connection errors
+// it provoked by stopping the others.
+func firstError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		var se *xfer.StorageError
+		if errors.As(err, &se) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func sendConn(c net.Conn, src io.ReaderAt, q *blockQueue, bs int64, cfg SendConfig, total *atomic.Int64, carriesEOF bool, nconns int) error {
+	var hdr [HeaderSize]byte
+	rw, zeroCopy := src.(dsi.RangeWriterTo)
+	var buf []byte
+	if !zeroCopy {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		buf = (*bp)[:min(bs, int64(len(*bp)))]
+	}
+	for {
+		off, n, ok := q.take()
+		if !ok {
+			break
+		}
+		Header{Count: uint64(n), Offset: uint64(off - cfg.Base)}.Put(hdr[:])
+		if zeroCopy {
+			if _, err := c.Write(hdr[:]); err != nil {
+				return &xfer.DataError{Err: err}
+			}
+			if _, err := rw.WriteRangeTo(c, off, n); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) { // the file is shorter than it was
+					return &xfer.StorageError{Err: err}
+				}
+				return classify(err)
+			}
+		} else {
+			for done := int64(0); done < n; {
+				chunk := buf[:min(int64(len(buf)), n-done)]
+				m, err := src.ReadAt(chunk, off+done)
+				if m < len(chunk) {
+					if err == nil || err == io.EOF {
+						err = io.ErrUnexpectedEOF
+					}
+					return &xfer.StorageError{Err: err}
+				}
+				var werr error
+				if done == 0 {
+					bufs := net.Buffers{hdr[:], chunk}
+					_, werr = bufs.WriteTo(c)
+				} else {
+					_, werr = c.Write(chunk)
+				}
+				if werr != nil {
+					return &xfer.DataError{Err: werr}
+				}
+				done += int64(m)
+			}
+		}
+		if cfg.Sent != nil {
+			cfg.Sent.Add(n)
+		}
+		total.Add(n)
+	}
+	end := Header{Desc: DescEOD}
+	if carriesEOF {
+		end = Header{Desc: DescEOF | DescEOD, Offset: uint64(nconns)}
+	}
+	if cfg.Close {
+		end.Desc |= DescClose
+	}
+	end.Put(hdr[:])
+	if _, err := c.Write(hdr[:]); err != nil {
+		return &xfer.DataError{Err: err}
+	}
+	if cfg.Close {
+		c.Close()
+	}
+	return nil
+}
