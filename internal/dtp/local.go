@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -54,11 +55,26 @@ type Local struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex       // guards ln and remote against Close
-	ln     *net.TCPListener // passive listener, nil when none
-	remote netip.AddrPort   // active peer, invalid when none
-	closed bool
+	mu      sync.Mutex       // guards the fields below against Close
+	ln      *net.TCPListener // passive listener, nil when none
+	remote  netip.AddrPort   // active peer, invalid when none
+	closed  bool
+	bufSize int // TCP buffer size for new data sockets; 0 = kernel autotuning
+
+	// MODE E connections kept from the last transfer (protocol.md §5.5):
+	// reused by the next transfer in the same direction unless a new
+	// PASV/PORT (or DCAU) comes first.
+	cache    []net.Conn
+	cacheDir direction
 }
+
+type direction int
+
+const (
+	dirNone direction = iota
+	dirSend
+	dirReceive
+)
 
 // New returns a Local DTP.
 func New(cfg Config) *Local {
@@ -99,7 +115,7 @@ func (d *Local) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error) 
 }
 
 func (d *Local) listen(ctx context.Context, ip netip.Addr) (*net.TCPListener, error) {
-	var lc net.ListenConfig
+	lc := net.ListenConfig{Control: netopt.BufferControl(d.buffer())}
 	lo, hi := int(d.cfg.PortLow), int(d.cfg.PortHigh)
 	if lo == 0 && hi == 0 {
 		l, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(ip, 0).String())
@@ -131,7 +147,21 @@ func (d *Local) Active(ctx context.Context, addr netip.AddrPort) error {
 	return nil
 }
 
-// reset drops the listener and active address.
+// SetBuffer sets the TCP send and receive buffer size of data sockets made
+// from now on (SBUF, SITE RETRBUFSIZE/STORBUFSIZE); 0 restores autotuning.
+func (d *Local) SetBuffer(size int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bufSize = size
+}
+
+func (d *Local) buffer() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bufSize
+}
+
+// reset drops the listener, the active address and cached connections.
 func (d *Local) reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -140,6 +170,21 @@ func (d *Local) reset() {
 		d.ln = nil
 	}
 	d.remote = netip.AddrPort{}
+	d.dropCacheLocked()
+}
+
+// DropCache closes cached MODE E connections (DCAU, PROT changes).
+func (d *Local) DropCache() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dropCacheLocked()
+}
+
+func (d *Local) dropCacheLocked() {
+	for _, c := range d.cache {
+		c.Close()
+	}
+	d.cache, d.cacheDir = nil, dirNone
 }
 
 // Close releases the listener. The DTP is unusable afterwards.
@@ -166,18 +211,37 @@ func (d *Local) open(ctx context.Context) (*net.TCPConn, error) {
 		defer ln.Close()
 		return d.accept(ctx, ln)
 	case remote.IsValid():
-		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: d.cfg.ListenIP.AsSlice()}}
-		if d.cfg.ListenIP.Is4() != remote.Addr().Unmap().Is4() {
-			dialer.LocalAddr = nil
-		}
-		c, err := dialer.DialContext(ctx, "tcp", remote.String())
-		if err != nil {
-			return nil, &xfer.DataError{Open: true, Err: err}
-		}
-		return c.(*net.TCPConn), nil
+		return d.dial(ctx, remote)
 	default:
 		return nil, xfer.ErrNoDataAddress
 	}
+}
+
+// dial makes one data connection to remote from the data interface.
+func (d *Local) dial(ctx context.Context, remote netip.AddrPort) (*net.TCPConn, error) {
+	dialer := net.Dialer{Control: netopt.BufferControl(d.buffer())}
+	if d.cfg.ListenIP.IsValid() && d.cfg.ListenIP.Unmap().Is4() == remote.Addr().Unmap().Is4() {
+		dialer.LocalAddr = &net.TCPAddr{IP: d.cfg.ListenIP.AsSlice()}
+	}
+	c, err := dialer.DialContext(ctx, "tcp", remote.String())
+	if err != nil {
+		return nil, &xfer.DataError{Open: true, Err: err}
+	}
+	return c.(*net.TCPConn), nil
+}
+
+// peerAllowed says whether a data connection from addr may take part.
+func (d *Local) peerAllowed(c net.Conn) bool {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	from := a.AddrPort().Addr().Unmap()
+	if d.cfg.AllowForeignPeers || from == d.cfg.ControlPeer.Addr().Unmap() {
+		return true
+	}
+	d.log.Warn("refused data connection from a foreign host", "from", from, "peer", d.cfg.ControlPeer.Addr())
+	return false
 }
 
 // maxStrays bounds how many foreign connections one accept tolerates.
@@ -197,11 +261,9 @@ func (d *Local) accept(ctx context.Context, ln *net.TCPListener) (*net.TCPConn, 
 			}
 			return nil, &xfer.DataError{Open: true, Err: err}
 		}
-		from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if d.cfg.AllowForeignPeers || from == d.cfg.ControlPeer.Addr().Unmap() {
+		if d.peerAllowed(c) {
 			return c, nil
 		}
-		d.log.Warn("refused data connection from a foreign host", "from", from, "peer", d.cfg.ControlPeer.Addr())
 		c.Close()
 	}
 	return nil, &xfer.DataError{Open: true, Err: errors.New("too many data connections from foreign hosts")}
@@ -209,8 +271,8 @@ func (d *Local) accept(ctx context.Context, ln *net.TCPListener) (*net.TCPConn, 
 
 // Send moves bytes from src to the data channel (RETR, listings).
 func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
-	if req.Mode != xfer.ModeStream {
-		return 0, fmt.Errorf("dtp: mode %c is not supported", req.Mode)
+	if req.Mode == xfer.ModeEBlock {
+		return d.sendEBlock(ctx, req, src, notify)
 	}
 	conn, err := d.open(ctx)
 	if err != nil {
@@ -223,8 +285,8 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 
 // Receive moves bytes from the data channel into dst (STOR, APPE, ESTO).
 func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
-	if req.Mode != xfer.ModeStream {
-		return 0, fmt.Errorf("dtp: mode %c is not supported", req.Mode)
+	if req.Mode == xfer.ModeEBlock {
+		return d.receiveEBlock(ctx, req, dst, notify)
 	}
 	conn, err := d.open(ctx)
 	if err != nil {

@@ -22,9 +22,9 @@ const bufSize = 1 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 
-// sendRanges returns the byte ranges of a size-byte source a sender must
-// send, in order: the window [Offset, Offset+Length) clipped to the file,
-// minus what the receiver already has (Restart).
+// sendRanges returns the file byte ranges of a size-byte source a sender
+// must send, in order: the window [Offset, Offset+Length) clipped to the
+// file, minus what the receiver already has (Restart, in window coordinates).
 func sendRanges(req *xfer.Request, size int64) []xfer.Range {
 	start, end := req.Offset, size
 	if start < 0 {
@@ -40,7 +40,14 @@ func sendRanges(req *xfer.Request, size int64) []xfer.Range {
 	if req.Restart.Len() == 0 {
 		return []xfer.Range{window}
 	}
-	return req.Restart.Missing(window)
+	// Restart ranges are virtual-file offsets: shift the window instead.
+	virtual := xfer.Range{Start: start - req.Offset, End: end - req.Offset}
+	missing := req.Restart.Missing(virtual)
+	for i := range missing {
+		missing[i].Start += req.Offset
+		missing[i].End += req.Offset
+	}
+	return missing
 }
 
 func sendStream(ctx context.Context, conn *net.TCPConn, req *xfer.Request, src dsi.Reader) (int64, error) {

@@ -34,6 +34,7 @@ func TestSendRanges(t *testing.T) {
 		{"length overflow", 10, 1<<63 - 1, xfer.RangeSet{}, 100, []xfer.Range{{Start: 10, End: 100}}},
 		{"restart gaps", 0, -1, restart("0-50,60-70"), 100, []xfer.Range{{Start: 50, End: 60}, {Start: 70, End: 100}}},
 		{"restart all", 0, -1, restart("0-100"), 100, nil},
+		{"restart inside a window", 1000, 5000, restart("0-1000"), 10000, []xfer.Range{{Start: 2000, End: 6000}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

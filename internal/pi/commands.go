@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/internal/wire"
@@ -55,10 +56,17 @@ func init() {
 		"EPRT": {run: cmdEPRT, login: true, arg: argRequired, help: "EPRT <sp> |af|addr|port|"},
 		"REST": {run: cmdREST, login: true, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
 		"ALLO": {run: cmdALLO, login: true, arg: argRequired, help: "ALLO <sp> size"},
+		"SBUF": {run: cmdSBUF, login: true, arg: argRequired, help: "SBUF <sp> bytes"},
+		"TREV": {run: cmdTREV, login: true, arg: argRequired, help: "TREV <sp> PERF|RESTART <sp> seconds"},
+		"DCAU": {run: cmdDCAU, login: true, arg: argRequired, help: "DCAU <sp> N"},
+		"PBSZ": {run: cmdPBSZ, login: true, arg: argRequired, help: "PBSZ <sp> size"},
+		"PROT": {run: cmdPROT, login: true, arg: argRequired, help: "PROT <sp> C"},
 		// Data transfers (transfer.go).
 		"RETR": {run: cmdRETR, login: true, arg: argRequired, help: "RETR <sp> pathname"},
 		"STOR": {run: cmdSTOR, login: true, arg: argRequired, help: "STOR <sp> pathname"},
 		"APPE": {run: cmdAPPE, login: true, arg: argRequired, help: "APPE <sp> pathname"},
+		"ERET": {run: cmdERET, login: true, arg: argRequired, help: "ERET <sp> P <sp> offset <sp> length <sp> pathname"},
+		"ESTO": {run: cmdESTO, login: true, arg: argRequired, help: "ESTO <sp> A <sp> offset <sp> pathname"},
 		"LIST": {run: cmdLIST, login: true, help: "LIST [<sp> pathname]"},
 		"NLST": {run: cmdNLST, login: true, help: "NLST [<sp> pathname]"},
 		"MLSD": {run: cmdMLSD, login: true, help: "MLSD [<sp> pathname]"},
@@ -182,6 +190,9 @@ func cmdMODE(ctx context.Context, s *session, arg string) wire.Reply {
 	case "S":
 		s.mode = xfer.ModeStream
 		return ok(200, "Mode set to S.")
+	case "E":
+		s.mode = xfer.ModeEBlock
+		return ok(200, "Mode set to E.")
 	}
 	return ok(501, "'MODE %s' unrecognized transfer mode.", arg)
 }
@@ -289,6 +300,78 @@ func cmdALLO(ctx context.Context, s *session, arg string) wire.Reply {
 	return ok(200, "ALLO command successful.")
 }
 
+// cmdSBUF sets the TCP buffer size of later data connections (GridFTP SBUF).
+func cmdSBUF(ctx context.Context, s *session, arg string) wire.Reply {
+	if r := s.setBuffer(arg); r.Code != 200 {
+		return ok(502, "Invalid Parameter.")
+	}
+	return ok(200, "SBUF Command Successful.")
+}
+
+func (s *session) setBuffer(arg string) wire.Reply {
+	n, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil || n < 0 || n > 1<<30 {
+		return ok(501, "Buffer size must be 0 to 1073741824 bytes.")
+	}
+	s.dtp.SetBuffer(n)
+	return ok(200, "Site Command Successful.")
+}
+
+// cmdTREV sets marker frequencies: TREV PERF|RESTART <seconds>.
+func cmdTREV(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	if len(f) != 2 {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(f[1]))
+	if err != nil || n < 0 || n > 3600 {
+		return ok(501, "TREV: frequency must be 0 to 3600 seconds.")
+	}
+	switch strings.ToUpper(f[0]) {
+	case "PERF":
+		s.perfFreq = time.Duration(n) * time.Second
+	case "RESTART":
+		s.rangeFreq = time.Duration(n) * time.Second
+	default:
+		return ok(502, "Unsupported event.")
+	}
+	return ok(200, "Command Successful.")
+}
+
+// cmdDCAU: data channel authentication. Without GSI only N is possible;
+// refusing A and S beats accepting them and failing every transfer (as GCT does).
+func cmdDCAU(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 2)
+	switch strings.ToUpper(f[0]) {
+	case "N":
+		s.dtp.DropCache()
+		return ok(200, "DCAU N.")
+	case "A", "S":
+		return ok(504, "DCAU %s needs a GSI (gsiftp://) session.", strings.ToUpper(f[0]))
+	}
+	return ok(501, "Bad DCAU mode.")
+}
+
+func cmdPBSZ(ctx context.Context, s *session, arg string) wire.Reply {
+	n, err := strconv.ParseUint(strings.TrimSpace(arg), 10, 32)
+	if err != nil {
+		return ok(501, "Syntax error in parameters or arguments.")
+	}
+	return ok(200, "PBSZ=%d", n)
+}
+
+// cmdPROT: only clear data channels exist without a security context; asking
+// for protection fails here instead of silently sending plaintext.
+func cmdPROT(ctx context.Context, s *session, arg string) wire.Reply {
+	switch strings.ToUpper(strings.TrimSpace(arg)) {
+	case "C":
+		return ok(200, "Protection level set to C.")
+	case "S", "P", "E":
+		return ok(536, "Protection level %s needs a security context; data would flow in clear.", strings.ToUpper(arg))
+	}
+	return ok(504, "Unknown protection level.")
+}
+
 func cmdABOR(ctx context.Context, s *session, arg string) wire.Reply {
 	// A running transfer was cancelled by the reader and has already been
 	// answered (426); ABOR itself always succeeds.
@@ -352,7 +435,11 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("EPRT", "EPRT")
 	add("MDTM", "MDTM")
 	add("MFMT", "MFMT")
+	add("DCAU", "DCAU")
+	add("ERET", "ERET")
+	add("ESTO", "ESTO")
 	add("MLST", "MLST "+wire.FeatMLST(s.facts))
+	add("OPTS", "PARALLEL")
 	add("REST", "REST STREAM")
 	add("SIZE", "SIZE")
 	lines = append(lines, "TVFS", "UTF8")
@@ -389,7 +476,7 @@ func (s *session) optsRetr(opt string) wire.Reply {
 	if len(items) < 2 || strings.TrimSpace(items[len(items)-1]) != "" {
 		return ok(501, "OPTS RETR options must each end in ';'.")
 	}
-	parallel := s.parallel
+	parallel, bs, marks := s.parallel, s.blockSize, s.retrMarks
 	for _, it := range items[:len(items)-1] {
 		name, value, found := strings.Cut(strings.TrimSpace(it), "=")
 		if !found {
@@ -402,13 +489,25 @@ func (s *session) optsRetr(opt string) wire.Reply {
 				return ok(501, "OPTS RETR: parallelism must be 1 to 64.")
 			}
 			parallel = n
-		case "stripelayout", "blocksize", "markers":
-			// Accepted; they matter only with MODE E and striping.
+		case "blocksize":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > 64<<20 {
+				return ok(501, "OPTS RETR: BlockSize must be 1 to 67108864.")
+			}
+			bs = n
+		case "markers":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 || n > 3600 {
+				return ok(501, "OPTS RETR: markers must be 0 to 3600 seconds.")
+			}
+			marks = time.Duration(n) * time.Second
+		case "stripelayout":
+			// One stripe: every layout is the same.
 		default:
 			return ok(501, "OPTS RETR: unknown option %q.", name)
 		}
 	}
-	s.parallel = parallel
+	s.parallel, s.blockSize, s.retrMarks = parallel, bs, marks
 	return ok(200, "OPTS Command Successful.")
 }
 

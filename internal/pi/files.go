@@ -207,6 +207,11 @@ func init() {
 		"VERSION":    {run: siteVERSION, arg: argNone, help: "SITE VERSION"},
 		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
 		"CLIENTINFO": {run: siteOK, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
+		"TASKID":     {run: siteOK, help: "SITE TASKID <sp> taskid"},
+	}
+	// Every GCT spelling of the buffer-size command sets both buffers.
+	for _, name := range []string{"SBUF", "RETRBUFSIZE", "RBUFSZ", "RBUFSIZ", "STORBUFSIZE", "SBUFSZ", "SBUFSIZ"} {
+		siteTable[name] = cmdSpec{run: siteBUF, login: true, arg: argRequired, help: "SITE " + name + " <sp> bytes: set the TCP buffer size of data connections"}
 	}
 }
 
@@ -246,6 +251,8 @@ func siteHelp() wire.Reply {
 }
 
 func siteOK(context.Context, *session, string) wire.Reply { return ok(250, "OK.") }
+
+func siteBUF(ctx context.Context, s *session, arg string) wire.Reply { return s.setBuffer(arg) }
 
 func siteVERSION(ctx context.Context, s *session, arg string) wire.Reply {
 	return ok(200, "%s", s.cfg.Version)

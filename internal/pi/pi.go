@@ -39,6 +39,12 @@ type DTP interface {
 	Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error)
 	// Receive moves the data channel's bytes into dst, likewise.
 	Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error)
+	// SetBuffer sets the TCP buffer size of data sockets made from now on
+	// (SBUF); 0 means the kernel's automatic tuning.
+	SetBuffer(size int)
+	// DropCache closes data connections cached from earlier MODE E
+	// transfers (DCAU and PROT changes require it).
+	DropCache()
 	// Close releases listeners and connections.
 	Close() error
 }

@@ -56,7 +56,11 @@ type session struct {
 	epsvAll    bool
 	dtp        DTP
 	quit       bool
-	parallel   int // OPTS RETR Parallelism (used by MODE E)
+	parallel   int           // OPTS RETR Parallelism: connections a MODE E sender opens
+	blockSize  int           // OPTS RETR BlockSize; 0 = the DTP's default
+	retrMarks  time.Duration // OPTS RETR markers: 112 markers while sending; 0 = none
+	perfFreq   time.Duration // TREV PERF: 112 markers while receiving in MODE E
+	rangeFreq  time.Duration // TREV RESTART: 111 markers while receiving in MODE E
 
 	done chan struct{} // closed when the executor stops; unblocks the reader
 }
@@ -68,17 +72,19 @@ func newSession(conn net.Conn, cfg *Config) *session {
 	}
 	log = log.With("remote", conn.RemoteAddr().String())
 	s := &session{
-		cfg:      cfg,
-		conn:     conn,
-		log:      log,
-		rw:       replyWriter{conn: conn},
-		cwd:      "/",
-		typ:      xfer.TypeASCII, // RFC 959 default
-		mode:     xfer.ModeStream,
-		allo:     -1,
-		facts:    wire.AllFacts,
-		parallel: 1,
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		conn:      conn,
+		log:       log,
+		rw:        replyWriter{conn: conn},
+		cwd:       "/",
+		typ:       xfer.TypeASCII, // RFC 959 default
+		mode:      xfer.ModeStream,
+		allo:      -1,
+		facts:     wire.AllFacts,
+		parallel:  1,
+		perfFreq:  5 * time.Second,
+		rangeFreq: 5 * time.Second,
+		done:      make(chan struct{}),
 	}
 	return s
 }

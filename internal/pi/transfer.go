@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,21 +20,34 @@ import (
 )
 
 func (s *session) newRequest(p string) *xfer.Request {
-	return &xfer.Request{Path: p, Mode: s.mode, Type: s.typ, Length: -1, Parallelism: s.parallel}
+	return &xfer.Request{Path: p, Mode: s.mode, Type: s.typ, Length: -1, Size: -1,
+		Parallelism: s.parallel, BlockSize: s.blockSize}
 }
 
 // runTransfer runs move as the session's cancellable command, answering 150
-// (or 125) when the DTP reports the data channel open. It returns the bytes
-// moved and whether the channel ever opened.
+// (or 125) when the DTP reports the data channel open, and 112/111 markers
+// as it reports progress. It returns the bytes moved and whether the
+// channel ever opened.
 func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
 	var started atomic.Bool
 	notify := func(ev xfer.Event) {
-		if ev.Kind == xfer.EventStarted && started.CompareAndSwap(false, true) {
-			if ev.Reused {
-				s.reply(125, "Beginning transfer; reusing existing data connection.")
-			} else {
-				s.reply(150, "Beginning transfer.")
+		switch ev.Kind {
+		case xfer.EventStarted:
+			if started.CompareAndSwap(false, true) {
+				if ev.Reused {
+					s.reply(125, "Beginning transfer; reusing existing data connection.")
+				} else {
+					s.reply(150, "Beginning transfer.")
+				}
 			}
+		case xfer.EventProgress:
+			s.send(perfMarker(ev))
+		case xfer.EventRanges:
+			var rs xfer.RangeSet
+			for _, r := range ev.Ranges {
+				rs.Add(r)
+			}
+			s.reply(111, "Range Marker %s", rs)
 		}
 	}
 	var n int64
@@ -43,6 +57,19 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 		return err
 	})
 	return n, started.Load(), err
+}
+
+// perfMarker formats a 112 performance marker (protocol.md §7.1).
+func perfMarker(ev xfer.Event) wire.Reply {
+	t := ev.Time.UnixMilli()
+	return wire.Reply{Code: 112, Lines: []string{
+		"Perf Marker",
+		fmt.Sprintf("Timestamp: %d.%d", t/1000, t%1000/100),
+		fmt.Sprintf("Stripe Index: %d", ev.Stripe),
+		fmt.Sprintf("Stripe Bytes Transferred: %d", ev.Bytes),
+		"Total Stripe Count: 1",
+		"End.",
+	}}
 }
 
 // transferReply is the final reply of a transfer; incomplete (may be "")
@@ -61,7 +88,7 @@ func (s *session) transferReply(err error, incomplete string) wire.Reply {
 		return ok(426, "Transfer aborted.%s", incomplete)
 	case errors.As(err, &de):
 		s.log.Info("data connection failed", "err", err)
-		return ok(426, "Data connection failed; transfer incomplete.%s", incomplete)
+		return ok(426, "Data connection failed: %v; transfer incomplete.%s", de.Err, incomplete)
 	case errors.As(err, &se) && errors.Is(err, dsi.ErrNoSpace):
 		return ok(452, "Insufficient storage space; transfer incomplete.%s", incomplete)
 	case errors.As(err, &se):
@@ -69,32 +96,52 @@ func (s *session) transferReply(err error, incomplete string) wire.Reply {
 		return ok(451, "Local error in processing; transfer incomplete.%s", incomplete)
 	}
 	s.log.Info("transfer failed", "err", err)
-	return ok(426, "Transfer failed.%s", incomplete)
+	return ok(426, "Transfer failed: %v.%s", err, incomplete)
 }
 
+// streamRestart checks a REST list for stream mode, where the receiver can
+// only place a single range that starts at 0 (protocol.md §8.3).
+func streamRestart(rest xfer.RangeSet) bool {
+	rs := rest.Ranges()
+	return len(rs) == 0 || len(rs) == 1 && rs[0].Start == 0
+}
+
+var restNeedsModeE = ok(554, "REST range lists need MODE E; use REST <offset> in stream mode.")
+
 func cmdRETR(ctx context.Context, s *session, arg string) wire.Reply {
+	return s.retrieve(ctx, arg, 0, -1)
+}
+
+// cmdERET: ERET P <offset> <length> <path> sends a window of the file as a
+// virtual file starting at 0 (protocol.md §8.1).
+func cmdERET(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 4)
+	if len(f) != 4 || !strings.EqualFold(f[0], "P") {
+		return ok(501, "Syntax: ERET P <offset> <length> <path>.")
+	}
+	off, err1 := strconv.ParseInt(f[1], 10, 64)
+	length, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || off < 0 || length < 0 {
+		return ok(501, "Syntax: ERET P <offset> <length> <path>.")
+	}
+	return s.retrieve(ctx, f[3], off, length)
+}
+
+func (s *session) retrieve(ctx context.Context, arg string, off, length int64) wire.Reply {
 	rest, hasRest := s.takeRest()
 	p := s.abs(arg)
+	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
+		return restNeedsModeE
+	}
 	r, err := s.fs.Open(ctx, p)
 	if err != nil {
 		return fsError(s, err, arg)
 	}
 	defer r.Close()
 	req := s.newRequest(p)
-	if hasRest {
-		rs := rest.Ranges()
-		if s.mode == xfer.ModeStream {
-			// A gapped list cannot be placed by a stream-mode receiver.
-			if len(rs) > 1 || len(rs) == 1 && rs[0].Start != 0 {
-				return ok(554, "REST range lists need MODE E; use REST <offset> in stream mode.")
-			}
-			if len(rs) == 1 {
-				req.Offset = rs[0].End
-			}
-		} else {
-			req.Restart = rest
-		}
-	}
+	req.Offset, req.Length = off, length
+	req.Restart = rest
+	req.PerfInterval = s.retrMarks
 	start := time.Now()
 	n, _, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, r, notify)
@@ -104,44 +151,64 @@ func cmdRETR(ctx context.Context, s *session, arg string) wire.Reply {
 }
 
 func cmdSTOR(ctx context.Context, s *session, arg string) wire.Reply {
-	return s.store(ctx, arg, false)
+	return s.store(ctx, arg, storePlain, 0)
 }
 
 func cmdAPPE(ctx context.Context, s *session, arg string) wire.Reply {
-	return s.store(ctx, arg, true)
+	return s.store(ctx, arg, storeAppend, 0)
 }
 
-func (s *session) store(ctx context.Context, arg string, appendMode bool) wire.Reply {
+// cmdESTO: ESTO A <offset> <path> stores incoming byte 0 at file offset
+// <offset>, without truncating (protocol.md §8.2).
+func cmdESTO(ctx context.Context, s *session, arg string) wire.Reply {
+	f := wire.SplitArgs(arg, 3)
+	if len(f) != 3 || !strings.EqualFold(f[0], "A") {
+		return ok(501, "Syntax: ESTO A <offset> <path>.")
+	}
+	off, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || off < 0 {
+		return ok(501, "Syntax: ESTO A <offset> <path>.")
+	}
+	return s.store(ctx, f[2], storeAdjusted, off)
+}
+
+type storeKind int
+
+const (
+	storePlain    storeKind = iota // STOR: truncate unless restarting
+	storeAppend                    // APPE: at the end
+	storeAdjusted                  // ESTO A: at an offset, never truncate
+)
+
+func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) wire.Reply {
 	rest, hasRest := s.takeRest()
 	allo := s.allo
 	s.allo = -1
 	p := s.abs(arg)
+	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
+		return restNeedsModeE
+	}
 	req := s.newRequest(p)
-	opts := dsi.CreateOptions{Truncate: true, Size: allo}
+	req.Size = allo
+	if s.mode == xfer.ModeEBlock {
+		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
+	}
+	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
 	fi, statErr := s.fs.Stat(ctx, p)
 	existed := statErr == nil
 	if existed && fi.IsDir() {
 		return ok(550, "%s: Is a directory.", arg)
 	}
 	switch {
-	case appendMode:
-		opts.Truncate = false
-		if existed {
-			req.StoreOffset = fi.Size
-		}
-	case hasRest:
-		// STOR after REST writes at the offset and keeps the rest (protocol.md §4).
-		opts.Truncate = false
-		rs := rest.Ranges()
-		if s.mode == xfer.ModeStream {
-			if len(rs) > 1 || len(rs) == 1 && rs[0].Start != 0 {
-				return ok(554, "REST range lists need MODE E; use REST <offset> in stream mode.")
-			}
-			if len(rs) == 1 {
-				req.StoreOffset = rs[0].End
-			}
-		} else {
-			req.Restart = rest
+	case kind == storeAppend && existed:
+		req.StoreOffset = fi.Size
+	case kind == storeAdjusted:
+		req.StoreOffset = offset
+	}
+	if hasRest && s.mode == xfer.ModeStream {
+		// STOR after REST n writes at n and keeps the rest (protocol.md §4).
+		if rs := rest.Ranges(); len(rs) == 1 {
+			req.StoreOffset += rs[0].End
 		}
 	}
 	w, err := s.fs.Create(ctx, p, opts)
@@ -163,7 +230,7 @@ func (s *session) store(ctx context.Context, arg string, appendMode bool) wire.R
 		}
 		return s.transferReply(err, "")
 	}
-	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored at offset %d.", arg, n, req.StoreOffset))
+	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n))
 }
 
 func (s *session) logTransfer(op, p string, n int64, start time.Time, err error) {

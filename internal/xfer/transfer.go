@@ -28,11 +28,13 @@ type Request struct {
 	Path string
 	Mode Mode
 	Type Type
-	// Offset and Length select a window of the source (ERET P, or REST n in
-	// stream mode for Offset). Length < 0 means to the end.
+	// Offset and Length select a window of the source (ERET P): a virtual
+	// file whose byte 0 is file byte Offset; MODE E block offsets and
+	// markers count from there. Length < 0 means to the end.
 	Offset, Length int64
-	// Restart lists byte ranges the receiver already has (REST range lists);
-	// a sender skips them. Empty means send everything.
+	// Restart lists the byte ranges, in virtual-file coordinates, that the
+	// receiver already has (REST); a sender skips them. In stream mode only
+	// a single range from 0 is meaningful.
 	Restart RangeSet
 	// StoreOffset is where byte 0 of the incoming data lands (ESTO A, REST n
 	// before STOR in stream mode, APPE at the end).
@@ -41,6 +43,14 @@ type Request struct {
 	Parallelism int
 	// BlockSize is the MODE E block size a sender uses; 0 means the default.
 	BlockSize int
+	// Size is the announced size of incoming data (ALLO), or -1: a MODE E
+	// block reaching past it is refused.
+	Size int64
+	// PerfInterval and RangeInterval are how often the DTP reports
+	// EventProgress and EventRanges while the transfer runs; 0 means never.
+	// A DTP that reports at all also reports once at the start (progress)
+	// and once at the end (both).
+	PerfInterval, RangeInterval time.Duration
 }
 
 // EventKind says what an Event reports.

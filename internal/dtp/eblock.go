@@ -1,0 +1,261 @@
+package dtp
+
+// Extended block mode (MODE E) transfers: the sending side always connects
+// and the receiving side always listens (protocol.md §3.3); connections are
+// cached between transfers in the same direction (§5.5); progress and
+// committed ranges are reported as events the PI turns into 112 and 111
+// markers (§7).
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/eblock"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// ErrWrongDirection reports a MODE E transfer whose data channel was set up
+// the wrong way round: the sender must connect, the receiver listen.
+var ErrWrongDirection = errors.New("in MODE E the sending side connects: use PORT/EPRT before RETR and PASV/EPSV before STOR")
+
+// errCachedOtherWay reports a transfer reusing connections cached by a
+// transfer in the other direction.
+var errCachedOtherWay = errors.New("the cached data connections carry data the other way; set up a new data channel")
+
+// senderConns returns the connections a MODE E send uses: the cached ones,
+// or n new connections to the active address.
+func (d *Local) senderConns(ctx context.Context, n int) (conns []net.Conn, reused bool, err error) {
+	d.mu.Lock()
+	switch {
+	case len(d.cache) > 0 && d.cacheDir == dirSend:
+		conns, d.cache, d.cacheDir = d.cache, nil, dirNone
+		d.mu.Unlock()
+		return conns, true, nil
+	case len(d.cache) > 0:
+		d.mu.Unlock()
+		return nil, false, &xfer.DataError{Open: true, Err: errCachedOtherWay}
+	case d.ln != nil:
+		d.mu.Unlock()
+		return nil, false, &xfer.DataError{Open: true, Err: ErrWrongDirection}
+	case !d.remote.IsValid():
+		d.mu.Unlock()
+		return nil, false, xfer.ErrNoDataAddress
+	}
+	remote := d.remote
+	d.mu.Unlock()
+
+	n = max(n, 1)
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
+	defer cancel()
+	conns = make([]net.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c, err := d.dial(ctx, remote)
+			if err == nil {
+				conns[i] = c
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, false, firstErr(errs)
+	}
+	return conns, false, nil
+}
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keep caches conns for the next transfer in direction dir, unless a new
+// data channel was set up meanwhile (then they are closed).
+func (d *Local) keep(conns []net.Conn, dir direction) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dropCacheLocked()
+	if d.closed {
+		closeAll(conns)
+		return
+	}
+	d.cache, d.cacheDir = conns, dir
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
+	conns, reused, err := d.senderConns(ctx, req.Parallelism)
+	if err != nil {
+		return 0, err
+	}
+	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: reused})
+	var sent atomic.Int64
+	stopMarkers := d.markers(req, notify, &sent, nil)
+	n, err := eblock.Send(ctx, conns, src, sendRanges(req, src.Size()), eblock.SendConfig{
+		BlockSize: req.BlockSize,
+		Base:      req.Offset,
+		Sent:      &sent,
+	})
+	stopMarkers()
+	if err != nil {
+		closeAll(conns)
+		return n, classify(ctx, err)
+	}
+	d.keep(conns, dirSend)
+	return n, nil
+}
+
+func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
+	var received atomic.Int64
+	rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{
+		Base:     req.StoreOffset,
+		Limit:    req.Size,
+		Received: &received,
+	})
+	d.mu.Lock()
+	ln, cached, dir := d.ln, d.cache, d.cacheDir
+	switch {
+	case len(cached) > 0 && dir != dirReceive:
+		d.mu.Unlock()
+		return 0, &xfer.DataError{Open: true, Err: errCachedOtherWay}
+	case len(cached) == 0 && ln == nil && d.remote.IsValid():
+		d.mu.Unlock()
+		return 0, &xfer.DataError{Open: true, Err: ErrWrongDirection}
+	case len(cached) == 0 && ln == nil:
+		d.mu.Unlock()
+		return 0, xfer.ErrNoDataAddress
+	}
+	d.cache, d.cacheDir = nil, dirNone
+	d.mu.Unlock()
+	for _, c := range cached {
+		if !rcv.Add(c) {
+			c.Close()
+		}
+	}
+	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: len(cached) > 0})
+
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	if ln != nil {
+		wg.Go(func() { d.acceptInto(ctx, ln, rcv) })
+	}
+	// No connection at all within the connect timeout is a failure.
+	noConn := time.AfterFunc(d.cfg.ConnectTimeout, func() {
+		if rcv.Conns() == 0 {
+			cancel(&xfer.DataError{Open: true, Err: errors.New("no data connection arrived")})
+		}
+	})
+	stopMarkers := d.markers(req, notify, &received, rcv)
+	n, err := rcv.Wait(ctx)
+	noConn.Stop()
+	stopMarkers()
+	cancel(nil)
+	wg.Wait()
+	if err != nil {
+		closeAll(rcv.All())
+		return n, classify(parent, err)
+	}
+	d.keep(rcv.Reusable(), dirReceive)
+	return n, nil
+}
+
+// acceptInto hands connections from ln to rcv until the transfer ends.
+// Connections from foreign hosts, or beyond what the transfer may use, are
+// closed; they never disturb the transfer.
+func (d *Local) acceptInto(ctx context.Context, ln *net.TCPListener, rcv *eblock.Receiver) {
+	// The caller cancels ctx once the receiver is done.
+	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	defer ln.SetDeadline(time.Time{})
+	for range maxStrays {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			return
+		}
+		if !d.peerAllowed(c) || !rcv.Add(c) {
+			c.Close()
+		}
+	}
+}
+
+// markers reports progress (and, for a receiver, committed ranges) every
+// interval while a transfer runs, plus a start marker now and final ones
+// when the returned stop function is called.
+func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes *atomic.Int64, rcv *eblock.Receiver) (stop func()) {
+	perf, ranges := req.PerfInterval, req.RangeInterval
+	if rcv == nil {
+		ranges = 0
+	}
+	if perf <= 0 && ranges <= 0 {
+		return func() {}
+	}
+	progress := func() {
+		notify(xfer.Event{Kind: xfer.EventProgress, Time: time.Now(), Bytes: bytes.Load()})
+	}
+	committed := func() {
+		if rs := rcv.TakeCommitted(); len(rs) > 0 {
+			notify(xfer.Event{Kind: xfer.EventRanges, Time: time.Now(), Ranges: rs})
+		}
+	}
+	if perf > 0 {
+		progress()
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var perfC, rangeC <-chan time.Time
+		if perf > 0 {
+			t := time.NewTicker(perf)
+			defer t.Stop()
+			perfC = t.C
+		}
+		if ranges > 0 {
+			t := time.NewTicker(ranges)
+			defer t.Stop()
+			rangeC = t.C
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-perfC:
+				progress()
+			case <-rangeC:
+				committed()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		if perf > 0 {
+			progress()
+		}
+		if ranges > 0 {
+			committed()
+		}
+	}
+}

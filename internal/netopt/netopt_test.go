@@ -1,0 +1,36 @@
+package netopt
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestBufferControl(t *testing.T) {
+	if BufferControl(0) != nil {
+		t.Fatal("size 0 should leave autotuning alone")
+	}
+	lc := net.ListenConfig{Control: BufferControl(1 << 20)}
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	raw, _ := l.(*net.TCPListener).SyscallConn()
+	var got int
+	raw.Control(func(fd uintptr) { got, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) })
+	// Linux caps the request at rmem_max, then doubles it for bookkeeping.
+	want := 1 << 20
+	if b, err := os.ReadFile("/proc/sys/net/core/rmem_max"); err == nil {
+		if m, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && m < want {
+			want = m
+		}
+	}
+	if got < want {
+		t.Fatalf("SO_RCVBUF = %d after asking for 1 MiB (cap %d)", got, want)
+	}
+}
