@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -233,7 +234,7 @@ func classify(ctx context.Context, err error) error {
 		return err
 	}
 	var oe *net.OpError
-	if errors.As(err, &oe) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
+	if errors.Is(err, eblock.ErrProtocol) || errors.As(err, &oe) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ETIMEDOUT) {
 		return &xfer.DataError{Err: err}
