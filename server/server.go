@@ -62,6 +62,9 @@ type Config struct {
 	PortLow, PortHigh uint16
 	// IdleTimeout closes idle sessions with 421; 0 means 15 minutes.
 	IdleTimeout time.Duration
+	// StallTimeout fails a transfer whose data connections move no byte
+	// for this long; 0 means 10 minutes, negative means never.
+	StallTimeout time.Duration
 	// MaxSessions refuses sessions beyond this many with 421; 0 means no limit.
 	MaxSessions int
 	// AllowForeignDataAddress disables FTP bounce protection (RFC 2577):
@@ -156,6 +159,7 @@ func (s *Server) newDTP(control net.Conn) pi.DTP {
 		PortLow:           s.cfg.PortLow,
 		PortHigh:          s.cfg.PortHigh,
 		AllowForeignPeers: s.cfg.AllowForeignDataAddress,
+		StallTimeout:      s.cfg.StallTimeout,
 		Logger:            s.log,
 	}
 	if local != nil {

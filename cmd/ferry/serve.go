@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/memory"
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
@@ -36,7 +35,7 @@ func init() {
 type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
 	anonymous, anonWrite, allowForeign                                    bool
-	idle                                                                  time.Duration
+	idle, stall                                                           time.Duration
 	maxSessions                                                           int
 	shutdownGrace                                                         time.Duration
 }
@@ -51,6 +50,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataIface, "data-interface", "", "`ADDR` for data connections (default: the address the client connected to)")
 	fs.StringVar(&f.portRange, "port-range", "", "passive data ports `LOW,HIGH` (default: $GLOBUS_TCP_PORT_RANGE, else any)")
 	fs.DurationVar(&f.idle, "idle-timeout", 15*time.Minute, "close sessions idle this long")
+	fs.DurationVar(&f.stall, "stall-timeout", 10*time.Minute, "fail a transfer whose data connections move nothing for this long")
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, "refuse sessions beyond this many (0: no limit)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -164,9 +164,9 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		cfg.PortLow, cfg.PortHigh = lo, hi
 	}
 	cfg.IdleTimeout = f.idle
+	cfg.StallTimeout = f.stall
 	cfg.MaxSessions = f.maxSessions
 	cfg.AllowForeignDataAddress = f.allowForeign
-	_ = dsi.ErrNotExist
 	return cfg, nil
 }
 

@@ -112,11 +112,15 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: reused})
 	var sent atomic.Int64
 	stopMarkers := d.markers(req, notify, &sent, nil)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return conns })
 	n, err := eblock.Send(ctx, conns, src, sendRanges(req, src.Size()), eblock.SendConfig{
 		BlockSize: req.BlockSize,
 		Base:      req.Offset,
 		Sent:      &sent,
 	})
+	stopWatch()
 	stopMarkers()
 	if err != nil {
 		closeAll(conns)
@@ -169,8 +173,10 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		}
 	})
 	stopMarkers := d.markers(req, notify, &received, rcv)
+	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, rcv.All)
 	n, err := rcv.Wait(ctx)
 	noConn.Stop()
+	stopWatch()
 	stopMarkers()
 	cancel(nil)
 	wg.Wait()

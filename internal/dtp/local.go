@@ -45,6 +45,9 @@ type Config struct {
 	AllowForeignPeers bool
 	// ConnectTimeout bounds waiting for or making a data connection; 0 means 60s.
 	ConnectTimeout time.Duration
+	// StallTimeout fails a transfer that moves no byte for this long; 0
+	// means 10 minutes, negative means never.
+	StallTimeout time.Duration
 	// Logger receives debug events; nil discards.
 	Logger *slog.Logger
 }
@@ -80,6 +83,9 @@ const (
 func New(cfg Config) *Local {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 60 * time.Second
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = 10 * time.Minute
 	}
 	if !cfg.ListenIP.IsValid() {
 		cfg.ListenIP = cfg.ControlLocal.Addr()
@@ -280,6 +286,9 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 	}
 	defer conn.Close()
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
 	return sendStream(ctx, conn, req, src)
 }
 
@@ -294,5 +303,8 @@ func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, 
 	}
 	defer conn.Close()
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
 	return receiveStream(ctx, conn, req, dst)
 }

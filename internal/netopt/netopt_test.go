@@ -34,3 +34,38 @@ func TestBufferControl(t *testing.T) {
 		t.Fatalf("SO_RCVBUF = %d after asking for 1 MiB (cap %d)", got, want)
 	}
 }
+
+func TestMoved(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before, ok := Moved(s)
+	if !ok {
+		t.Fatal("no TCP_INFO counters")
+	}
+	c.Write(make([]byte, 10000))
+	buf := make([]byte, 10000)
+	for got := 0; got < len(buf); {
+		n, err := s.Read(buf[got:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	after, _ := Moved(s)
+	if after-before < 10000 {
+		t.Fatalf("moved %d -> %d after receiving 10000 bytes", before, after)
+	}
+}

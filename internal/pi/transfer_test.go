@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dtp"
+	"github.com/ferrygrid/ferry/internal/pi"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
 
@@ -303,4 +305,56 @@ func TestPanicEndsOnlyItsSession(t *testing.T) {
 		t.Fatalf("panic reply: %v", r)
 	}
 	c2.expect("SIZE /a.txt", 213)
+}
+
+// stallConfig is config with a short data stall timeout.
+func stallConfig(st dsi.Storage) *pi.Config {
+	cfg := config(st)
+	cfg.NewDTP = func(c net.Conn) pi.DTP {
+		return dtp.New(dtp.Config{
+			ControlLocal:   c.LocalAddr().(*net.TCPAddr).AddrPort(),
+			ControlPeer:    c.RemoteAddr().(*net.TCPAddr).AddrPort(),
+			ConnectTimeout: 10 * time.Second,
+			StallTimeout:   300 * time.Millisecond,
+		})
+	}
+	return cfg
+}
+
+func TestStalledPeersFail(t *testing.T) {
+	st := seed(t)
+	w, _ := st.Create(context.Background(), "/big", dsi.CreateOptions{Truncate: true})
+	w.WriteAt(randomBytes(64<<20), 0)
+	w.Close()
+	for _, mode := range []string{"S", "E"} {
+		t.Run("upload stops sending, MODE "+mode, func(t *testing.T) {
+			c := dial(t, serve(t, stallConfig(st)))
+			c.login()
+			c.expect("MODE "+mode, 200)
+			d := c.dataConn()
+			c.send("STOR /stalled")
+			if r := c.read(); r.Code != 150 {
+				t.Fatal(r)
+			}
+			if mode == "S" {
+				d.Write([]byte("some bytes, then silence"))
+			}
+			rs := c.readUntilFinal()
+			if r := rs[len(rs)-1]; r.Code != 426 || !strings.Contains(r.Text(), "no data moved") {
+				t.Fatalf("stalled upload: %v", r)
+			}
+		})
+	}
+	t.Run("download never read, MODE S", func(t *testing.T) {
+		c := dial(t, serve(t, stallConfig(st)))
+		c.login()
+		c.dataConn() // connected, never read: the server's sends block
+		c.send("RETR /big")
+		if r := c.read(); r.Code != 150 {
+			t.Fatal(r)
+		}
+		if r := c.read(); r.Code != 426 || !strings.Contains(r.Text(), "no data moved") {
+			t.Fatalf("stalled download: %v", r)
+		}
+	})
 }
