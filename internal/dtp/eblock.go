@@ -111,7 +111,7 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	}
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: reused})
 	var sent atomic.Int64
-	stopMarkers := d.markers(req, notify, &sent, nil)
+	stopMarkers := d.markers(req, notify, sent.Load, nil)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return conns })
@@ -172,7 +172,7 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 			cancel(&xfer.DataError{Open: true, Err: errors.New("no data connection arrived")})
 		}
 	})
-	stopMarkers := d.markers(req, notify, &received, rcv)
+	stopMarkers := d.markers(req, notify, received.Load, rcv)
 	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, rcv.All)
 	n, err := rcv.Wait(ctx)
 	noConn.Stop()
@@ -210,7 +210,7 @@ func (d *Local) acceptInto(ctx context.Context, ln *net.TCPListener, rcv *eblock
 // markers reports progress (and, for a receiver, committed ranges) every
 // interval while a transfer runs, plus a start marker now and final ones
 // when the returned stop function is called.
-func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes *atomic.Int64, rcv *eblock.Receiver) (stop func()) {
+func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes func() int64, rcv *eblock.Receiver) (stop func()) {
 	perf, ranges := req.PerfInterval, req.RangeInterval
 	if rcv == nil {
 		ranges = 0
@@ -219,7 +219,7 @@ func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes *atomi
 		return func() {}
 	}
 	progress := func() {
-		notify(xfer.Event{Kind: xfer.EventProgress, Time: time.Now(), Bytes: bytes.Load()})
+		notify(xfer.Event{Kind: xfer.EventProgress, Time: time.Now(), Bytes: bytes()})
 	}
 	committed := func() {
 		if rs := rcv.TakeCommitted(); len(rs) > 0 {

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -289,7 +290,21 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
-	return sendStream(ctx, conn, req, src)
+	// Zero-copy sends count nothing themselves: markers read the kernel's counter.
+	base, _ := netopt.Moved(conn)
+	var final atomic.Int64
+	final.Store(-1)
+	stopMarkers := d.markers(req, notify, func() int64 {
+		if f := final.Load(); f >= 0 {
+			return f // the final marker reports every byte sent
+		}
+		n, _ := netopt.Moved(conn)
+		return int64(n - base)
+	}, nil)
+	n, err := sendStream(ctx, conn, req, src)
+	final.Store(n)
+	stopMarkers()
+	return n, err
 }
 
 // Receive moves bytes from the data channel into dst (STOR, APPE, ESTO).

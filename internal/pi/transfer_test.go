@@ -358,3 +358,26 @@ func TestStalledPeersFail(t *testing.T) {
 		}
 	})
 }
+
+func TestStreamRetrieveMarkers(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("OPTS RETR markers=3600;", 200)
+	d := c.dataConn()
+	c.send("RETR /a.txt")
+	var codes []int
+	for r := c.read(); ; r = c.read() {
+		codes = append(codes, r.Code)
+		if r.Code == 112 && !strings.Contains(r.Text(), "Stripe Bytes Transferred:") {
+			t.Fatalf("perf marker %q", r.Text())
+		}
+		if r.Class() != 1 {
+			break
+		}
+	}
+	io.ReadAll(d)
+	// 150, a start marker, a final marker (with every byte), 226.
+	if len(codes) != 4 || codes[0] != 150 || codes[1] != 112 || codes[2] != 112 || codes[3] != 226 {
+		t.Fatalf("replies %v", codes)
+	}
+}
