@@ -1,0 +1,37 @@
+# Ferry's build, test and demo entry points. "make test" is what CI runs
+# (.ci/run); it installs the programs the interop tests need.
+
+GO ?= go
+
+.PHONY: all build deps vet test demo bench-stream clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ferry ./cmd/ferry
+
+# Installs globus-gridftp-server, globus-url-copy, curl, lftp and iperf3
+# with apt-get when any is missing (sudo if not root), then the Go modules.
+deps:
+	scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+# Everything runs with the race detector, the interop tests included (they
+# build the ferry binary with -race too); about a minute on 2 cores.
+test: deps vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Serves a fresh directory, copies a 512 MiB file up and back with ferry
+# cp, checks the checksums and prints the rates.
+demo: build
+	scripts/demo.sh bin/ferry
+
+# Stream-mode 1 GiB downloads on loopback: Ferry vs the GCT server. Not
+# part of "make test".
+bench-stream: build
+	scripts/bench-stream.sh bin/ferry
+
+clean:
+	rm -rf bin

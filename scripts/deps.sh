@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the programs the tests run against (the GCT GridFTP server and
+# globus-url-copy, curl, lftp, iperf3) on Debian/Ubuntu when any is
+# missing, then downloads the Go modules. Used by "make deps".
+set -euo pipefail
+
+missing=()
+command -v globus-url-copy >/dev/null || missing+=(globus-gass-copy-progs)
+[ -x /usr/sbin/globus-gridftp-server ] || missing+=(globus-gridftp-server-progs)
+command -v curl >/dev/null || missing+=(curl)
+command -v lftp >/dev/null || missing+=(lftp)
+command -v iperf3 >/dev/null || missing+=(iperf3)
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	if ! command -v apt-get >/dev/null; then
+		echo "deps: apt-get not found; install ${missing[*]} by hand" >&2
+		exit 1
+	fi
+	sudo=()
+	if [ "$(id -u)" -ne 0 ]; then
+		if command -v sudo >/dev/null; then
+			sudo=(sudo)
+		else
+			echo "deps: not root and no sudo; install ${missing[*]} by hand" >&2
+			exit 1
+		fi
+	fi
+	"${sudo[@]}" apt-get update
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+else
+	echo "deps: GCT server, globus-url-copy, curl, lftp and iperf3 are installed"
+fi
+
+go mod download
