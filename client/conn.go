@@ -89,6 +89,11 @@ type Conn struct {
 	noEPRT bool // EPRT was refused; use PORT
 	err    error
 	wbuf   []byte
+
+	modeE    bool       // the server is in MODE E
+	cache    []net.Conn // MODE E data connections kept for the next transfer
+	cacheDir direction  // which way cache carries data
+	dataBuf  int        // socket buffer size for this transfer's data connections; 0: kernel default
 }
 
 // Dial connects to the server at addr ("host:port") and reads its
@@ -234,6 +239,7 @@ func (c *Conn) close() error {
 	if c.err == nil {
 		c.err = ErrClosed
 	}
+	c.dropCache()
 	return c.nc.Close()
 }
 

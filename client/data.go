@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
 
@@ -72,7 +73,24 @@ func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := c.dialer.DialContext(ctx, "tcp", ap.String())
+	tc, err := c.dialData(ctx, ap)
+	if err != nil {
+		return nil, err
+	}
+	w.add(tc)
+	return &dataChan{conn: tc}, nil
+}
+
+// dialData dials one data connection to ap, with the transfer's socket
+// buffer size set before the handshake.
+func (c *Conn) dialData(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+	d := c.dialer
+	if c.dataBuf > 0 {
+		dd := *c.dialer
+		dd.Control = netopt.BufferControl(c.dataBuf)
+		d = &dd
+	}
+	nc, err := d.DialContext(ctx, "tcp", ap.String())
 	if err != nil {
 		return nil, fmt.Errorf("client: data connection to %v: %w", ap, err)
 	}
@@ -81,8 +99,23 @@ func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 		nc.Close()
 		return nil, fmt.Errorf("client: data connection to %v is a %T, not TCP", ap, nc)
 	}
-	w.add(tc)
-	return &dataChan{conn: tc}, nil
+	return tc, nil
+}
+
+// listenData opens the listener for data connections the server makes,
+// on the data interface (or our end of the control connection), with the
+// transfer's socket buffer size, which accepted sockets inherit.
+func (c *Conn) listenData() (*net.TCPListener, error) {
+	ip := c.dataIf
+	if !ip.IsValid() {
+		ip = c.controlLocal()
+	}
+	lc := net.ListenConfig{Control: netopt.BufferControl(c.dataBuf)}
+	l, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(ip, 0).String())
+	if err != nil {
+		return nil, fmt.Errorf("client: data listener: %w", err)
+	}
+	return l.(*net.TCPListener), nil
 }
 
 // passive asks the server for a passive address: EPSV first, PASV after
@@ -141,13 +174,9 @@ func pasvHost(a, peer netip.Addr) netip.Addr {
 // openActive listens for the server's data connection and announces the
 // address with EPRT, or PORT when EPRT was refused for an IPv4 address.
 func (c *Conn) openActive(w *watcher) (*dataChan, error) {
-	ip := c.dataIf
-	if !ip.IsValid() {
-		ip = c.controlLocal()
-	}
-	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+	ln, err := c.listenData()
 	if err != nil {
-		return nil, fmt.Errorf("client: data listener: %w", err)
+		return nil, err
 	}
 	d := &dataChan{ln: ln, peer: c.controlPeer(), wait: c.dialer.Timeout}
 	if d.wait <= 0 {

@@ -7,7 +7,8 @@
 //	|  Conn  | <--------------------------> | server |
 //	|        | <==========================> |        |
 //	+--------+  data: one TCP conn per      +--------+
-//	            transfer (stream mode)
+//	            transfer (stream mode), or N
+//	            (MODE E, RetrieveAt/StoreAt)
 //
 // A Conn owns one control connection. Every blocking method takes a context
 // first; cancelling it interrupts the network I/O of that call.
@@ -16,7 +17,15 @@
 //
 //   - RFC 959: USER/PASS, TYPE I, RETR, STOR, APPE, REST, ALLO, LIST,
 //     NLST, MKD, RMD, DELE, RNFR/RNTO, CWD, PWD, ABOR, QUIT; stream mode
-//     (MODE S) only, passive (PASV) and active (PORT) data connections.
+//     (MODE S), passive (PASV) and active (PORT) data connections.
+//   - GFD.020 MODE E with N parallel data connections (RetrieveAt,
+//     StoreAt): the client listens for downloads (OPTS RETR Parallelism,
+//     PORT/EPRT) and connects for uploads (PASV/EPSV), as GCT requires;
+//     REST range lists, ERET/ESTO windows, 111 range markers, cached data
+//     connections (Reuse, like globus-url-copy -fast), SITE
+//     RETRBUFSIZE/STORBUFSIZE, per-connection progress.
+//   - Session: restartable transfers that redial and resume with REST
+//     after a broken control or data connection or a stall.
 //   - RFC 2389: FEAT, cached per session.
 //   - RFC 2428: EPSV (preferred; falls back to PASV on 500/502 for the rest
 //     of the session) and EPRT (falls back to PORT on IPv4).
@@ -30,6 +39,7 @@
 // with errors.As. Errors of the network or of a cancelled context leave the
 // Conn closed; see Conn.
 //
-// Not yet implemented: MODE E (parallel and striped transfers), GSI
-// (AUTH GSSAPI, DCAU, PROT), third-party transfers, restart markers.
+// Not yet implemented: striping (SPAS/SPOR), GSI (AUTH GSSAPI, DCAU,
+// PROT), third-party transfers, zero-copy (splice) writes in MODE E
+// downloads.
 package client

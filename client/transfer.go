@@ -6,42 +6,130 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
-// RetrieveOptions modifies Retrieve. The zero value (or nil) retrieves the
-// whole file.
+// RetrieveOptions modifies Retrieve and RetrieveAt. The zero value (or
+// nil) retrieves the whole file in stream mode.
 type RetrieveOptions struct {
 	// Offset is the first byte of the file to retrieve (REST, or the
 	// offset of ERET).
 	Offset int64
 
 	// Length, when positive, retrieves at most Length bytes starting at
-	// Offset: with ERET when the server offers it, else with REST and by
-	// closing the data connection after Length bytes. Zero or negative
-	// means up to the end of the file.
+	// Offset: with ERET when the server offers it (always in MODE E),
+	// else with REST and by closing the data connection after Length
+	// bytes. Zero or negative means up to the end of the file.
 	Length int64
+
+	// Parallel, when above 1, makes RetrieveAt use MODE E with that many
+	// data connections (OPTS RETR Parallelism=N,N,N;). Retrieve, which
+	// writes to a plain io.Writer, always uses stream mode.
+	Parallel int
+
+	// ModeE makes RetrieveAt use MODE E even with one data connection.
+	ModeE bool
+
+	// TCPBuffer, when positive, is the TCP buffer size in bytes for the
+	// data connections: the server is told with SITE RETRBUFSIZE (a
+	// refusal is ignored), and the client's sockets get SO_RCVBUF and
+	// SO_SNDBUF before they connect or listen.
+	TCPBuffer int
+
+	// Restart lists the byte ranges of the file (file offsets) that the
+	// destination already holds; RetrieveAt asks only for the others
+	// (REST). In stream mode only the contiguous range starting at Offset
+	// counts: the server could not place the pieces after a gap.
+	Restart RangeSet
+
+	// Reuse keeps the MODE E data connections for the next transfer in
+	// the same direction and reuses connections kept by the previous one
+	// (no new PORT; the server answers 125), like globus-url-copy -fast.
+	Reuse bool
+
+	// Progress, when not nil, is called about every ProgressInterval
+	// while data moves, and once at the end, from another goroutine.
+	Progress func(Progress)
+
+	// Committed, when not nil, is called with every range known to be
+	// stored at the destination (Restart and what this transfer wrote,
+	// in file offsets) about every ProgressInterval and once more when
+	// the transfer ends, successfully or not. Only RetrieveAt calls it.
+	Committed func(RangeSet)
+
+	// ProgressInterval is the period of Progress and Committed; zero
+	// means DefaultProgressInterval.
+	ProgressInterval time.Duration
 }
 
-// StoreOptions modifies Store. The zero value (or nil) replaces the whole
-// file.
+// StoreOptions modifies Store and StoreAt. The zero value (or nil)
+// replaces the whole file in stream mode.
 type StoreOptions struct {
 	// Size, when positive, is announced with ALLO before the transfer so
-	// that the server can reserve the space.
+	// that the server can reserve the space. StoreAt sets it itself.
 	Size int64
 
-	// Append appends to the file (APPE) instead of replacing it.
+	// Append appends to the file (APPE) instead of replacing it. Stream
+	// mode only.
 	Append bool
 
 	// Offset, when positive, writes the data starting at this offset of
-	// the file (REST, then STOR): the server keeps the bytes before it and
-	// does not truncate the file.
+	// the file: REST then STOR in stream mode, ESTO A in MODE E. The
+	// server keeps the bytes before it and does not truncate the file.
 	Offset int64
+
+	// Parallel, when above 1, makes StoreAt use MODE E with that many
+	// data connections. Store always uses stream mode.
+	Parallel int
+
+	// ModeE makes StoreAt use MODE E even with one data connection.
+	ModeE bool
+
+	// BlockSize is the payload size of the MODE E blocks sent (like
+	// globus-url-copy -bs); zero means eblock.DefaultBlockSize.
+	BlockSize int
+
+	// TCPBuffer, when positive, is the TCP buffer size in bytes for the
+	// data connections: SITE STORBUFSIZE to the server (a refusal is
+	// ignored) and SO_SNDBUF/SO_RCVBUF on the client's sockets.
+	TCPBuffer int
+
+	// Restart lists the byte ranges of the file (file offsets) already
+	// stored on the server; StoreAt sends only the others, with REST so
+	// that the server does not truncate the file. In stream mode only the
+	// contiguous range starting at Offset counts.
+	Restart RangeSet
+
+	// Reuse keeps the MODE E data connections for the next upload and
+	// reuses the ones kept by the previous upload (see RetrieveOptions).
+	Reuse bool
+
+	// Progress is as in RetrieveOptions.
+	Progress func(Progress)
+
+	// Acknowledged, when not nil, is called with every range the server
+	// has confirmed as stored with 111 range markers (plus Restart), in
+	// file offsets, each time a marker arrives. MODE E only: servers send
+	// no markers in stream mode.
+	Acknowledged func(RangeSet)
+
+	// MarkerInterval, when at least a second, asks the server for 111
+	// range markers at that period (TREV RESTART; a refusal is ignored).
+	// GCT's default is 5 seconds.
+	MarkerInterval time.Duration
+
+	// ProgressInterval is the period of Progress; zero means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
 }
 
 // brokenError marks an error after which the control connection's state is
 // unknown, so the Conn must be closed.
-type brokenError struct{ err error }
+type brokenError struct {
+	err   error
+	abort bool // the server accepted a transfer command: send ABOR before closing
+}
 
 func (e *brokenError) Error() string { return e.err.Error() }
 func (e *brokenError) Unwrap() error { return e.err }
@@ -55,19 +143,26 @@ func (c *Conn) exchange(line string) (Reply, error) {
 		r, err = c.readReply()
 	}
 	if err != nil {
-		return Reply{}, &brokenError{fmt.Errorf("client: %s: %w", verb(line), err)}
+		return Reply{}, &brokenError{err: fmt.Errorf("client: %s: %w", verb(line), err)}
 	}
 	return r, nil
 }
 
-// Retrieve downloads path into w and returns the number of bytes written.
-// When w is an *os.File, the bytes go from the socket to the file inside
-// the kernel (splice).
+// Retrieve downloads path into w in stream mode and returns the number of
+// bytes written. When w is an *os.File, the bytes go from the socket to
+// the file inside the kernel (splice). Options for MODE E and Restart are
+// ignored; see RetrieveAt.
 func (c *Conn) Retrieve(ctx context.Context, path string, w io.Writer, opts *RetrieveOptions) (int64, error) {
 	var o RetrieveOptions
 	if opts != nil {
 		o = *opts
 	}
+	return c.retrieveStream(ctx, path, w, &o, nil)
+}
+
+// retrieveStream is Retrieve; moved, when not nil, counts the bytes as
+// they arrive.
+func (c *Conn) retrieveStream(ctx context.Context, path string, w io.Writer, o *RetrieveOptions, moved *atomic.Int64) (int64, error) {
 	if o.Offset < 0 {
 		return 0, fmt.Errorf("client: RETR %s: negative offset %d", path, o.Offset)
 	}
@@ -86,13 +181,17 @@ func (c *Conn) Retrieve(ctx context.Context, path string, w io.Writer, opts *Ret
 			pre = append(pre, fmt.Sprintf("REST %d", o.Offset))
 		}
 	}
-	n, err := c.transfer(ctx, pre, command, func(conn *net.TCPConn) (int64, error) {
-		if limit >= 0 {
-			// io.LimitedReader keeps the splice path of *os.File.ReadFrom.
-			return io.Copy(w, &io.LimitedReader{R: conn, N: limit})
-		}
-		return io.Copy(w, conn)
+	var streams [1]atomic.Int64
+	if moved == nil {
+		moved = &streams[0]
+	}
+	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
+		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
 	})
+	n, err := c.transfer(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn *net.TCPConn) (int64, error) {
+		return copyCounted(w, conn, limit, moved)
+	})
+	m.stop()
 	var re *ReplyError
 	if cut && n == limit && errors.As(err, &re) {
 		// We hung up after Length bytes; the server may call that an error.
@@ -101,14 +200,19 @@ func (c *Conn) Retrieve(ctx context.Context, path string, w io.Writer, opts *Ret
 	return n, err
 }
 
-// Store uploads the bytes of r to path and returns the number of bytes
-// sent. When r is an *os.File (or an *io.LimitedReader of one), the bytes
-// go from the file to the socket inside the kernel (sendfile).
+// Store uploads the bytes of r to path in stream mode and returns the
+// number of bytes sent. When r is an *os.File (or an *io.LimitedReader of
+// one), the bytes go from the file to the socket inside the kernel
+// (sendfile). Options for MODE E and Restart are ignored; see StoreAt.
 func (c *Conn) Store(ctx context.Context, path string, r io.Reader, opts *StoreOptions) (int64, error) {
 	var o StoreOptions
 	if opts != nil {
 		o = *opts
 	}
+	return c.storeStream(ctx, path, r, &o)
+}
+
+func (c *Conn) storeStream(ctx context.Context, path string, r io.Reader, o *StoreOptions) (int64, error) {
 	var pre []string
 	if o.Size > 0 {
 		pre = append(pre, fmt.Sprintf("ALLO %d", o.Size))
@@ -120,20 +224,63 @@ func (c *Conn) Store(ctx context.Context, path string, r io.Reader, opts *StoreO
 	if o.Append {
 		command = "APPE " + path
 	}
-	return c.transfer(ctx, pre, command, func(conn *net.TCPConn) (int64, error) {
-		return io.Copy(conn, r)
+	var moved atomic.Int64
+	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
+		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
+	})
+	defer m.stop()
+	return c.transfer(ctx, bufferCommand("SITE STORBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn *net.TCPConn) (int64, error) {
+		return copyCounted(conn, r, -1, &moved)
 	})
 }
 
-// transfer runs one data transfer: data connection set-up, the commands in
-// pre (each must get 2xx or 3xx), command (must get 1xx), move runs on the
-// data connection, then the final reply (must be 2xx).
+// bufferCommand returns the SITE command announcing a TCP buffer size, or
+// nothing for size 0.
+func bufferCommand(site string, size int) []string {
+	if size <= 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s %d", site, size)}
+}
+
+// countChunk is how many bytes copyCounted moves between counter updates.
+const countChunk = 1 << 20
+
+// copyCounted copies from src to dst, at most limit bytes (limit < 0: to
+// the end), adding to moved as it goes. It copies in chunks through
+// io.CopyN, which keeps the kernel's splice and sendfile paths for
+// *os.File and *net.TCPConn.
+func copyCounted(dst io.Writer, src io.Reader, limit int64, moved *atomic.Int64) (int64, error) {
+	var total int64
+	for limit < 0 || total < limit {
+		chunk := int64(countChunk)
+		if limit >= 0 {
+			chunk = min(chunk, limit-total)
+		}
+		n, err := io.CopyN(dst, src, chunk)
+		total += n
+		moved.Add(n)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// transfer runs one stream-mode data transfer: MODE S if the server is in
+// MODE E, the commands in soft (negative replies ignored), data connection
+// set-up (with socket buffers of buf bytes), the commands in pre (each
+// must get 2xx or 3xx), command (must get 1xx), move runs on the data
+// connection, then the final reply (must be 2xx).
 //
 // A negative reply is returned as a *ReplyError and the Conn stays usable.
 // Any other failure after command was accepted (ctx done, the copy failed)
 // aborts: ABOR, the data connection is reset, the replies are drained for a
 // short while, and the Conn is closed.
-func (c *Conn) transfer(ctx context.Context, pre []string, command string, move func(*net.TCPConn) (int64, error)) (int64, error) {
+func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []string, command string, move func(*net.TCPConn) (int64, error)) (int64, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
@@ -146,7 +293,9 @@ func (c *Conn) transfer(ctx context.Context, pre []string, command string, move 
 		return 0, fmt.Errorf("client: %s: %w", verb(command), context.Cause(ctx))
 	}
 	w, stop := watchAll(ctx, c.nc)
-	d, sent, n, err := c.transferSteps(ctx, w, pre, command, move)
+	c.dataBuf = buf
+	d, sent, n, err := c.transferSteps(ctx, w, soft, pre, command, move)
+	c.dataBuf = 0
 	fired := stop()
 	if d != nil && err != nil {
 		d.abortData()
@@ -174,7 +323,15 @@ func (c *Conn) transfer(ctx context.Context, pre []string, command string, move 
 // transferSteps is transfer without the clean-up; sent reports whether the
 // server accepted command, which makes an abort necessary on failure.
 // Errors that leave the control connection out of step are *brokenError.
-func (c *Conn) transferSteps(ctx context.Context, w *watcher, pre []string, command string, move func(*net.TCPConn) (int64, error)) (d *dataChan, sent bool, n int64, err error) {
+func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string, command string, move func(*net.TCPConn) (int64, error)) (d *dataChan, sent bool, n int64, err error) {
+	// A new data channel drops the MODE E connections the server keeps.
+	c.dropCache()
+	if err := c.setMode(false); err != nil {
+		return nil, false, 0, err
+	}
+	if err := c.softCommands(soft); err != nil {
+		return nil, false, 0, err
+	}
 	d, err = c.openData(ctx, w)
 	if err != nil {
 		return nil, false, 0, err
@@ -196,20 +353,20 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, pre []string, comm
 		return d, false, 0, &ReplyError{Reply: r}
 	}
 	if err := d.accept(); err != nil {
-		return d, true, 0, &brokenError{err}
+		return d, true, 0, &brokenError{err: err}
 	}
 	w.add(d.conn)
 	n, err = move(d.conn)
 	if err != nil {
-		return d, true, n, &brokenError{fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
+		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
 	}
 	if err := d.conn.Close(); err != nil {
-		return d, true, n, &brokenError{fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
+		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
 	}
 	d.conn = nil
 	r, err = c.readReply()
 	if err != nil {
-		return d, true, n, &brokenError{fmt.Errorf("client: %s: %w", verb(command), err)}
+		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: %w", verb(command), err)}
 	}
 	if r.Class() != 2 {
 		return d, false, n, &ReplyError{Reply: r}

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/checksum"
 )
 
 func init() {
@@ -40,8 +43,26 @@ removed on failure, and an existing file is replaced only when the whole
 file has arrived. With -off/-len the destination is written at the same
 offset (like globus-url-copy), in place.
 
+Parallel transfers: -p N (N > 1) uses MODE E with N data connections, as
+globus-url-copy does (the server connects for downloads, the client for
+uploads); -p 1 or no -p uses stream mode. Standard input and output always
+use stream mode.
+
+Restart: with -rst a failed transfer is retried (-rst-retries times, waiting
+-rst-interval, doubled after each failure up to a minute, for at most
+-rst-timeout in all) and resumes where it stopped: in MODE E with REST of
+the ranges already at the receiver. A download to a local file in MODE E
+(or with -rst) also survives a crash of ferry itself: the ranges stored so
+far are kept in DST.ferry-ranges (with the source's size and modification
+time), and running the same copy again resumes it; the file disappears on
+success. A destination with a .ferry-ranges file beside it is incomplete.
+Uploads keep the ranges the server acknowledged under
+$XDG_STATE_HOME/ferry/resume/ (default ~/.local/state/ferry/resume/).
+
+Sizes (-tcp-bs, -bs) are bytes, or a number with K, M or G (powers of 1024).
+
 Server to server copies are not third-party transfers yet: the bytes are
-streamed through this client over two connections.
+streamed through this client over two connections, in stream mode.
 `
 
 // cpFlags are the flags of ferry cp.
@@ -51,6 +72,85 @@ type cpFlags struct {
 	quiet   bool
 	off     int64
 	length  int64
+
+	parallel     int
+	tcpBuffer    sizeFlag
+	blockSize    sizeFlag
+	progress     bool // -vb
+	restart      bool // -rst
+	retries      int
+	interval     time.Duration
+	timeout      time.Duration
+	stallTimeout time.Duration
+	verify       bool
+	checksumAlg  string
+	fast         bool
+}
+
+// Defaults of the restart flags, those of globus-url-copy.
+const (
+	defaultRetries      = 5
+	defaultStallTimeout = 600 * time.Second
+)
+
+// modeE reports whether the flags ask for MODE E.
+func (f *cpFlags) modeE() bool { return f.parallel > 1 }
+
+// resumable reports whether local files are written in place with resume
+// state: MODE E transfers and -rst.
+func (f *cpFlags) resumable() bool { return f.modeE() || f.restart }
+
+// retryPolicy is the client.RetryPolicy of the flags.
+func (f *cpFlags) retryPolicy() client.RetryPolicy {
+	p := client.RetryPolicy{StallTimeout: f.stallTimeout, Interval: f.interval, Timeout: f.timeout}
+	if f.restart {
+		p.Retries = f.retries
+	}
+	return p
+}
+
+// sizeFlag is a byte count flag that takes K, M and G suffixes.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// parseSize parses a byte count: plain digits, or digits followed by K, M
+// or G (optionally with B: KB, MiB...), meaning powers of 1024, as
+// globus-url-copy reads -tcp-bs and -bs.
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || t == "" || t[0] == '+' || t[0] == '-' {
+		return 0, fmt.Errorf("bad size %q: want bytes, or a number with K, M or G", s)
+	}
+	if n > math.MaxInt32/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
 }
 
 func runCp(ctx context.Context, e *env, args []string) error {
@@ -63,8 +163,30 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.quiet, "q", false, "print nothing but errors (overrides -v)")
 	fs.Int64Var(&f.off, "off", 0, "copy from this byte offset of SRC, to the same offset of DST")
 	fs.Int64Var(&f.length, "len", -1, "copy at most this many bytes (-1: to the end)")
+	fs.IntVar(&f.parallel, "p", 1, "parallel data connections; above 1 uses MODE E (extended block mode)")
+	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer size of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
+	fs.Var(&f.blockSize, "bs", "MODE E block size of uploads; 0: 1M")
+	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate, and each data connection's bytes and rate")
+	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
+	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: how many times to retry")
+	fs.DurationVar(&f.interval, "rst-interval", client.DefaultRetryInterval, "with -rst: wait before the first retry, doubled after each further failure")
+	fs.DurationVar(&f.timeout, "rst-timeout", 0, "with -rst: give up after this long in all; 0: no limit")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for this long; 0: never")
+	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
+	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
+	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if f.parallel < 1 || f.parallel > 64 {
+		return usagef("-p must be 1 to 64")
+	}
+	if f.retries < 0 || f.interval < 0 || f.timeout < 0 || f.stallTimeout < 0 {
+		return usagef("-rst-retries, -rst-interval, -rst-timeout and -stall-timeout must not be negative")
+	}
+	f.checksumAlg = strings.ToUpper(f.checksumAlg)
+	if _, err := checksum.New(f.checksumAlg); f.verify && err != nil {
+		return usagef("-checksum-alg: %v", err)
 	}
 	if fs.NArg() != 2 {
 		return usagef("want SRC DST")
@@ -87,8 +209,14 @@ func runCp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active}}
+	if f.progress && !f.quiet {
+		c.progress = newProgressPrinter(e.stderr)
+	}
 	start := time.Now()
 	n, err := c.copy(ctx, src, dst)
+	if c.progress != nil {
+		c.progress.done()
+	}
 	if err != nil {
 		return err
 	}
@@ -137,9 +265,36 @@ func resolveDestination(src location, dst *location) error {
 
 // copier runs one ferry cp.
 type copier struct {
-	env   *env
-	flags cpFlags
-	opts  clientOptions
+	env      *env
+	flags    cpFlags
+	opts     clientOptions
+	progress *progressPrinter // nil without -vb
+}
+
+// progressFunc is the Progress callback of the transfers.
+func (c *copier) progressFunc() func(client.Progress) {
+	if c.progress == nil {
+		return nil
+	}
+	return c.progress.update
+}
+
+// getenv is the environment of the copy.
+func (c *copier) getenv(k string) string {
+	if c.opts.getenv != nil {
+		return c.opts.getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// session returns a restartable session for the remote location l.
+func (c *copier) session(l location) *client.Session {
+	return &client.Session{
+		Dial: func(ctx context.Context) (*client.Conn, error) {
+			return connect(ctx, l, c.opts)
+		},
+		Retry: c.flags.retryPolicy(),
+	}
 }
 
 // limit returns the RetrieveOptions.Length / io limit of the flags: 0 for
@@ -243,6 +398,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 
 // upload stores a local file or standard input on a server.
 func (c *copier) upload(ctx context.Context, src, dst location) (int64, error) {
+	if src.kind == locLocal {
+		return c.uploadFile(ctx, src, dst)
+	}
 	r, size, done, err := c.openSource(src)
 	if err != nil {
 		return 0, err
@@ -253,26 +411,161 @@ func (c *copier) upload(ctx context.Context, src, dst location) (int64, error) {
 		return 0, err
 	}
 	defer hangUp(ctx, conn)
-	n, err := conn.Store(ctx, dst.path, r, &client.StoreOptions{Size: size, Offset: c.flags.off})
+	n, err := conn.Store(ctx, dst.path, r, &client.StoreOptions{Size: size, Offset: c.flags.off,
+		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
 	if err != nil {
 		return n, &opError{what: "upload to " + dst.String(), err: err}
 	}
 	return n, nil
 }
 
-// download retrieves a file from a server into a local file or standard
-// output.
-func (c *copier) download(ctx context.Context, src, dst location) (int64, error) {
-	conn, err := connect(ctx, src, c.opts)
+// uploadFile stores a local file on a server through a restartable
+// session; MODE E uploads (and -rst) keep the acknowledged ranges in a
+// state file so that a later run resumes.
+func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, error) {
+	f, err := os.Open(src.path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if fi.IsDir() {
+		return 0, fmt.Errorf("%s is a directory", src.path)
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO or device has no offsets: stream it.
+		return c.uploadStream(ctx, f, dst)
+	}
+	off := c.flags.off
+	size := max(fi.Size()-off, 0)
+	if n := c.limit(); n > 0 {
+		size = min(size, n)
+	}
+	opts := &client.StoreOptions{
+		Offset:    off,
+		Parallel:  c.flags.parallel,
+		BlockSize: int(c.flags.blockSize),
+		TCPBuffer: int(c.flags.tcpBuffer),
+		Reuse:     c.flags.fast,
+		Progress:  c.progressFunc(),
+	}
+	var saver *stateSaver
+	if c.flags.resumable() {
+		abs, err := filepath.Abs(src.path)
+		if err != nil {
+			return 0, err
+		}
+		name, err := uploadStatePath(c.getenv, abs, dst.String())
+		if err != nil {
+			return 0, err
+		}
+		want := resumeState{source: abs, dest: dst.String(), size: fi.Size(), mtime: fi.ModTime().UnixNano(),
+			offset: off, length: c.flags.length}
+		if st, err := readState(name); err == nil && st.matches(want) {
+			want.ranges = st.ranges
+			opts.Restart = st.ranges
+		}
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			return 0, err
+		}
+		saver = &stateSaver{name: name, st: want}
+		opts.Acknowledged = func(rs client.RangeSet) { _ = saver.update(rs, false) }
+	}
+	s := c.session(dst)
+	defer s.Close(ctx)
+	n, err := s.Upload(ctx, f, size, dst.path, opts)
+	if err != nil {
+		if saver != nil {
+			_ = saver.flush()
+		}
+		return n, &opError{what: "upload to " + dst.String(), err: err}
+	}
+	if saver != nil {
+		os.Remove(saver.name)
+	}
+	if c.flags.verify {
+		if err := c.verify(ctx, s, dst, src.path, off, size); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// uploadStream stores a non-seekable local file in stream mode.
+func (c *copier) uploadStream(ctx context.Context, r io.Reader, dst location) (int64, error) {
+	conn, err := connect(ctx, dst, c.opts)
 	if err != nil {
 		return 0, err
 	}
 	defer hangUp(ctx, conn)
+	var src io.Reader = r
+	if n := c.limit(); n > 0 {
+		src = io.LimitReader(r, n)
+	}
+	n, err := conn.Store(ctx, dst.path, src, &client.StoreOptions{Offset: c.flags.off,
+		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
+	if err != nil {
+		return n, &opError{what: "upload to " + dst.String(), err: err}
+	}
+	return n, nil
+}
+
+// verify compares the server's checksum of length bytes of remote from
+// off with the local file's.
+func (c *copier) verify(ctx context.Context, s *client.Session, remote location, local string, off, length int64) error {
+	alg := c.flags.checksumAlg
+	conn, err := s.Conn(ctx)
+	if err != nil {
+		return &opError{what: "verify " + remote.String(), err: err}
+	}
+	rsum, err := conn.Checksum(ctx, alg, remote.path, off, length)
+	if err != nil {
+		return &opError{what: "checksum of " + remote.String(), err: err}
+	}
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	lsum, err := checksum.Compute(ctx, f, fi.Size(), off, length, alg)
+	if err != nil {
+		return fmt.Errorf("checksum of %s: %w", local, err)
+	}
+	if !strings.EqualFold(lsum, rsum) {
+		return fmt.Errorf("checksum mismatch (%s): %s has %s, %s has %s", alg, local, lsum, remote, rsum)
+	}
+	return nil
+}
+
+// download retrieves a file from a server into a local file or standard
+// output.
+func (c *copier) download(ctx context.Context, src, dst location) (int64, error) {
+	if dst.kind == locStdio {
+		return c.downloadStdout(ctx, src)
+	}
+	if c.flags.resumable() {
+		fi, err := os.Stat(dst.path)
+		if err == nil && fi.IsDir() {
+			return 0, fmt.Errorf("%s is a directory", dst.path)
+		}
+		if err != nil || fi.Mode().IsRegular() {
+			return c.downloadResumable(ctx, src, dst)
+		}
+	}
 	sink, err := c.openSink(dst)
 	if err != nil {
 		return 0, err
 	}
-	n, err := conn.Retrieve(ctx, src.path, sink.w, &client.RetrieveOptions{Offset: c.flags.off, Length: c.limit()})
+	s := c.session(src)
+	defer s.Close(ctx)
+	n, err := s.Download(ctx, src.path, sink.f, c.retrieveOptions())
 	if err == nil {
 		if err = sink.commit(); err != nil {
 			err = &opError{what: "write " + dst.String(), err: err}
@@ -283,6 +576,123 @@ func (c *copier) download(ctx context.Context, src, dst location) (int64, error)
 	if err != nil {
 		sink.abort()
 		return n, err
+	}
+	if c.flags.verify {
+		if err := c.verify(ctx, s, src, dst.path, c.flags.off, c.flags.length); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// retrieveOptions are the RetrieveOptions of the flags.
+func (c *copier) retrieveOptions() *client.RetrieveOptions {
+	return &client.RetrieveOptions{
+		Offset:    c.flags.off,
+		Length:    c.limit(),
+		Parallel:  c.flags.parallel,
+		TCPBuffer: int(c.flags.tcpBuffer),
+		Reuse:     c.flags.fast,
+		Progress:  c.progressFunc(),
+	}
+}
+
+// downloadStdout streams a file to standard output.
+func (c *copier) downloadStdout(ctx context.Context, src location) (int64, error) {
+	conn, err := connect(ctx, src, c.opts)
+	if err != nil {
+		return 0, err
+	}
+	defer hangUp(ctx, conn)
+	n, err := conn.Retrieve(ctx, src.path, c.env.stdout, &client.RetrieveOptions{Offset: c.flags.off, Length: c.limit(),
+		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
+	if err != nil {
+		return n, &opError{what: "download " + src.String(), err: err}
+	}
+	return n, nil
+}
+
+// downloadResumable downloads into the destination file itself, keeping
+// the ranges stored so far in DST.ferry-ranges: a failed or killed copy
+// leaves it behind, and the next run of the same copy resumes from it.
+func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int64, error) {
+	s := c.session(src)
+	defer s.Close(ctx)
+	conn, err := s.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	want := resumeState{source: src.String(), dest: dst.path, size: -1, offset: c.flags.off, length: c.flags.length}
+	var re *client.ReplyError
+	if size, err := conn.Size(ctx, src.path); err == nil {
+		want.size = size
+	} else if errors.As(err, &re) && re.Reply.Code == 550 {
+		return 0, &opError{what: "download " + src.String(), err: err}
+	}
+	if mt, err := conn.ModTime(ctx, src.path); err == nil {
+		want.mtime = mt.UnixNano()
+	}
+	name := dst.path + rangesSuffix
+	_, statErr := os.Stat(dst.path)
+	created := errors.Is(statErr, os.ErrNotExist)
+	flags := os.O_WRONLY | os.O_CREATE
+	st, err := readState(name)
+	resuming := err == nil && st.matches(want)
+	if resuming {
+		want.ranges = st.ranges
+	} else if c.flags.off == 0 && c.flags.length < 0 {
+		// A whole new copy: no old bytes may survive in the file.
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(dst.path, flags, 0o666)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	saver := &stateSaver{name: name, st: want, sync: f.Sync}
+	// Mark the destination incomplete before a byte lands in it.
+	if err := saver.update(want.ranges, true); err != nil {
+		return 0, fmt.Errorf("write %s: %w", name, err)
+	}
+	opts := c.retrieveOptions()
+	opts.Restart = want.ranges
+	opts.Committed = func(rs client.RangeSet) { _ = saver.update(rs, false) }
+	n, err := s.Download(ctx, src.path, f, opts)
+	if err != nil {
+		saver.mu.Lock()
+		empty := saver.st.ranges.Len() == 0
+		saver.mu.Unlock()
+		if empty && created {
+			// Nothing arrived in a file we created: leave no trace.
+			f.Close()
+			os.Remove(dst.path)
+			os.Remove(name)
+		} else {
+			_ = saver.flush()
+		}
+		return n, &opError{what: "download " + src.String(), err: err}
+	}
+	if want.size >= 0 && c.flags.off == 0 && c.flags.length < 0 {
+		// A resumed file may be longer than the source (an older copy).
+		err = f.Truncate(want.size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = saver.flush()
+		return n, &opError{what: "write " + dst.String(), err: err}
+	}
+	if err := os.Remove(name); err != nil {
+		return n, err
+	}
+	if c.flags.verify {
+		if err := c.verify(ctx, s, src, dst.path, c.flags.off, c.flags.length); err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

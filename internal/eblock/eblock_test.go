@@ -381,3 +381,29 @@ func TestSendStorageError(t *testing.T) {
 }
 
 var _ dsi.Writer = (*memFile)(nil)
+
+func TestPerConnectionCounters(t *testing.T) {
+	data := random(3<<20+5, 5)
+	const n = 4
+	sent := make([]atomic.Int64, n)
+	recv := make([]atomic.Int64, n)
+	_, _, err := transfer(t, data, n, []xfer.Range{{Start: 0, End: int64(len(data))}},
+		SendConfig{BlockSize: 64 << 10, ConnSent: sent}, ReceiveConfig{Limit: -1, ConnReceived: recv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s, r int64
+	for i := range n {
+		s += sent[i].Load()
+		r += recv[i].Load()
+	}
+	if s != int64(len(data)) || r != int64(len(data)) {
+		t.Fatalf("per-connection sums: sent %d, received %d, want %d", s, r, len(data))
+	}
+	// Each connection's share arrives on the connection it left on.
+	for i := range n {
+		if sent[i].Load() != recv[i].Load() {
+			t.Errorf("connection %d: sent %d, received %d", i, sent[i].Load(), recv[i].Load())
+		}
+	}
+}

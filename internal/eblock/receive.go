@@ -30,6 +30,9 @@ type ReceiveConfig struct {
 	MaxConns int
 	// Received, when not nil, is increased by each stored block's size.
 	Received *atomic.Int64
+	// ConnReceived, when longer than k, is increased by the size of each
+	// block stored from the k-th connection added (per-stream progress).
+	ConnReceived []atomic.Int64
 }
 
 // ErrProtocol reports a sender that broke the MODE E rules.
@@ -78,10 +81,11 @@ func (r *Receiver) Add(c net.Conn) bool {
 	if r.finished || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
 		return false
 	}
+	idx := len(r.conns)
 	r.conns = append(r.conns, c)
 	r.reading[c] = true
 	c.SetReadDeadline(time.Time{})
-	r.wg.Go(func() { r.read(c) })
+	r.wg.Go(func() { r.read(c, idx) })
 	return true
 }
 
@@ -158,7 +162,7 @@ func (r *Receiver) finishLocked() {
 	close(r.done)
 }
 
-func (r *Receiver) read(c net.Conn) {
+func (r *Receiver) read(c net.Conn, idx int) {
 	var hdr [HeaderSize]byte
 	for {
 		if _, err := io.ReadFull(c, hdr[:]); err != nil {
@@ -176,7 +180,7 @@ func (r *Receiver) read(c net.Conn) {
 				return
 			}
 		} else if h.Count > 0 {
-			if err := r.block(c, int64(h.Offset), int64(h.Count)); err != nil {
+			if err := r.block(c, idx, int64(h.Offset), int64(h.Count)); err != nil {
 				r.connFailed(c, err, "")
 				return
 			}
@@ -189,7 +193,7 @@ func (r *Receiver) read(c net.Conn) {
 }
 
 // block claims, stores and commits one block.
-func (r *Receiver) block(c net.Conn, off, n int64) error {
+func (r *Receiver) block(c net.Conn, idx int, off, n int64) error {
 	rg := xfer.Range{Start: off, End: off + n}
 	r.mu.Lock()
 	switch {
@@ -226,6 +230,9 @@ func (r *Receiver) block(c net.Conn, off, n int64) error {
 	r.mu.Unlock()
 	if r.cfg.Received != nil {
 		r.cfg.Received.Add(n)
+	}
+	if idx < len(r.cfg.ConnReceived) {
+		r.cfg.ConnReceived[idx].Add(n)
 	}
 	return nil
 }

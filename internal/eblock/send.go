@@ -29,6 +29,9 @@ type SendConfig struct {
 	// Sent, when not nil, is increased by the payload bytes of each block
 	// once it has been written (performance markers read it).
 	Sent *atomic.Int64
+	// ConnSent, when longer than i, is increased by the payload bytes of
+	// each block written on conns[i] (per-stream progress).
+	ConnSent []atomic.Int64
 }
 
 // blockQueue hands out the blocks of ranges to the sending goroutines.
@@ -83,7 +86,7 @@ func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.
 	errs := make([]error, len(conns))
 	for i, c := range conns {
 		wg.Go(func() {
-			errs[i] = sendConn(c, src, q, bs, cfg, &total, i == 0, len(conns))
+			errs[i] = sendConn(c, i, src, q, bs, &cfg, &total, len(conns))
 			if errs[i] != nil {
 				// One broken connection ends the transfer: stop the others.
 				for _, o := range conns {
@@ -115,7 +118,8 @@ func firstError(errs []error) error {
 	return first
 }
 
-func sendConn(c net.Conn, src io.ReaderAt, q *blockQueue, bs int64, cfg SendConfig, total *atomic.Int64, carriesEOF bool, nconns int) error {
+func sendConn(c net.Conn, idx int, src io.ReaderAt, q *blockQueue, bs int64, cfg *SendConfig, total *atomic.Int64, nconns int) error {
+	carriesEOF := idx == 0
 	var hdr [HeaderSize]byte
 	rw, zeroCopy := src.(dsi.RangeWriterTo)
 	var buf []byte
@@ -165,6 +169,9 @@ func sendConn(c net.Conn, src io.ReaderAt, q *blockQueue, bs int64, cfg SendConf
 		}
 		if cfg.Sent != nil {
 			cfg.Sent.Add(n)
+		}
+		if idx < len(cfg.ConnSent) {
+			cfg.ConnSent[idx].Add(n)
 		}
 		total.Add(n)
 	}

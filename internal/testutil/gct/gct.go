@@ -9,9 +9,11 @@ package gct
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +58,24 @@ var listening = regexp.MustCompile(`Server listening at [^\s:]+:(\d+)\n`)
 // "-disable-command-list", "EPSV,FEAT" to imitate a plainer server.
 func Start(t testing.TB, root string, extra ...string) string {
 	t.Helper()
+	return Launch(t, root, 0, extra...).Addr
+}
+
+// Server is a running GCT server.
+type Server struct {
+	// Addr is the control address, "127.0.0.1:PORT".
+	Addr string
+
+	pid  int
+	once sync.Once
+	wait func()
+}
+
+// Launch is Start on a given port (0: chosen by the kernel) that returns
+// the Server, so that a test can Kill it and launch another on the same
+// port.
+func Launch(t testing.TB, root string, port int, extra ...string) *Server {
+	t.Helper()
 	if _, err := os.Stat(Binary); err != nil {
 		t.Fatalf("gct: the GCT GridFTP server is required: %v", err)
 	}
@@ -70,7 +90,7 @@ func Start(t testing.TB, root string, extra ...string) string {
 	var stderr syncBuffer
 	args := []string{
 		"-aa", "-anonymous-user", "nobody",
-		"-p", "0",
+		"-p", strconv.Itoa(port),
 		"-control-interface", "127.0.0.1",
 		"-data-interface", "127.0.0.1",
 		"-home-dir", root,
@@ -80,28 +100,61 @@ func Start(t testing.TB, root string, extra ...string) string {
 	cmd.Dir = root
 	cmd.Stdout = out
 	cmd.Stderr = &stderr
-	// A process group of its own, so that Cleanup also kills the session
+	// A process group of its own, so that Kill also kills the session
 	// processes the server forks for each connection.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	adoptOrphans()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("gct: %v", err)
 	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	s := &Server{pid: cmd.Process.Pid}
+	s.wait = func() {
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		reapGroup(pid)
-	})
+		reapGroup(s.pid)
+	}
+	t.Cleanup(s.Kill)
+	if port != 0 {
+		// GCT announces its port only when it chose it: wait until the
+		// given one accepts connections.
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		deadline := time.Now().Add(startTimeout)
+		for pause := 5 * time.Millisecond; time.Now().Before(deadline); pause = min(2*pause, 200*time.Millisecond) {
+			if nc, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
+				nc.Close()
+				return s
+			}
+			time.Sleep(pause)
+		}
+		s.Kill()
+		t.Fatalf("gct: server did not listen on %s within %v; stderr %q", s.Addr, startTimeout, stderr.String())
+	}
 	select {
-	case port := <-out.found:
-		return "127.0.0.1:" + port
+	case p := <-out.found:
+		s.Addr = "127.0.0.1:" + p
+		return s
 	case <-time.After(startTimeout):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		s.Kill()
 		t.Fatalf("gct: server did not report its port within %v; stdout %q; stderr %q",
 			startTimeout, out.String(), stderr.String())
 	}
-	return ""
+	return nil
+}
+
+// Kill kills the server and its session processes with SIGKILL, as a
+// crash would, and waits for them. Later calls do nothing.
+func (s *Server) Kill() { s.once.Do(s.wait) }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for Launch.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // watcher collects the server's stdout and reports the listening port once.

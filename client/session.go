@@ -1,0 +1,315 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// Defaults of RetryPolicy.
+const (
+	DefaultRetryInterval    = 2 * time.Second
+	DefaultMaxRetryInterval = time.Minute
+)
+
+// ErrStalled is the cause of an attempt that moved no data for the
+// RetryPolicy's StallTimeout.
+var ErrStalled = errors.New("client: transfer stalled: no data moved within the stall timeout")
+
+// ErrRetryTimeout is the cause when a Session's total Timeout expires.
+var ErrRetryTimeout = errors.New("client: restart timeout expired")
+
+// DialFunc dials a server and logs in, returning a ready Conn. A Session
+// calls it again after a failure.
+type DialFunc func(ctx context.Context) (*Conn, error)
+
+// RetryPolicy says how a Session retries a failed transfer. The zero value
+// tries once, without a stall timeout.
+type RetryPolicy struct {
+	// Retries is how many more attempts follow a failed one.
+	Retries int
+
+	// Interval is the wait before the first retry; it doubles after each
+	// further failure up to MaxInterval. Zero means DefaultRetryInterval
+	// and DefaultMaxRetryInterval.
+	Interval, MaxInterval time.Duration
+
+	// Timeout, when positive, bounds the whole transfer, retries
+	// included.
+	Timeout time.Duration
+
+	// StallTimeout, when positive, ends an attempt in which no data
+	// moved for that long (ErrStalled); it is retried like any failure.
+	StallTimeout time.Duration
+
+	// OnRetry, when not nil, is called before each retry with the number
+	// of the attempt that failed (0 for the first), its error and the
+	// wait before the next attempt.
+	OnRetry func(attempt int, err error, wait time.Duration)
+}
+
+// Session is a restartable client: it dials with Dial when it needs a
+// connection, and when a transfer fails on the network (a broken control
+// or data connection, a stall, a server going away) it dials again and
+// resumes where the transfer stopped, as Retry allows. MODE E transfers
+// resume with REST of the ranges already at the receiver: for a download
+// the ranges the client committed, for an upload the union of the
+// server's 111 range markers. Stream-mode downloads resume after the
+// contiguous prefix received; stream-mode uploads after the size the
+// server reports (SIZE).
+//
+// A Session keeps its Conn between transfers, so with Reuse the data
+// connections are reused too. It is not safe for concurrent use.
+type Session struct {
+	Dial  DialFunc
+	Retry RetryPolicy
+
+	conn *Conn
+}
+
+// Conn returns the Session's connection, dialing a new one when there is
+// none or the last one broke.
+func (s *Session) Conn(ctx context.Context) (*Conn, error) {
+	if s.conn != nil && s.conn.err == nil {
+		return s.conn, nil
+	}
+	s.conn = nil
+	c, err := s.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.conn = c
+	return c, nil
+}
+
+// Close ends the Session's connection with QUIT.
+func (s *Session) Close(ctx context.Context) error {
+	if s.conn == nil {
+		return nil
+	}
+	c := s.conn
+	s.conn = nil
+	if ctx.Err() != nil {
+		return c.Close()
+	}
+	return c.Quit(ctx)
+}
+
+// drop closes the connection after a failed attempt: its data channel
+// state is unknown.
+func (s *Session) drop() {
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// attemptFunc runs one attempt on c; prog must receive its progress.
+type attemptFunc func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error)
+
+// run runs attempts until one succeeds or the policy gives up, and
+// returns the bytes moved by all of them.
+func (s *Session) run(ctx context.Context, userProg func(Progress), userInterval time.Duration, f attemptFunc) (int64, error) {
+	pol := s.Retry
+	if pol.Interval <= 0 {
+		pol.Interval = DefaultRetryInterval
+	}
+	if pol.MaxInterval <= 0 {
+		pol.MaxInterval = max(DefaultMaxRetryInterval, pol.Interval)
+	}
+	if pol.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
+		defer cancel()
+	}
+	interval := userInterval
+	if interval <= 0 {
+		interval = DefaultProgressInterval
+	}
+	if pol.StallTimeout > 0 {
+		interval = min(interval, max(pol.StallTimeout/4, time.Millisecond))
+	}
+	var total int64
+	wait := pol.Interval
+	for attempt := 0; ; attempt++ {
+		n, moved, err := s.attempt(ctx, pol.StallTimeout, attempt, total, userProg, interval, f)
+		total += n
+		if err == nil {
+			return total, nil
+		}
+		s.drop()
+		if attempt >= pol.Retries || ctx.Err() != nil || !retryable(err, moved) {
+			if ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
+				err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+			}
+			return total, err
+		}
+		if pol.OnRetry != nil {
+			pol.OnRetry(attempt, err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return total, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(wait*2, pol.MaxInterval)
+	}
+}
+
+// attempt runs f once with a stall watchdog; moved reports whether data
+// moved.
+func (s *Session) attempt(ctx context.Context, stall time.Duration, attempt int, before int64, userProg func(Progress), interval time.Duration, f attemptFunc) (n int64, moved bool, err error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var last atomic.Int64 // bytes of this attempt at the last change
+	var lastChange atomic.Int64
+	lastChange.Store(time.Now().UnixNano())
+	prog := func(p Progress) {
+		if p.Bytes != last.Load() {
+			last.Store(p.Bytes)
+			lastChange.Store(time.Now().UnixNano())
+		}
+		if userProg != nil {
+			p.Bytes += before
+			p.Attempt = attempt
+			userProg(p)
+		}
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	if stall > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					if time.Since(time.Unix(0, lastChange.Load())) > stall {
+						cancel(ErrStalled)
+						return
+					}
+				}
+			}
+		})
+	}
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	c, err := s.Conn(actx)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err = f(actx, c, attempt, prog, interval)
+	return n, n > 0 || last.Load() > 0, err
+}
+
+// retryable reports whether a failed attempt is worth another: network
+// trouble and stalls are, a refusal by the server before any data moved
+// (no such file, permission denied, bad login) and local storage errors
+// are not.
+func retryable(err error, moved bool) bool {
+	var se *xfer.StorageError
+	var re *ReplyError
+	switch {
+	case errors.Is(err, ErrBadCommand), errors.As(err, &se):
+		return false
+	case errors.As(err, &re):
+		return re.Reply.Code/100 == 4 || moved
+	}
+	return true
+}
+
+// Download retrieves path into dst (see Conn.RetrieveAt), retrying and
+// resuming after failures as the Session's RetryPolicy allows. It returns
+// the bytes moved by all attempts. opts.Committed sees every range stored
+// so far, which a caller may record to resume after its own crash.
+func (s *Session) Download(ctx context.Context, path string, dst io.WriterAt, opts *RetrieveOptions) (int64, error) {
+	var o RetrieveOptions
+	if opts != nil {
+		o = *opts
+	}
+	var mu sync.Mutex
+	have := o.Restart.Clone() // guarded by mu
+	return s.run(ctx, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
+		ao := o
+		mu.Lock()
+		ao.Restart = have.Clone()
+		mu.Unlock()
+		ao.Committed = func(rs RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if o.Committed != nil {
+				o.Committed(rs)
+			}
+		}
+		ao.Progress, ao.ProgressInterval = prog, interval
+		return c.RetrieveAt(ctx, path, dst, &ao)
+	})
+}
+
+// Upload stores size bytes of src from opts.Offset on at the same offsets
+// of path (see Conn.StoreAt), retrying and resuming after failures as the
+// Session's RetryPolicy allows. It returns the bytes moved by all
+// attempts. In MODE E it asks for 111 markers every second unless
+// opts.MarkerInterval says otherwise; opts.Acknowledged sees every range
+// the server confirmed.
+func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path string, opts *StoreOptions) (int64, error) {
+	var o StoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	modeE := o.Parallel > 1 || o.ModeE
+	if modeE && o.MarkerInterval == 0 {
+		o.MarkerInterval = time.Second
+	}
+	var mu sync.Mutex
+	have := o.Restart.Clone() // guarded by mu
+	var started atomic.Bool   // an attempt moved data: the server's file is ours
+	return s.run(ctx, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
+		ao := o
+		if !modeE && started.Load() && o.Offset == 0 {
+			// Stream mode has no markers: the server's file size is what
+			// arrived.
+			if sz, err := c.Size(ctx, path); err == nil && sz > 0 {
+				mu.Lock()
+				have.Add(Range{Start: 0, End: min(sz, size)})
+				mu.Unlock()
+			}
+		}
+		mu.Lock()
+		ao.Restart = have.Clone()
+		mu.Unlock()
+		ao.Acknowledged = func(rs RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if o.Acknowledged != nil {
+				o.Acknowledged(rs)
+			}
+		}
+		ao.Progress = func(p Progress) {
+			if p.Bytes > 0 {
+				started.Store(true)
+			}
+			prog(p)
+		}
+		ao.ProgressInterval = interval
+		n, err := c.StoreAt(ctx, path, src, size, &ao)
+		if n > 0 {
+			started.Store(true)
+		}
+		return n, err
+	})
+}
