@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build deps vet test demo bench-stream clean
+.PHONY: all build deps vet test demo bench bench-stream clean
 
 all: build
 
@@ -27,6 +27,12 @@ test: deps vet
 # cp, checks the checksums and prints the rates.
 demo: build
 	scripts/demo.sh bin/ferry
+
+# Loopback data-plane benchmark: Ferry vs GCT vs raw TCP (iperf3),
+# memory-to-memory and page-cached disk-to-disk, p = 1, 4, 8, 4 GiB, 3 runs
+# each, alternated. A few minutes; not part of "make test".
+bench: build
+	bin/ferry bench loopback -csv bin/bench.csv
 
 # Stream-mode 1 GiB downloads on loopback: Ferry vs the GCT server. Not
 # part of "make test".

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/bench"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "benchmark Ferry against GCT and raw TCP on loopback",
+		usage:   "loopback [flags]",
+		run:     runBench,
+	})
+}
+
+const benchHelp = `
+"ferry bench loopback" starts a Ferry server, a GCT server
+(globus-gridftp-server) and, per run, an iperf3 server on 127.0.0.1, and
+copies -size bytes with ferry cp, globus-url-copy and iperf3 in turn (ferry,
+gct, raw, ferry, gct, raw, ...), -reps times per workload and parallelism.
+It prints a Markdown table of the median and range of the throughput and
+the CPU time and peak RSS of each client and server; progress goes to
+stderr. It takes minutes at the default size.
+`
+
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(commands["bench"], e)
+	usage := fs.Usage
+	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchHelp) }
+	var mode string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		mode, args = args[0], args[1:]
+	}
+	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
+	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
+	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file)")
+	impls := fs.String("impls", "ferry,gct,raw", "comma-separated implementations: ferry, gct, raw (iperf3; mem only)")
+	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
+	dir := fs.String("dir", "", "`DIR` to make the scratch directory in; the scratch directory is removed at the end (default: the system's temp dir)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each client run")
+	csvFile := fs.String("csv", "", "also write every run to `FILE` as CSV")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if mode != "loopback" {
+		return usagef("want 'ferry bench loopback [flags]' (loopback is the only benchmark)")
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	cfg := bench.Config{Ferry: *ferry, Dir: *dir, Timeout: *timeout, Reps: *reps, Progress: e.stderr}
+	var err error
+	if cfg.Size, err = bench.ParseSize(*size); err != nil {
+		return usagef("-size: %v", err)
+	}
+	if cfg.Parallel, err = parseInts(*par); err != nil {
+		return usagef("-p: %v", err)
+	}
+	if *reps < 1 {
+		return usagef("-reps must be at least 1")
+	}
+	if *timeout <= 0 {
+		return usagef("-timeout must be positive")
+	}
+	for _, w := range splitList(*workloads) {
+		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
+	}
+	for _, i := range splitList(*impls) {
+		cfg.Impls = append(cfg.Impls, bench.Impl(i))
+	}
+	if cfg.Ferry == "" {
+		if cfg.Ferry, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
+		}
+	}
+	samples, runErr := bench.Run(ctx, cfg)
+	if *csvFile != "" && len(samples) > 0 {
+		if err := writeBenchCSV(*csvFile, samples); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return bench.WriteTable(e.stdout, cfg, samples)
+}
+
+// writeBenchCSV writes the samples to file.
+func writeBenchCSV(file string, samples []bench.Sample) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteCSV(f, samples); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, v := range splitList(s) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad parallelism %q", v)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no parallelism given")
+	}
+	return out, nil
+}

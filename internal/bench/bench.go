@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Workload is what a run moves.
+type Workload string
+
+// The workloads.
+const (
+	Mem  Workload = "mem"  // memory to memory: zeros to /dev/null
+	Disk Workload = "disk" // a page-cached file to a new local file
+)
+
+// Impl is the software that moves the bytes.
+type Impl string
+
+// The implementations.
+const (
+	Ferry Impl = "ferry" // ferry serve + ferry cp
+	GCT   Impl = "gct"   // globus-gridftp-server + globus-url-copy
+	Raw   Impl = "raw"   // iperf3: the raw TCP ceiling (mem only)
+)
+
+// Workloads and Impls list the known values in report order.
+var (
+	Workloads = []Workload{Mem, Disk}
+	Impls     = []Impl{Ferry, GCT, Raw}
+)
+
+// Applies reports whether impl has a run for workload: raw TCP has no
+// disk-to-disk run.
+func (i Impl) Applies(w Workload) bool { return i != Raw || w == Mem }
+
+// Config says what to measure. Size, Ferry and at least one entry of each
+// list are required; the zero value of the other fields is a default.
+type Config struct {
+	Ferry     string     // the ferry binary to benchmark
+	Size      int64      // bytes per run
+	Parallel  []int      // parallelism levels, each >= 1
+	Reps      int        // runs per implementation and cell; 0 means 3
+	Workloads []Workload // in report order
+	Impls     []Impl     // in run order within a repetition
+
+	// Dir is where the scratch directory (served files and destinations)
+	// is made; "" means os.TempDir(). The scratch directory is removed at
+	// the end; Dir is not.
+	Dir string
+
+	// Timeout bounds each client run; 0 means 10 minutes.
+	Timeout time.Duration
+
+	// Progress receives a line per step and per run; nil discards them.
+	Progress io.Writer
+}
+
+// Sample is the measurement of one run.
+type Sample struct {
+	Workload Workload
+	Impl     Impl
+	P        int // parallelism
+	Rep      int // 1-based repetition
+	Bytes    int64
+
+	// Wall is the client process's time from start to exit.
+	Wall time.Duration
+	// Gbps is the throughput in Gbit/s (10^9): Bytes over Wall, except
+	// for raw TCP, where it is the rate iperf3's sender reports (from the
+	// test's start to its last write; no process start-up or control
+	// exchange).
+	Gbps float64
+
+	ClientCPU, ServerCPU time.Duration // user + system time
+	ClientRSS, ServerRSS int64         // peak resident set, bytes
+}
+
+// Paths of the GCT programs; LookPath is tried first.
+const (
+	gctServer = "/usr/sbin/globus-gridftp-server"
+	gctClient = "/usr/bin/globus-url-copy"
+)
+
+// sourceName is the file the disk workload copies, in the served directory.
+const sourceName = "source.dat"
+
+// runner holds the state of one Run.
+type runner struct {
+	cfg       Config
+	progress  io.Writer
+	ferryPar  bool // the ferry binary's cp accepts -p
+	gctServer string
+	gctClient string
+	iperf     string
+
+	scratch string // removed at the end
+	served  string // world-readable; served by ferry -root and GCT
+	dest    string // destinations of the disk runs
+	source  string // served/sourceName, once written
+
+	servers map[string]*server // by role: "ferry-null", "ferry-posix", "gct"
+}
+
+// Run measures every (workload, parallelism, implementation) cfg selects,
+// cfg.Reps times, alternating implementations within each repetition. It
+// returns the samples in run order, including those taken before an
+// error. Servers and scratch files are gone when Run returns.
+func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, progress: cfg.Progress, servers: map[string]*server{}}
+	if r.progress == nil {
+		r.progress = io.Discard
+	}
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.makeScratch(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, s := range r.servers {
+			s.stop()
+		}
+		if rerr := os.RemoveAll(r.scratch); rerr != nil && err == nil {
+			err = fmt.Errorf("bench: removing the scratch directory: %w", rerr)
+		}
+	}()
+	for _, w := range cfg.Workloads {
+		if w == Disk {
+			if err := r.writeSource(ctx); err != nil {
+				return samples, err
+			}
+		}
+		for _, p := range cfg.Parallel {
+			for rep := 1; rep <= cfg.Reps; rep++ {
+				for _, impl := range cfg.Impls {
+					if !impl.Applies(w) {
+						continue
+					}
+					if err := context.Cause(ctx); ctx.Err() != nil {
+						return samples, err
+					}
+					s, err := r.run(ctx, w, impl, p)
+					if err != nil {
+						return samples, fmt.Errorf("%s p=%d run %d %s: %w", w, p, rep, impl, err)
+					}
+					s.Rep = rep
+					samples = append(samples, s)
+					fmt.Fprintf(r.progress, "bench: %-4s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %.0f/%.0f MiB\n",
+						w, p, rep, cfg.Reps, impl, s.Gbps, s.Wall.Seconds(), s.ClientCPU.Seconds(), s.ServerCPU.Seconds(),
+						mib(s.ClientRSS), mib(s.ServerRSS))
+				}
+			}
+		}
+	}
+	return samples, nil
+}
+
+// fill validates cfg and sets the defaults.
+func (c *Config) fill() error {
+	switch {
+	case c.Size <= 0:
+		return errors.New("bench: Size must be positive")
+	case len(c.Parallel) == 0 || len(c.Workloads) == 0 || len(c.Impls) == 0:
+		return errors.New("bench: no parallelism, workload or implementation selected")
+	case c.Reps < 0:
+		return errors.New("bench: Reps must not be negative")
+	}
+	for _, p := range c.Parallel {
+		if p < 1 || p > 64 {
+			return fmt.Errorf("bench: parallelism %d is not in 1..64", p)
+		}
+	}
+	for _, w := range c.Workloads {
+		if !slices.Contains(Workloads, w) {
+			return fmt.Errorf("bench: unknown workload %q (mem, disk)", w)
+		}
+	}
+	for _, i := range c.Impls {
+		if !slices.Contains(Impls, i) {
+			return fmt.Errorf("bench: unknown implementation %q (ferry, gct, raw)", i)
+		}
+	}
+	if hasDup(c.Parallel) || hasDup(c.Workloads) || hasDup(c.Impls) {
+		return errors.New("bench: a parallelism, workload or implementation is listed twice")
+	}
+	if c.Reps == 0 {
+		c.Reps = 3
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Minute
+	}
+	return nil
+}
+
+// hasDup reports whether s has a value twice.
+func hasDup[T comparable](s []T) bool {
+	seen := map[T]bool{}
+	for _, v := range s {
+		if seen[v] {
+			return true
+		}
+		seen[v] = true
+	}
+	return false
+}
+
+// cpHasParallel matches the -p flag in the usage text of "ferry cp -h".
+var cpHasParallel = regexp.MustCompile(`(?m)^\s+-p\b`)
+
+// check finds the programs the selected implementations need.
+func (r *runner) check(ctx context.Context) error {
+	var err error
+	if slices.Contains(r.cfg.Impls, Ferry) {
+		if r.cfg.Ferry == "" {
+			return errors.New("bench: no ferry binary given")
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, r.cfg.Ferry, "cp", "-h").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("bench: %s cp -h: %w\n%s", r.cfg.Ferry, err, out)
+		}
+		r.ferryPar = cpHasParallel.Match(out)
+		if !r.ferryPar && slices.ContainsFunc(r.cfg.Parallel, func(p int) bool { return p > 1 }) {
+			return fmt.Errorf("bench: %s: ferry cp has no -p flag (parallel streams) yet; run with -p 1", r.cfg.Ferry)
+		}
+	}
+	if slices.Contains(r.cfg.Impls, GCT) {
+		if r.gctServer, err = program("globus-gridftp-server", gctServer); err != nil {
+			return err
+		}
+		if r.gctClient, err = program("globus-url-copy", gctClient); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(r.cfg.Impls, Raw) && slices.Contains(r.cfg.Workloads, Mem) {
+		if r.iperf, err = program("iperf3", ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// program finds an installed program by name, else at fallback.
+func program(name, fallback string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	if fallback != "" {
+		if _, err := os.Stat(fallback); err == nil {
+			return fallback, nil
+		}
+	}
+	return "", fmt.Errorf("bench: %s is not installed (\"make deps\" installs it); leave its implementation out with -impls", name)
+}
+
+// makeScratch makes the scratch directory. GCT's anonymous sessions run as
+// user nobody, so the served directory must be reachable and readable by
+// everyone, and all its ancestors searchable.
+func (r *runner) makeScratch() error {
+	dir := r.cfg.Dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	scratch, err := os.MkdirTemp(dir, "ferry-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	r.scratch = scratch
+	r.served = filepath.Join(scratch, "served")
+	r.dest = filepath.Join(scratch, "dest")
+	for _, d := range []string{r.served, r.dest} {
+		if err = os.Mkdir(d, 0o755); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = os.Chmod(scratch, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(r.served, 0o777)
+	}
+	if err == nil && slices.Contains(r.cfg.Impls, GCT) {
+		err = searchable(scratch)
+	}
+	if err != nil {
+		os.RemoveAll(scratch)
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// searchable returns an error unless every ancestor of dir lets others
+// search it.
+func searchable(dir string) error {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s is not searchable by others (mode %v); GCT's sessions run as nobody: choose another -dir", d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// writeSource writes the disk workload's source file once, with random
+// bytes from a seeded ChaCha8 (so that no layer can compress or skip them),
+// and reads it back so that the runs find it in the page cache.
+func (r *runner) writeSource(ctx context.Context) error {
+	if r.source != "" {
+		return nil
+	}
+	name := filepath.Join(r.served, sourceName)
+	fmt.Fprintf(r.progress, "bench: writing the %s source file %s\n", FormatSize(r.cfg.Size), name)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	var seed [32]byte
+	copy(seed[:], "ferry bench loopback")
+	_, err = io.CopyN(f, &ctxReader{ctx: ctx, r: rand.NewChaCha8(seed)}, r.cfg.Size)
+	if err == nil {
+		// Flushed now, the file's writeback cannot compete with the runs.
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(name, 0o644) // whatever the umask
+	}
+	if err == nil {
+		err = warm(ctx, name)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: source file: %w", err)
+	}
+	r.source = name
+	return nil
+}
+
+// warm reads a file once to bring it into the page cache.
+func warm(ctx context.Context, name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, &ctxReader{ctx: ctx, r: f})
+	return err
+}
+
+// ctxReader stops reading when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}
+
+// gbps returns n bytes over d in Gbit/s.
+func gbps(n int64, d time.Duration) float64 {
+	return float64(n) * 8 / max(d.Seconds(), 1e-9) / 1e9
+}
+
+// mib returns n bytes in MiB.
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// itoa is strconv.Itoa, for argument lists.
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,33 @@
+// Package bench is the loopback data-plane benchmark behind
+// "ferry bench loopback": it moves the same bytes with Ferry (ferry serve +
+// ferry cp), with the Grid Community Toolkit (globus-gridftp-server +
+// globus-url-copy) and with raw TCP (iperf3, the ceiling), and reports
+// throughput, CPU time and peak memory of both ends.
+//
+// Two workloads are measured:
+//
+//	mem   memory to memory: Ferry's null storage (a path named like a size
+//	      reads as zeros) and GCT's /dev/zero, both written to /dev/null;
+//	      iperf3 for raw TCP
+//	disk  a page-cached random file in a served directory, copied to a new
+//	      local file that is removed after each run; no raw TCP row
+//
+// Each (workload, parallelism) cell runs every implementation in turn,
+// ferry, gct, raw, ferry, gct, raw, ..., so that drift in the machine's
+// state affects all of them alike; the report gives the median and the
+// range of the repetitions.
+//
+// Parallelism 1 runs both GridFTP clients in stream mode (MODE S, no -p
+// flag); p > 1 runs MODE E with p data connections (GFD.020 §3.3, "-p N"
+// for both clients) and p iperf3 streams.
+//
+// The numbers of one run come from the kernel: the client's wall time and
+// CPU time from wait4; the server's CPU time from the difference of
+// utime+stime+cutime+cstime in /proc/PID/stat across the run (GCT forks a
+// process per session that its master reaps, so the children's time lands
+// in cutime/cstime); peak RSS from VmHWM in /proc/PID/status, reset
+// through /proc/PID/clear_refs for Ferry's long-lived server and sampled
+// every 20 ms for clients, GCT's session processes and iperf3's server.
+// (wait4's ru_maxrss is no use: Go starts programs with a vfork-style
+// clone, and exec charges the parent's peak to the child.)
+package bench

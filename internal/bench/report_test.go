@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeSamples returns two repetitions of every run of cfg, with rates
+// that make the medians easy to check: Ferry 10 and 14, GCT 4 and 6, raw
+// 20 and 30 Gbit/s.
+func fakeSamples(cfg Config) []Sample {
+	rates := map[Impl][2]float64{Ferry: {10, 14}, GCT: {4, 6}, Raw: {20, 30}}
+	var out []Sample
+	for _, w := range cfg.Workloads {
+		for _, p := range cfg.Parallel {
+			for rep := 1; rep <= 2; rep++ {
+				for _, i := range cfg.Impls {
+					if !i.Applies(w) {
+						continue
+					}
+					out = append(out, Sample{Workload: w, Impl: i, P: p, Rep: rep, Bytes: cfg.Size,
+						Wall: time.Second, Gbps: rates[i][rep-1],
+						ClientCPU: time.Duration(rep) * 100 * time.Millisecond, ServerCPU: 300 * time.Millisecond,
+						ClientRSS: 10 << 20, ServerRSS: int64(rep) * 20 << 20})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestWriteTable(t *testing.T) {
+	cfg := Config{Size: 4 << 30, Parallel: []int{1, 4}, Workloads: Workloads, Impls: Impls}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("\n%s", out)
+	if !strings.Contains(out, "4G per run, 2 run(s)") {
+		t.Errorf("heading does not give the size and repetitions")
+	}
+	wantRows := []string{
+		"| mem | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | 25.00 (20.00–30.00) | 2.40 | 0.48 | 0.15+0.30 | 0.15+0.30 | 0.15+0.30 | 10/30 | 10/30 | 10/30 |",
+		"| mem | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | 25.00 (20.00–30.00) | 2.40 | 0.48 |",
+		"| disk | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | 10/30 | n/a |",
+		"| disk | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a |",
+	}
+	for _, r := range wantRows {
+		if !strings.Contains(out, r) {
+			t.Errorf("missing row %q", r)
+		}
+	}
+	var table []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "|") {
+			table = append(table, l)
+		}
+	}
+	if len(table) != 2+4 {
+		t.Errorf("%d table lines, want a header, an alignment row and 4 rows", len(table))
+	}
+	for _, l := range table {
+		if n := strings.Count(l, "|"); n != 14 {
+			t.Errorf("%d bars, want 14 (13 columns): %s", n, l)
+		}
+	}
+}
+
+func TestWriteTableSubset(t *testing.T) {
+	// Ferry alone: no ratios; one repetition: no ranges.
+	cfg := Config{Size: 8 << 20, Parallel: []int{2}, Workloads: []Workload{Mem}, Impls: []Impl{Ferry}}
+	s := []Sample{{Workload: Mem, Impl: Ferry, P: 2, Rep: 1, Bytes: 8 << 20, Wall: time.Second, Gbps: 3.5,
+		ClientRSS: 5 << 20, ServerRSS: 6 << 20}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| mem | 2 | 3.50 | 0.00+0.00 | 5/6 |"; !strings.Contains(b.String(), want) {
+		t.Errorf("want row %q in\n%s", want, b.String())
+	}
+	if strings.Contains(b.String(), "Ferry/") {
+		t.Errorf("ratio columns without the other implementation:\n%s", b.String())
+	}
+}
+
+func TestWriteCSV(t *testing.T) {
+	cfg := Config{Size: 1 << 20, Parallel: []int{1, 8}, Workloads: Workloads, Impls: Impls}
+	samples := fakeSamples(cfg)
+	var b bytes.Buffer
+	if err := WriteCSV(&b, samples); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+len(samples) {
+		t.Fatalf("%d records, want a header and %d", len(recs), len(samples))
+	}
+	if got := strings.Join(recs[0], ","); got != strings.Join(csvHeader, ",") {
+		t.Errorf("header %q", got)
+	}
+	if got, want := strings.Join(recs[1], ","), "mem,ferry,1,1,1048576,1.000000,10.000000,0.100000,0.300000,10485760,20971520"; got != want {
+		t.Errorf("first record %q, want %q", got, want)
+	}
+}
