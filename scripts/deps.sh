@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the programs the tests run against (the GCT GridFTP server and
-# globus-url-copy, curl, lftp, iperf3) on Debian/Ubuntu when any is
+# Installs the programs the tests run against (the GCT GridFTP server,
+# globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl) on Debian/Ubuntu when any is
 # missing, then downloads the Go modules. Used by "make deps".
 set -euo pipefail
 
@@ -10,6 +10,9 @@ command -v globus-url-copy >/dev/null || missing+=(globus-gass-copy-progs)
 command -v curl >/dev/null || missing+=(curl)
 command -v lftp >/dev/null || missing+=(lftp)
 command -v iperf3 >/dev/null || missing+=(iperf3)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v grid-proxy-init >/dev/null || missing+=(globus-proxy-utils)
+command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -29,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server, globus-url-copy, curl, lftp and iperf3 are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3 and openssl are installed"
 fi
 
 go mod download
