@@ -18,11 +18,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/internal/dtp"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/pi"
 	"github.com/ferrygrid/ferry/internal/version"
 )
@@ -55,6 +57,23 @@ type Config struct {
 	// Authenticate checks other users; nil means only anonymous logins.
 	// It returns ErrLoginDenied for bad credentials.
 	Authenticate func(ctx context.Context, user, password string) (*Account, error)
+
+	// HostCert and HostKey name the server's X.509 credential (PEM files).
+	// With it the server offers AUTH GSSAPI (GSI, gsiftp://) and AUTH TLS
+	// (FTPS), and refuses password logins on an unprotected control channel.
+	HostCert, HostKey string
+	// TrustDir is the CA directory (GCT layout: <hash>.0, .signing_policy,
+	// .r0) that verifies GSI peers and client certificates; "" means
+	// $X509_CERT_DIR, else /etc/grid-security/certificates.
+	TrustDir string
+	// GridMap is the grid-mapfile mapping certificate DNs to accounts; ""
+	// means $GRIDMAP, else /etc/grid-security/grid-mapfile.
+	GridMap string
+	// AuthorizeCert maps a verified certificate identity (the end-entity
+	// DN) and the user name the client asked for (":globus-mapping:" means
+	// "map me") to an account; nil uses the grid-mapfile, granting the
+	// mapped account the whole tree, writable. It returns ErrLoginDenied to refuse.
+	AuthorizeCert func(ctx context.Context, dn, user string) (*Account, error)
 	// DataInterface is the address data connections use; invalid means the
 	// address the client reached the control channel on.
 	DataInterface netip.Addr
@@ -112,10 +131,15 @@ func New(cfg Config) (*Server, error) {
 		host, _ := os.Hostname()
 		banner = fmt.Sprintf("%s Ferry GridFTP Server %s ready.", host, version.Version)
 	}
+	sec, err := cfg.security()
+	if err != nil {
+		return nil, err
+	}
 	s.pi = pi.Config{
 		Banner:                  banner,
 		Version:                 "Ferry " + version.Version,
 		Login:                   s.login,
+		Security:                sec,
 		NewDTP:                  s.newDTP,
 		IdleTimeout:             cfg.IdleTimeout,
 		AllowForeignDataAddress: cfg.AllowForeignDataAddress,
@@ -124,22 +148,28 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) login(ctx context.Context, user, pass string) (*pi.Account, error) {
+func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
+	user, pass := req.User, req.Password
 	var a *Account
+	var err error
 	switch {
 	case s.cfg.Anonymous && (user == "anonymous" || user == "ftp"):
 		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
+	case req.Identity != nil && (req.Protected && (pass == "" || user == ":globus-mapping:") || s.cfg.Authenticate == nil):
+		// A verified certificate stands in for the password.
+		a, err = s.authorizeCert(ctx, req.Identity.DN, user)
+	case s.pi.Security != nil && s.pi.Security.RequireProtection && !req.Protected:
+		return nil, fmt.Errorf("%w: password logins need AUTH TLS or AUTH GSSAPI first", pi.ErrLoginDenied)
 	case s.cfg.Authenticate == nil:
 		return nil, pi.ErrLoginDenied
 	default:
-		var err error
 		a, err = s.cfg.Authenticate(ctx, user, pass)
-		if errors.Is(err, ErrLoginDenied) {
-			return nil, pi.ErrLoginDenied
-		}
-		if err != nil {
-			return nil, err
-		}
+	}
+	if errors.Is(err, ErrLoginDenied) {
+		return nil, fmt.Errorf("%w: %v", pi.ErrLoginDenied, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	st := dsi.Sub(s.cfg.Storage, a.Home)
 	if fi, err := st.Stat(ctx, "/"); err != nil || !fi.IsDir() {
@@ -149,6 +179,60 @@ func (s *Server) login(ctx context.Context, user, pass string) (*pi.Account, err
 		st = dsi.ReadOnly(st)
 	}
 	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable}, nil
+}
+
+// authorizeCert maps a certificate identity to an account: through the
+// AuthorizeCert hook, or the grid-mapfile.
+func (s *Server) authorizeCert(ctx context.Context, dn, user string) (*Account, error) {
+	if s.cfg.AuthorizeCert != nil {
+		return s.cfg.AuthorizeCert(ctx, dn, user)
+	}
+	gm, err := gsi.LoadGridMap(s.gridMapPath())
+	if err != nil {
+		return nil, fmt.Errorf("server: grid-mapfile: %w", err)
+	}
+	accounts, found := gm.Lookup(dn)
+	if !found || len(accounts) == 0 {
+		return nil, fmt.Errorf("%w: %s is not in the grid-mapfile", ErrLoginDenied, dn)
+	}
+	name := accounts[0]
+	if user != "" && user != ":globus-mapping:" {
+		if !slices.Contains(accounts, user) {
+			return nil, fmt.Errorf("%w: %s may not log in as %s", ErrLoginDenied, dn, user)
+		}
+		name = user
+	}
+	return &Account{Name: name, Writable: true}, nil
+}
+
+func (s *Server) gridMapPath() string {
+	switch {
+	case s.cfg.GridMap != "":
+		return s.cfg.GridMap
+	case os.Getenv("GRIDMAP") != "":
+		return os.Getenv("GRIDMAP")
+	}
+	return "/etc/grid-security/grid-mapfile"
+}
+
+// security loads the host credential and trust directory, when configured.
+func (cfg *Config) security() (*pi.Security, error) {
+	if cfg.HostCert == "" && cfg.HostKey == "" {
+		return nil, nil
+	}
+	cred, err := gsi.LoadCredential(cfg.HostCert, cfg.HostKey)
+	if err != nil {
+		return nil, fmt.Errorf("server: host credential: %w", err)
+	}
+	dir := cfg.TrustDir
+	if dir == "" {
+		dir = gsi.TrustDir()
+	}
+	trust, err := gsi.LoadTrustDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("server: trust directory: %w", err)
+	}
+	return &pi.Security{Host: cred, Trust: trust, RequireProtection: true}, nil
 }
 
 func (s *Server) newDTP(control net.Conn) pi.DTP {

@@ -34,6 +34,7 @@ func init() {
 // serveFlags are the flags of ferry serve; -config files use the same keys.
 type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
+	cert, key, gridmap                                                    string
 	anonymous, anonWrite, allowForeign                                    bool
 	idle, stall                                                           time.Duration
 	maxSessions                                                           int
@@ -55,6 +56,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long running transfers may finish")
+	fs.StringVar(&f.cert, "cert", "", "host certificate `FILE` for GSI (gsiftp://) and FTPS (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
+	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
+	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
 	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
 }
 
@@ -142,8 +146,10 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 			return &server.Account{Name: u.Name, Home: u.Home, Writable: true}, nil
 		}
 	}
-	if !cfg.Anonymous && cfg.Authenticate == nil {
-		return cfg, usagef("nobody could log in: give -anonymous and/or -passwd FILE")
+	cfg.HostCert, cfg.HostKey = hostCredentialFiles(f.cert, f.key)
+	cfg.GridMap = f.gridmap
+	if !cfg.Anonymous && cfg.Authenticate == nil && cfg.HostCert == "" {
+		return cfg, usagef("nobody could log in: give -anonymous, -passwd FILE, or a host credential (-cert/-key) for GSI")
 	}
 	if f.dataIface != "" {
 		a, err := netip.ParseAddr(f.dataIface)
@@ -168,6 +174,26 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessions = f.maxSessions
 	cfg.AllowForeignDataAddress = f.allowForeign
 	return cfg, nil
+}
+
+// hostCredentialFiles finds the host credential as GCT does: the flags, else
+// $X509_USER_CERT/$X509_USER_KEY, else /etc/grid-security/host{cert,key}.pem
+// when present. No credential means no GSI and no FTPS.
+func hostCredentialFiles(cert, key string) (string, string) {
+	switch {
+	case cert != "" || key != "":
+		if key == "" {
+			key = cert
+		}
+		return cert, key
+	case os.Getenv("X509_USER_CERT") != "" && os.Getenv("X509_USER_KEY") != "":
+		return os.Getenv("X509_USER_CERT"), os.Getenv("X509_USER_KEY")
+	}
+	const c, k = "/etc/grid-security/hostcert.pem", "/etc/grid-security/hostkey.pem"
+	if _, err := os.Stat(c); err == nil {
+		return c, k
+	}
+	return "", ""
 }
 
 // parsePortRange reads "LOW,HIGH" (GCT's GLOBUS_TCP_PORT_RANGE form; a space also separates).

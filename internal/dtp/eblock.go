@@ -9,12 +9,14 @@ package dtp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -46,22 +48,24 @@ func (d *Local) senderConns(ctx context.Context, n int) (conns []net.Conn, reuse
 		d.mu.Unlock()
 		return nil, false, xfer.ErrNoDataAddress
 	}
-	remote := d.remote
+	remote, sec := d.remote, d.sec
 	d.mu.Unlock()
 
 	n = max(n, 1)
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
+	dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 	defer cancel()
 	conns = make([]net.Conn, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
+		// Each connection dials and does its own handshake, in parallel.
 		wg.Go(func() {
-			c, err := d.dial(ctx, remote)
-			if err == nil {
-				conns[i] = c
+			c, err := d.dial(dialCtx, remote)
+			if err != nil {
+				errs[i] = err
+				return
 			}
-			errs[i] = err
+			conns[i], errs[i] = secure(ctx, c, true, sec)
 		})
 	}
 	wg.Wait()
@@ -138,7 +142,7 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		Received: &received,
 	})
 	d.mu.Lock()
-	ln, cached, dir := d.ln, d.cache, d.cacheDir
+	ln, cached, dir, sec := d.ln, d.cache, d.cacheDir, d.sec
 	switch {
 	case len(cached) > 0 && dir != dirReceive:
 		d.mu.Unlock()
@@ -163,13 +167,18 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	var refused lastError
 	if ln != nil {
-		wg.Go(func() { d.acceptInto(ctx, ln, rcv) })
+		wg.Go(func() { d.acceptInto(ctx, ln, sec, rcv, &refused) })
 	}
 	// No connection at all within the connect timeout is a failure.
 	noConn := time.AfterFunc(d.cfg.ConnectTimeout, func() {
 		if rcv.Conns() == 0 {
-			cancel(&xfer.DataError{Open: true, Err: errors.New("no data connection arrived")})
+			err := errors.New("no data connection arrived")
+			if last := refused.get(); last != nil {
+				err = fmt.Errorf("no data connection arrived; the last one was refused: %w", last)
+			}
+			cancel(&xfer.DataError{Open: true, Err: err})
 		}
 	})
 	stopMarkers := d.markers(req, notify, received.Load, rcv)
@@ -189,22 +198,71 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 }
 
 // acceptInto hands connections from ln to rcv until the transfer ends.
-// Connections from foreign hosts, or beyond what the transfer may use, are
-// closed; they never disturb the transfer.
-func (d *Local) acceptInto(ctx context.Context, ln *net.TCPListener, rcv *eblock.Receiver) {
+// Connections from foreign hosts, failing their security handshake, or
+// beyond what the transfer may use, are closed; they never disturb the
+// transfer.
+func (d *Local) acceptInto(ctx context.Context, ln *net.TCPListener, sec *dcsec.Config, rcv *eblock.Receiver, refused *lastError) {
 	// The caller cancels ctx once the receiver is done.
 	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	defer ln.SetDeadline(time.Time{})
+	var handshakes sync.WaitGroup
+	defer handshakes.Wait() // they end with ctx at the latest
 	for range maxStrays {
 		c, err := ln.AcceptTCP()
 		if err != nil {
 			return
 		}
-		if !d.peerAllowed(c) || !rcv.Add(c) {
+		if !d.peerAllowed(c) {
 			c.Close()
+			continue
 		}
+		if sec == nil {
+			if !rcv.Add(c) {
+				c.Close()
+			}
+			continue
+		}
+		// Each handshake in its own goroutine: a slow or broken peer
+		// delays no other connection. A failed one is dropped; if none
+		// succeeds, the transfer's no-connection timeout fires.
+		handshakes.Go(func() {
+			sc, err := secure(ctx, c, false, sec)
+			if err != nil {
+				if ctx.Err() == nil {
+					var de *xfer.DataError
+					if errors.As(err, &de) {
+						err = de.Err
+					}
+					refused.set(err)
+					d.log.Warn("dropped a data connection that failed its security handshake",
+						"from", c.RemoteAddr().String(), "err", err)
+				}
+				return
+			}
+			if !rcv.Add(sc) {
+				sc.Close()
+			}
+		})
 	}
+}
+
+// lastError keeps the latest of a series of errors; safe for concurrent use.
+type lastError struct {
+	mu  sync.Mutex
+	err error // guarded by mu
+}
+
+func (l *lastError) set(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = err
+}
+
+func (l *lastError) get() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // markers reports progress (and, for a receiver, committed ranges) every

@@ -8,6 +8,13 @@
 // xfer.Events. The data-channel protocols (stream mode now, extended block
 // mode next) are separate files of this package.
 //
+// Data-channel security (DCAU, PROT) is internal/dcsec's: SetSecurity
+// gives the configuration, and every new data connection goes through
+// dcsec.Secure before it carries a byte (MODE E receivers run each
+// handshake in its own goroutine, so one slow peer delays nobody). Plain
+// TCP and GSI PROT C connections keep the zero-copy paths; TLS connections
+// take the buffered ones.
+//
 // Data-channel hygiene: a passive listener accepts connections only from the
 // control connection's peer (others are closed and ignored, so a port scan
 // never breaks a transfer), and only for as long as the transfer waits.
@@ -15,8 +22,10 @@ package dtp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -26,6 +35,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -63,7 +73,8 @@ type Local struct {
 	ln      *net.TCPListener // passive listener, nil when none
 	remote  netip.AddrPort   // active peer, invalid when none
 	closed  bool
-	bufSize int // TCP buffer size for new data sockets; 0 = kernel autotuning
+	bufSize int           // TCP buffer size for new data sockets; 0 = kernel autotuning
+	sec     *dcsec.Config // security of new data connections; nil = plain TCP
 
 	// MODE E connections kept from the last transfer (protocol.md §5.5):
 	// reused by the next transfer in the same direction unless a new
@@ -168,6 +179,38 @@ func (d *Local) buffer() int {
 	return d.bufSize
 }
 
+// SetSecurity sets how data connections made from now on are
+// authenticated and protected (DCAU, PROT); nil means plain TCP. Cached
+// MODE E connections were secured under the old settings and are closed.
+func (d *Local) SetSecurity(cfg *dcsec.Config) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sec = cfg
+	d.dropCacheLocked()
+}
+
+func (d *Local) security() *dcsec.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sec
+}
+
+// secure runs the data-channel security handshake of sec on a new
+// connection; on failure c is closed.
+func secure(ctx context.Context, c net.Conn, connector bool, sec *dcsec.Config) (net.Conn, error) {
+	if sec == nil {
+		return c, nil
+	}
+	sc, err := dcsec.Secure(ctx, c, connector, sec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, &xfer.DataError{Open: true, Err: err}
+	}
+	return sc, nil
+}
+
 // reset drops the listener, the active address and cached connections.
 func (d *Local) reset() {
 	d.mu.Lock()
@@ -204,24 +247,36 @@ func (d *Local) Close() error {
 }
 
 // open establishes the data connection for one transfer: it accepts on the
-// passive listener (then closes it) or dials the active address. Both are
-// single-use, as in RFC 959 stream mode.
-func (d *Local) open(ctx context.Context) (*net.TCPConn, error) {
+// passive listener (then closes it) or dials the active address, then
+// secures the connection. Both are single-use, as in RFC 959 stream mode.
+// It returns the security the connection was made with.
+func (d *Local) open(ctx context.Context) (net.Conn, *dcsec.Config, error) {
 	d.mu.Lock()
-	ln, remote := d.ln, d.remote
+	ln, remote, sec := d.ln, d.remote, d.sec
 	d.ln, d.remote = nil, netip.AddrPort{}
 	d.mu.Unlock()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 	defer cancel()
+	var c *net.TCPConn
+	var err error
+	connector := false
 	switch {
 	case ln != nil:
 		defer ln.Close()
-		return d.accept(ctx, ln)
+		c, err = d.accept(ctx, ln)
 	case remote.IsValid():
-		return d.dial(ctx, remote)
+		c, err = d.dial(ctx, remote)
+		connector = true
 	default:
-		return nil, xfer.ErrNoDataAddress
+		return nil, nil, xfer.ErrNoDataAddress
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// The handshake has its own timeout; only the caller's ctx bounds it.
+	conn, err := secure(parent, c, connector, sec)
+	return conn, sec, err
 }
 
 // dial makes one data connection to remote from the data interface.
@@ -281,7 +336,7 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 	if req.Mode == xfer.ModeEBlock {
 		return d.sendEBlock(ctx, req, src, notify)
 	}
-	conn, err := d.open(ctx)
+	conn, sec, err := d.open(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -290,18 +345,30 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
-	// Zero-copy sends count nothing themselves: markers read the kernel's counter.
-	base, _ := netopt.Moved(conn)
+	// Zero-copy sends count nothing themselves: markers read the kernel's
+	// counter. A TLS connection has no zero-copy path and counts its
+	// plaintext (the kernel would count the records' overhead too).
+	var w io.Writer = conn
+	var counted atomic.Int64
+	bytesSent := func() int64 { return counted.Load() }
+	if _, isTLS := conn.(*tls.Conn); isTLS {
+		w = &countingWriter{w: conn, n: &counted}
+	} else {
+		base, _ := netopt.Moved(conn)
+		bytesSent = func() int64 {
+			n, _ := netopt.Moved(conn)
+			return int64(n - base)
+		}
+	}
 	var final atomic.Int64
 	final.Store(-1)
 	stopMarkers := d.markers(req, notify, func() int64 {
 		if f := final.Load(); f >= 0 {
 			return f // the final marker reports every byte sent
 		}
-		n, _ := netopt.Moved(conn)
-		return int64(n - base)
+		return bytesSent()
 	}, nil)
-	n, err := sendStream(ctx, conn, req, src)
+	n, err := sendStream(ctx, conn, w, sec, req, src)
 	final.Store(n)
 	stopMarkers()
 	return n, err
@@ -312,7 +379,7 @@ func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, 
 	if req.Mode == xfer.ModeEBlock {
 		return d.receiveEBlock(ctx, req, dst, notify)
 	}
-	conn, err := d.open(ctx)
+	conn, _, err := d.open(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -322,4 +389,16 @@ func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, 
 	defer cancel(nil)
 	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
 	return receiveStream(ctx, conn, req, dst)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

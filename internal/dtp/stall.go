@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -36,7 +37,7 @@ func watchStall(ctx context.Context, cancel context.CancelCauseFunc, stall time.
 			case now := <-tick.C:
 				var moved uint64
 				for _, c := range conns() {
-					n, _ := netopt.Moved(c)
+					n, _ := netopt.Moved(dcsec.NetConn(c)) // TLS: the socket's counters
 					moved += n
 				}
 				if moved != last {

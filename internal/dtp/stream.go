@@ -5,6 +5,7 @@ package dtp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -51,7 +53,10 @@ func sendRanges(req *xfer.Request, size int64) []xfer.Range {
 	return missing
 }
 
-func sendStream(ctx context.Context, conn *net.TCPConn, req *xfer.Request, src dsi.Reader) (int64, error) {
+// sendStream sends the requested ranges of src through w (conn, or a
+// wrapper that counts), then ends the stream by half-closing conn the way
+// sec's style wants.
+func sendStream(ctx context.Context, conn net.Conn, w io.Writer, sec *dcsec.Config, req *xfer.Request, src dsi.Reader) (int64, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var total int64
@@ -60,18 +65,22 @@ func sendStream(ctx context.Context, conn *net.TCPConn, req *xfer.Request, src d
 		var err error
 		switch rw, ok := src.(dsi.RangeWriterTo); {
 		case req.Type == xfer.TypeASCII:
-			n, err = sendASCII(conn, src, r)
+			n, err = sendASCII(w, src, r)
 		case ok:
-			n, err = rw.WriteRangeTo(conn, r.Start, r.Len())
+			n, err = rw.WriteRangeTo(w, r.Start, r.Len())
 		default:
-			n, err = sendCopy(conn, src, r)
+			n, err = sendCopy(w, src, r)
 		}
 		total += n
 		if err != nil {
 			return total, classify(ctx, err)
 		}
 	}
-	if err := conn.CloseWrite(); err != nil {
+	style := dcsec.GSI
+	if sec != nil {
+		style = sec.Style
+	}
+	if err := dcsec.CloseWrite(conn, style); err != nil {
 		return total, classify(ctx, err)
 	}
 	return total, nil
@@ -138,7 +147,7 @@ func sendASCII(w io.Writer, src io.ReaderAt, r xfer.Range) (int64, error) {
 	return total, nil
 }
 
-func receiveStream(ctx context.Context, conn *net.TCPConn, req *xfer.Request, dst dsi.Writer) (int64, error) {
+func receiveStream(ctx context.Context, conn net.Conn, req *xfer.Request, dst dsi.Writer) (int64, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var n int64
@@ -234,7 +243,10 @@ func classify(ctx context.Context, err error) error {
 		return err
 	}
 	var oe *net.OpError
-	if errors.Is(err, eblock.ErrProtocol) || errors.As(err, &oe) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
+	var rhe tls.RecordHeaderError // a peer breaking TLS mid-transfer
+	var ae tls.AlertError
+	if errors.Is(err, eblock.ErrProtocol) || errors.As(err, &oe) || errors.As(err, &rhe) || errors.As(err, &ae) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ETIMEDOUT) {
 		return &xfer.DataError{Err: err}

@@ -40,6 +40,8 @@ var commandTable map[string]cmdSpec
 func init() {
 	commandTable = map[string]cmdSpec{
 		// Access control (RFC 959 §4.1.1).
+		"AUTH": {run: cmdAUTH, arg: argRequired, help: "AUTH <sp> GSSAPI|TLS"},
+		"ADAT": {run: cmdADAT, arg: argRequired, help: "ADAT <sp> base64-token"},
 		"USER": {run: cmdUSER, arg: argRequired, help: "USER <sp> username"},
 		"PASS": {run: cmdPASS, help: "PASS <sp> password"},
 		"QUIT": {run: cmdQUIT, arg: argNone, help: "QUIT"},
@@ -114,12 +116,16 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	user := s.user
 	s.user = ""
-	acct, err := s.cfg.Login(ctx, user, arg)
+	req := LoginRequest{User: user, Password: arg, Protected: s.sec != secNone, Identity: s.gssIdentity}
+	acct, err := s.cfg.Login(ctx, req)
 	if err != nil {
 		if !errors.Is(err, ErrLoginDenied) {
 			s.log.Error("login failed", "user", user, "err", err)
 		} else {
-			s.log.Info("login denied", "user", user)
+			s.log.Info("login denied", "user", user, "err", err)
+		}
+		if s.gssIdentity != nil {
+			return ok(530, "Login incorrect: %s", reason(err))
 		}
 		return ok(530, "Login incorrect.")
 	}
@@ -127,6 +133,11 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	s.fs = acct.Storage
 	s.log = s.log.With("user", acct.Name)
 	s.log.Info("logged in")
+	if s.sec == secGSI {
+		// GSI sessions authenticate data channels by default (DCAU A).
+		s.dcau = 'A'
+		s.applyDataSecurity()
+	}
 	return ok(230, "User %s logged in.", acct.Name)
 }
 
@@ -338,18 +349,37 @@ func cmdTREV(ctx context.Context, s *session, arg string) wire.Reply {
 	return ok(200, "Command Successful.")
 }
 
-// cmdDCAU: data channel authentication. Without GSI only N is possible;
-// refusing A and S beats accepting them and failing every transfer (as GCT does).
+// cmdDCAU: data channel authentication (GFD.020 §4.6). A and S need a GSI
+// session; refusing them elsewhere beats accepting them and failing every
+// transfer (as GCT does). Any DCAU drops cached data connections.
 func cmdDCAU(ctx context.Context, s *session, arg string) wire.Reply {
 	f := wire.SplitArgs(arg, 2)
-	switch strings.ToUpper(f[0]) {
+	mode := strings.ToUpper(f[0])
+	switch mode {
 	case "N":
-		s.dtp.DropCache()
-		return ok(200, "DCAU N.")
+		if s.prot != 'C' {
+			return ok(503, "DCAU N would leave PROT %c without protection; send PROT C first.", s.prot)
+		}
+		s.dcau, s.dcauSubject = 'N', ""
 	case "A", "S":
-		return ok(504, "DCAU %s needs a GSI (gsiftp://) session.", strings.ToUpper(f[0]))
+		if s.sec != secGSI {
+			return ok(504, "DCAU %s needs a GSI (gsiftp://) session.", mode)
+		}
+		if mode == "S" {
+			if len(f) < 2 || strings.TrimSpace(f[1]) == "" {
+				return ok(501, "DCAU S expected subject.")
+			}
+			s.dcauSubject = strings.TrimSpace(f[1])
+		}
+		s.dcau = mode[0]
+	default:
+		if len(mode) > 1 {
+			return ok(504, "Bad DCAU mode.")
+		}
+		return ok(501, "Bad DCAU mode.")
 	}
-	return ok(501, "Bad DCAU mode.")
+	s.applyDataSecurity()
+	return ok(200, "DCAU %s.", mode)
 }
 
 func cmdPBSZ(ctx context.Context, s *session, arg string) wire.Reply {
@@ -360,16 +390,27 @@ func cmdPBSZ(ctx context.Context, s *session, arg string) wire.Reply {
 	return ok(200, "PBSZ=%d", n)
 }
 
-// cmdPROT: only clear data channels exist without a security context; asking
-// for protection fails here instead of silently sending plaintext.
+// cmdPROT sets the data channel protection level (RFC 2228). A level that
+// cannot be delivered is refused: data never flows in clear when protection
+// was asked for.
 func cmdPROT(ctx context.Context, s *session, arg string) wire.Reply {
-	switch strings.ToUpper(strings.TrimSpace(arg)) {
-	case "C":
-		return ok(200, "Protection level set to C.")
-	case "S", "P", "E":
-		return ok(536, "Protection level %s needs a security context; data would flow in clear.", strings.ToUpper(arg))
+	level := strings.ToUpper(strings.TrimSpace(arg))
+	switch {
+	case level == "C":
+	case level == "E":
+		return ok(536, "Protection level E is not supported.")
+	case level != "S" && level != "P":
+		return ok(504, "Unknown protection level.")
+	case s.sec == secNone:
+		return ok(536, "Protection level %s needs AUTH GSSAPI or AUTH TLS first; data would flow in clear.", level)
+	case s.sec == secGSI && s.dcau == 'N':
+		return ok(536, "Protection level %s needs DCAU A or S; data would flow in clear.", level)
+	case s.sec == secTLS && level == "S":
+		return ok(536, "FTPS supports PROT C and P.")
 	}
-	return ok(504, "Unknown protection level.")
+	s.prot = level[0]
+	s.applyDataSecurity()
+	return ok(200, "Protection level set to %s.", level)
 }
 
 func cmdABOR(ctx context.Context, s *session, arg string) wire.Reply {
@@ -428,6 +469,14 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add := func(verb, feat string) {
 		if _, found := commandTable[verb]; found {
 			lines = append(lines, feat)
+		}
+	}
+	if sec := s.cfg.Security; sec != nil {
+		if sec.Host != nil && sec.Trust != nil {
+			lines = append(lines, "AUTH GSSAPI")
+		}
+		if sec.tlsCert() != nil {
+			lines = append(lines, "AUTH TLS", "PBSZ", "PROT")
 		}
 	}
 	add("CKSM", "CKSM "+checksum.Feature())

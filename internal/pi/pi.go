@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -42,9 +43,9 @@ type DTP interface {
 	// SetBuffer sets the TCP buffer size of data sockets made from now on
 	// (SBUF); 0 means the kernel's automatic tuning.
 	SetBuffer(size int)
-	// DropCache closes data connections cached from earlier MODE E
-	// transfers (DCAU and PROT changes require it).
-	DropCache()
+	// SetSecurity sets how later data connections are authenticated and
+	// protected (DCAU, PROT); nil means plain TCP. It drops cached connections.
+	SetSecurity(cfg *dcsec.Config)
 	// Close releases listeners and connections.
 	Close() error
 }
@@ -71,9 +72,12 @@ type Config struct {
 	Banner string
 	// Version is reported by SITE VERSION.
 	Version string
-	// Login checks a user and password (the password is "" for USER-only
-	// schemes) and returns the account. Required.
-	Login func(ctx context.Context, user, pass string) (*Account, error)
+	// Login checks what the client presented (user and password, and the
+	// certificate identity after GSI or TLS authentication) and returns the
+	// account. Required.
+	Login func(ctx context.Context, req LoginRequest) (*Account, error)
+	// Security offers AUTH GSSAPI and AUTH TLS; nil offers neither.
+	Security *Security
 	// NewDTP returns the data mover for a session. Required.
 	NewDTP func(control net.Conn) DTP
 	// IdleTimeout closes a session that sends no command for this long

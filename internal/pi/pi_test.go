@@ -56,7 +56,8 @@ func config(st dsi.Storage) *pi.Config {
 	return &pi.Config{
 		Banner:  "ferry test server ready.",
 		Version: "Ferry test",
-		Login: func(ctx context.Context, user, pass string) (*pi.Account, error) {
+		Login: func(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
+			user, pass := req.User, req.Password
 			switch {
 			case user == "anonymous", user == "alice" && pass == "secret":
 				return &pi.Account{Name: user, Storage: st, Writable: true}, nil

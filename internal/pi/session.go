@@ -1,7 +1,9 @@
 package pi
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/gss"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -63,6 +67,18 @@ type session struct {
 	rangeFreq  time.Duration // TREV RESTART: 111 markers while receiving in MODE E
 
 	done chan struct{} // closed when the executor stops; unblocks the reader
+
+	// security (security.go)
+	sec         secMode
+	gssPending  *gss.Context                // between AUTH GSSAPI and the last ADAT
+	gssCtx      atomic.Pointer[gss.Context] // established GSI context; the reader unwraps with it
+	gssIdentity *gsi.Identity               // verified peer identity (GSI, or a TLS client certificate)
+	delegated   *gsi.Credential             // the credential the client delegated, if any
+	startTLS    bool                        // AUTH TLS accepted: switch after the 234
+	switched    chan net.Conn               // executor → reader: the connection to read after AUTH TLS
+	dcau        byte                        // 'N', 'A' or 'S'
+	dcauSubject string                      // DCAU S subject
+	prot        byte                        // 'C', 'S' or 'P'
 }
 
 func newSession(conn net.Conn, cfg *Config) *session {
@@ -85,17 +101,34 @@ func newSession(conn net.Conn, cfg *Config) *session {
 		perfFreq:  5 * time.Second,
 		rangeFreq: 5 * time.Second,
 		done:      make(chan struct{}),
+		switched:  make(chan net.Conn, 1),
+		dcau:      'N',
+		prot:      'C',
 	}
 	return s
 }
 
 // replyWriter is the one writer of the control channel. The first write
-// error is sticky: after it every write fails and the session ends.
+// error is sticky: after it every write fails and the session ends. After
+// GSI authentication each reply line is wrapped into a 632 reply (gsi.md §5).
 type replyWriter struct {
 	mu   sync.Mutex
-	conn net.Conn
+	conn net.Conn                          // guarded by mu
+	wrap func(line []byte) ([]byte, error) // guarded by mu; nil = plain
 	buf  []byte
 	err  error
+}
+
+func (w *replyWriter) setWrap(f func([]byte) ([]byte, error)) {
+	w.mu.Lock()
+	w.wrap = f
+	w.mu.Unlock()
+}
+
+func (w *replyWriter) setConn(c net.Conn) {
+	w.mu.Lock()
+	w.conn = c
+	w.mu.Unlock()
 }
 
 func (w *replyWriter) write(r wire.Reply) error {
@@ -105,9 +138,39 @@ func (w *replyWriter) write(r wire.Reply) error {
 		return w.err
 	}
 	w.buf = r.AppendWire(w.buf[:0])
+	if w.wrap != nil {
+		w.buf, w.err = wrapReply(w.buf, w.wrap)
+		if w.err != nil {
+			return w.err
+		}
+	}
 	w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, w.err = w.conn.Write(w.buf)
 	return w.err
+}
+
+// wrapReply turns the wire form of a reply into 632 lines, one token per
+// line: "632-<b64>" for all but the last, "632 <b64>" for the last.
+func wrapReply(plain []byte, wrap func([]byte) ([]byte, error)) ([]byte, error) {
+	lines := bytes.SplitAfter(plain, []byte("\r\n"))
+	var out []byte
+	for i, l := range lines {
+		if len(l) == 0 {
+			continue
+		}
+		tok, err := wrap(l)
+		if err != nil {
+			return nil, err
+		}
+		sep := byte(' ')
+		if i < len(lines)-2 || i == len(lines)-2 && len(lines[len(lines)-1]) > 0 {
+			sep = '-'
+		}
+		out = append(out, '6', '3', '2', sep)
+		out = base64.StdEncoding.AppendEncode(out, tok)
+		out = append(out, '\r', '\n')
+	}
+	return out, nil
 }
 
 func (s *session) reply(code int, format string, args ...any) {
@@ -125,6 +188,12 @@ func (s *session) serve(ctx context.Context) (err error) {
 	defer func() {
 		if s.dtp != nil {
 			s.dtp.Close()
+		}
+		if s.gssPending != nil {
+			s.gssPending.Close()
+		}
+		if g := s.gssCtx.Load(); g != nil {
+			g.Close()
 		}
 	}()
 	s.dtp = s.cfg.NewDTP(s.conn)
@@ -177,10 +246,11 @@ func (s *session) readLoop(items chan<- item) {
 	}()
 	// A lost control connection also ends a running transfer.
 	defer s.cancelRunning(errors.New("control connection closed"))
-	lr := wire.NewLineReader(s.conn, s.cfg.maxLine())
+	conn := s.conn
+	lr := wire.NewLineReader(conn, s.cfg.maxLine())
 	idle := s.cfg.idleTimeout()
 	for {
-		s.conn.SetReadDeadline(time.Now().Add(idle))
+		conn.SetReadDeadline(time.Now().Add(idle))
 		line, err := lr.ReadLine()
 		if err != nil {
 			switch {
@@ -201,6 +271,14 @@ func (s *session) readLoop(items chan<- item) {
 			}
 			return
 		}
+		if g := s.gssCtx.Load(); g != nil {
+			if line, err = s.unwrapLine(g, line); err != nil {
+				if !push(item{err: err}) {
+					return
+				}
+				continue
+			}
+		}
 		cmd, err := wire.ParseCommand(line)
 		if err != nil {
 			if !push(item{err: err}) {
@@ -213,6 +291,22 @@ func (s *session) readLoop(items chan<- item) {
 		}
 		if !push(item{cmd: cmd}) {
 			return
+		}
+		if isAuthTLS(cmd) {
+			// The executor answers and may switch the connection to TLS:
+			// read nothing more until it says which connection to read.
+			select {
+			case next := <-s.switched:
+				if next == nil {
+					return
+				}
+				if next != conn {
+					conn = next
+					lr = wire.NewLineReader(conn, s.cfg.maxLine())
+				}
+			case <-s.done:
+				return
+			}
 		}
 	}
 }
@@ -259,6 +353,14 @@ func (s *session) execute(ctx context.Context, it item) {
 		}
 	}()
 	switch {
+	case errors.Is(it.err, errUnprotected):
+		s.reply(533, "Command protection level denied: send commands in ENC after GSSAPI authentication.")
+		return
+	case it.err != nil && s.gssCtx.Load() != nil && !errors.Is(it.err, wire.ErrLineTooLong) && !errors.Is(it.err, wire.ErrEmptyCommand) && !errors.Is(it.err, wire.ErrBadCommand):
+		s.log.Warn("cannot unwrap a command; closing", "err", it.err)
+		s.reply(535, "Failed to unwrap the command: %s", reason(it.err))
+		s.quit = true
+		return
 	case errors.Is(it.err, wire.ErrLineTooLong):
 		s.reply(500, "Command line too long.")
 		return
@@ -292,6 +394,27 @@ func (s *session) execute(ctx context.Context, it item) {
 	if r.Code != 0 {
 		s.send(r)
 	}
+	if isAuthTLS(c) {
+		if s.startTLS {
+			s.startTLS = false
+			s.switchTLS(ctx)
+		} else {
+			s.switched <- s.conn
+		}
+	}
+}
+
+// isAuthTLS reports AUTH TLS and its spellings, after which the control
+// connection may become a TLS connection.
+func isAuthTLS(c wire.Command) bool {
+	if c.Verb != "AUTH" {
+		return false
+	}
+	switch strings.ToUpper(strings.TrimSpace(c.Arg)) {
+	case "TLS", "SSL", "TLS-C":
+		return true
+	}
+	return false
 }
 
 // abs resolves a client path against the working directory into the clean
