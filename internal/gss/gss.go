@@ -193,7 +193,14 @@ func (e *exchange) Step(ctx context.Context, token []byte) (out []byte, complete
 	}
 	select {
 	case <-e.conn.need:
-		return e.conn.take(), false, nil
+		out := e.conn.take()
+		if len(out) == 0 && token != nil {
+			// Every GSI token is a whole flight that calls for an answer;
+			// one that leaves TLS waiting is truncated.
+			e.fail()
+			return nil, true, fmt.Errorf("%w: incomplete token", ErrProtocol)
+		}
+		return out, false, nil
 	case <-e.done:
 		e.ended = true
 		if e.err != nil {

@@ -206,6 +206,16 @@ func TestBadTokens(t *testing.T) {
 			t.Fatal("truncated token unwrapped")
 		}
 	})
+	t.Run("truncated handshake token", func(t *testing.T) {
+		a := Accept(&AcceptorConfig{TLS: srv})
+		defer a.Close()
+		i := Initiate(&InitiatorConfig{TLS: cli})
+		defer i.Close()
+		tok, _, _ := i.Step(ctx, nil)
+		if _, done, err := a.Step(ctx, tok[:len(tok)/2]); err == nil || !done {
+			t.Fatalf("half a ClientHello: %v %v", done, err)
+		}
+	})
 	t.Run("unwrap before establishment", func(t *testing.T) {
 		a := Accept(&AcceptorConfig{TLS: srv})
 		defer a.Close()
