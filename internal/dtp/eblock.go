@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,55 +30,60 @@ var ErrWrongDirection = errors.New("in MODE E the sending side connects: use POR
 // transfer in the other direction.
 var errCachedOtherWay = errors.New("the cached data connections carry data the other way; set up a new data channel")
 
-// senderConns returns the connections a MODE E send uses: the cached ones,
-// or n new connections to the active address.
-func (d *Local) senderConns(ctx context.Context, n int) (conns []net.Conn, reused bool, err error) {
+// senderConns returns the connections a MODE E send uses, one set per
+// stripe: the cached ones, or n new connections to each active address.
+func (d *Local) senderConns(ctx context.Context, n int) (stripes [][]net.Conn, reused bool, err error) {
 	d.mu.Lock()
 	switch {
 	case len(d.cache) > 0 && d.cacheDir == dirSend:
-		conns, d.cache, d.cacheDir = d.cache, nil, dirNone
+		stripes, d.cache, d.cacheDir = d.cache, nil, dirNone
 		d.mu.Unlock()
-		return conns, true, nil
+		return stripes, true, nil
 	case len(d.cache) > 0:
 		d.mu.Unlock()
 		return nil, false, &xfer.DataError{Open: true, Err: errCachedOtherWay}
 	case d.ln != nil:
 		d.mu.Unlock()
 		return nil, false, &xfer.DataError{Open: true, Err: ErrWrongDirection}
-	case !d.remote.IsValid():
+	case len(d.remotes) == 0:
 		d.mu.Unlock()
 		return nil, false, xfer.ErrNoDataAddress
 	}
-	remote, sec := d.remote, d.sec
+	remotes, sec := d.remotes, d.sec
 	d.mu.Unlock()
 
 	n = max(n, 1)
 	dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 	defer cancel()
-	conns = make([]net.Conn, n)
-	errs := make([]error, n)
+	stripes = make([][]net.Conn, len(remotes))
+	errs := make([]error, len(remotes)*n)
 	var wg sync.WaitGroup
-	for i := range n {
-		// Each connection dials and does its own handshake, in parallel.
-		wg.Go(func() {
-			c, err := d.dial(dialCtx, remote)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			conns[i], errs[i] = secure(ctx, c, true, sec)
-		})
+	for s, remote := range remotes {
+		stripes[s] = make([]net.Conn, n)
+		for i := range n {
+			// Each connection dials and does its own handshake, in parallel.
+			wg.Go(func() {
+				c, err := d.dial(dialCtx, remote)
+				if err != nil {
+					errs[s*n+i] = err
+					return
+				}
+				stripes[s][i], errs[s*n+i] = secure(ctx, c, true, sec)
+			})
+		}
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
+	if err := firstErr(errs); err != nil {
+		for _, stripe := range stripes {
+			for _, c := range stripe {
+				if c != nil {
+					c.Close()
+				}
 			}
 		}
-		return nil, false, firstErr(errs)
+		return nil, false, err
 	}
-	return conns, false, nil
+	return stripes, false, nil
 }
 
 func firstErr(errs []error) error {
@@ -89,17 +95,19 @@ func firstErr(errs []error) error {
 	return nil
 }
 
-// keep caches conns for the next transfer in direction dir, unless a new
-// data channel was set up meanwhile (then they are closed).
-func (d *Local) keep(conns []net.Conn, dir direction) {
+// keep caches the stripes' connections for the next transfer in direction
+// dir, unless the DTP was closed meanwhile.
+func (d *Local) keep(stripes [][]net.Conn, dir direction) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dropCacheLocked()
 	if d.closed {
-		closeAll(conns)
+		for _, c := range stripes {
+			closeAll(c)
+		}
 		return
 	}
-	d.cache, d.cacheDir = conns, dir
+	d.cache, d.cacheDir = stripes, dir
 }
 
 func closeAll(conns []net.Conn) {
@@ -109,29 +117,92 @@ func closeAll(conns []net.Conn) {
 }
 
 func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
-	conns, reused, err := d.senderConns(ctx, req.Parallelism)
+	stripes, reused, err := d.senderConns(ctx, req.Parallelism)
 	if err != nil {
 		return 0, err
 	}
+	all := slices.Concat(stripes...)
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: reused})
 	var sent atomic.Int64
 	stopMarkers := d.markers(req, notify, sent.Load, nil)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return conns })
-	n, err := eblock.Send(ctx, conns, src, sendRanges(req, src.Size()), eblock.SendConfig{
-		BlockSize: req.BlockSize,
-		Base:      req.Offset,
-		Sent:      &sent,
-	})
+	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return all })
+	// Each stripe is its own MODE E transfer: its share of the blocks, its
+	// own connections, its own EOF and EOD count (protocol.md §5.2).
+	parts := stripeRanges(sendRanges(req, src.Size()), len(stripes), req)
+	var total atomic.Int64
+	errs := make([]error, len(stripes))
+	var wg sync.WaitGroup
+	for i, conns := range stripes {
+		wg.Go(func() {
+			n, err := eblock.Send(ctx, conns, src, parts[i], eblock.SendConfig{
+				BlockSize: req.BlockSize,
+				Base:      req.Offset,
+				Sent:      &sent,
+			})
+			total.Add(n)
+			if err != nil {
+				errs[i] = err
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
 	stopWatch()
 	stopMarkers()
-	if err != nil {
-		closeAll(conns)
-		return n, classify(ctx, err)
+	if err := firstErr(errs); err != nil {
+		closeAll(all)
+		return total.Load(), classify(ctx, err)
 	}
-	d.keep(conns, dirSend)
-	return n, nil
+	d.keep(stripes, dirSend)
+	return total.Load(), nil
+}
+
+// stripeRanges deals the file ranges to k stripes: in blocks of
+// StripeBlockSize taken round-robin (Blocked), or as k contiguous parts of
+// the transfer (Partitioned). Offsets count from the transfer's start.
+func stripeRanges(ranges []xfer.Range, k int, req *xfer.Request) [][]xfer.Range {
+	parts := make([][]xfer.Range, k)
+	if k == 1 {
+		parts[0] = ranges
+		return parts
+	}
+	if len(ranges) == 0 {
+		return parts
+	}
+	base := req.Offset
+	if req.StripeLayout == xfer.LayoutPartitioned {
+		end := ranges[len(ranges)-1].End
+		size := (end - base + int64(k) - 1) / int64(k)
+		for s := range k {
+			lo, hi := base+int64(s)*size, min(base+int64(s+1)*size, end)
+			for _, r := range ranges {
+				if a, b := max(r.Start, lo), min(r.End, hi); a < b {
+					parts[s] = append(parts[s], xfer.Range{Start: a, End: b})
+				}
+			}
+		}
+		return parts
+	}
+	bs := req.StripeBlockSize
+	if bs <= 0 {
+		bs = xfer.DefaultStripeBlockSize
+	}
+	for _, r := range ranges {
+		for off := r.Start; off < r.End; {
+			blk := (off - base) / bs
+			end := min(base+(blk+1)*bs, r.End)
+			s := int(blk % int64(k))
+			if n := len(parts[s]); n > 0 && parts[s][n-1].End == off {
+				parts[s][n-1].End = end
+			} else {
+				parts[s] = append(parts[s], xfer.Range{Start: off, End: end})
+			}
+			off = end
+		}
+	}
+	return parts
 }
 
 func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
@@ -142,12 +213,16 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		Received: &received,
 	})
 	d.mu.Lock()
-	ln, cached, dir, sec := d.ln, d.cache, d.cacheDir, d.sec
+	ln, dir, sec := d.ln, d.cacheDir, d.sec
+	var cached []net.Conn
+	if len(d.cache) > 0 {
+		cached = d.cache[0] // a receiver has one stripe
+	}
 	switch {
 	case len(cached) > 0 && dir != dirReceive:
 		d.mu.Unlock()
 		return 0, &xfer.DataError{Open: true, Err: errCachedOtherWay}
-	case len(cached) == 0 && ln == nil && d.remote.IsValid():
+	case len(cached) == 0 && ln == nil && len(d.remotes) > 0:
 		d.mu.Unlock()
 		return 0, &xfer.DataError{Open: true, Err: ErrWrongDirection}
 	case len(cached) == 0 && ln == nil:
@@ -193,7 +268,7 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		closeAll(rcv.All())
 		return n, classify(parent, err)
 	}
-	d.keep(rcv.Reusable(), dirReceive)
+	d.keep([][]net.Conn{rcv.Reusable()}, dirReceive)
 	return n, nil
 }
 

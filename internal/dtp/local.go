@@ -30,6 +30,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,7 @@ type Local struct {
 
 	mu      sync.Mutex       // guards the fields below against Close
 	ln      *net.TCPListener // passive listener, nil when none
-	remote  netip.AddrPort   // active peer, invalid when none
+	remotes []netip.AddrPort // active peers, one per stripe; nil when none
 	closed  bool
 	bufSize int           // TCP buffer size for new data sockets; 0 = kernel autotuning
 	sec     *dcsec.Config // security of new data connections; nil = plain TCP
@@ -79,7 +80,7 @@ type Local struct {
 	// MODE E connections kept from the last transfer (protocol.md §5.5):
 	// reused by the next transfer in the same direction unless a new
 	// PASV/PORT (or DCAU) comes first.
-	cache    []net.Conn
+	cache    [][]net.Conn // per stripe
 	cacheDir direction
 }
 
@@ -156,12 +157,16 @@ func (d *Local) listen(ctx context.Context, ip netip.Addr) (*net.TCPListener, er
 	return nil, fmt.Errorf("dtp: no free port in %d-%d: %w", lo, hi, last)
 }
 
-// Active records the address the next transfer connects to (PORT, EPRT).
-func (d *Local) Active(ctx context.Context, addr netip.AddrPort) error {
+// Active records the addresses the next transfer connects to: one (PORT,
+// EPRT) or one per stripe of a striped receiver (SPOR).
+func (d *Local) Active(ctx context.Context, addrs []netip.AddrPort) error {
+	if len(addrs) == 0 {
+		return errors.New("dtp: no data address")
+	}
 	d.reset()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.remote = addr
+	d.remotes = slices.Clone(addrs)
 	return nil
 }
 
@@ -219,7 +224,7 @@ func (d *Local) reset() {
 		d.ln.Close()
 		d.ln = nil
 	}
-	d.remote = netip.AddrPort{}
+	d.remotes = nil
 	d.dropCacheLocked()
 }
 
@@ -231,8 +236,8 @@ func (d *Local) DropCache() {
 }
 
 func (d *Local) dropCacheLocked() {
-	for _, c := range d.cache {
-		c.Close()
+	for _, stripe := range d.cache {
+		closeAll(stripe)
 	}
 	d.cache, d.cacheDir = nil, dirNone
 }
@@ -252,9 +257,12 @@ func (d *Local) Close() error {
 // It returns the security the connection was made with.
 func (d *Local) open(ctx context.Context) (net.Conn, *dcsec.Config, error) {
 	d.mu.Lock()
-	ln, remote, sec := d.ln, d.remote, d.sec
-	d.ln, d.remote = nil, netip.AddrPort{}
+	ln, remotes, sec := d.ln, d.remotes, d.sec
+	d.ln, d.remotes = nil, nil
 	d.mu.Unlock()
+	if len(remotes) > 1 {
+		return nil, nil, &xfer.DataError{Open: true, Err: errors.New("stream mode carries one stripe; use MODE E with SPOR")}
+	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 	defer cancel()
@@ -265,8 +273,8 @@ func (d *Local) open(ctx context.Context) (net.Conn, *dcsec.Config, error) {
 	case ln != nil:
 		defer ln.Close()
 		c, err = d.accept(ctx, ln)
-	case remote.IsValid():
-		c, err = d.dial(ctx, remote)
+	case len(remotes) == 1:
+		c, err = d.dial(ctx, remotes[0])
 		connector = true
 	default:
 		return nil, nil, xfer.ErrNoDataAddress

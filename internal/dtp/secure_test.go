@@ -211,7 +211,7 @@ func TestSecureStream(t *testing.T) {
 		t.Run(fmt.Sprintf("STOR-PORT-%v", level), func(t *testing.T) {
 			d := newSecDTP(t, f.cfg(level, f.server))
 			ln, ap := listen(t)
-			if err := d.Active(ctx, ap); err != nil {
+			if err := d.Active(ctx, []netip.AddrPort{ap}); err != nil {
 				t.Fatal(err)
 			}
 			go func() {
@@ -269,7 +269,7 @@ func TestSecureEBlock(t *testing.T) {
 		t.Run(fmt.Sprintf("RETR-PORT-%v", level), func(t *testing.T) {
 			d := newSecDTP(t, f.cfg(level, f.server))
 			ln, ap := listen(t)
-			if err := d.Active(ctx, ap); err != nil {
+			if err := d.Active(ctx, []netip.AddrPort{ap}); err != nil {
 				t.Fatal(err)
 			}
 			// The peer accepts p connections, each with its own handshake.
@@ -335,8 +335,8 @@ func TestSecureEBlock(t *testing.T) {
 					t.Fatalf("%d reusable connections", len(rcv0))
 				}
 				d.mu.Lock()
-				if len(d.cache) != p || fmt.Sprintf("%T", d.cache[0]) != wantType {
-					t.Errorf("cache %d %T, want %d %s", len(d.cache), d.cache, p, wantType)
+				if len(d.cache) != 1 || len(d.cache[0]) != p || fmt.Sprintf("%T", d.cache[0][0]) != wantType {
+					t.Errorf("cache %v, want 1 stripe of %d %s", d.cache, p, wantType)
 				}
 				d.mu.Unlock()
 			}
@@ -399,8 +399,8 @@ func TestSecureEBlock(t *testing.T) {
 			}
 			f.check(t, name)
 			d.mu.Lock()
-			if len(d.cache) != p || fmt.Sprintf("%T", d.cache[0]) != wantType {
-				t.Errorf("cache %d %T, want %d %s", len(d.cache), d.cache, p, wantType)
+			if len(d.cache) != 1 || len(d.cache[0]) != p || fmt.Sprintf("%T", d.cache[0][0]) != wantType {
+				t.Errorf("cache %v, want 1 stripe of %d %s", d.cache, p, wantType)
 			}
 			d.mu.Unlock()
 		})

@@ -76,3 +76,40 @@ func TestASCII(t *testing.T) {
 		}
 	}
 }
+
+func TestStripeRanges(t *testing.T) {
+	r := func(a, b int64) xfer.Range { return xfer.Range{Start: a, End: b} }
+	tests := []struct {
+		name   string
+		ranges []xfer.Range
+		k      int
+		req    xfer.Request
+		want   [][]xfer.Range
+	}{
+		{"one stripe", []xfer.Range{r(0, 100)}, 1, xfer.Request{}, [][]xfer.Range{{r(0, 100)}}},
+		{"blocked", []xfer.Range{r(0, 100)}, 2, xfer.Request{StripeBlockSize: 30},
+			[][]xfer.Range{{r(0, 30), r(60, 90)}, {r(30, 60), r(90, 100)}}},
+		{"blocked with a gap", []xfer.Range{r(0, 20), r(50, 100)}, 2, xfer.Request{StripeBlockSize: 30},
+			[][]xfer.Range{{r(0, 20), r(60, 90)}, {r(50, 60), r(90, 100)}}},
+		{"blocked from an ERET offset", []xfer.Range{r(1000, 1100)}, 2, xfer.Request{Offset: 1000, StripeBlockSize: 60},
+			[][]xfer.Range{{r(1000, 1060)}, {r(1060, 1100)}}},
+		{"partitioned", []xfer.Range{r(0, 100)}, 3, xfer.Request{StripeLayout: xfer.LayoutPartitioned},
+			[][]xfer.Range{{r(0, 34)}, {r(34, 68)}, {r(68, 100)}}},
+		{"more stripes than bytes", []xfer.Range{r(0, 1)}, 3, xfer.Request{StripeLayout: xfer.LayoutPartitioned},
+			[][]xfer.Range{{r(0, 1)}, nil, nil}},
+		{"empty file", nil, 2, xfer.Request{}, [][]xfer.Range{nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := stripeRanges(tt.ranges, tt.k, &tt.req)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v", got)
+			}
+			for i := range got {
+				if !slices.Equal(got[i], tt.want[i]) {
+					t.Fatalf("stripe %d: got %v, want %v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}

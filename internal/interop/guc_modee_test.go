@@ -28,6 +28,8 @@ func TestGlobusURLCopyModeEFlags(t *testing.T) {
 		{"p16-tcpbs-bs", []string{"-p", "16", "-tcp-bs", "4M", "-bs", "1M"},
 			[]string{"SITE RETRBUFSIZE 4194304", "SITE STORBUFSIZE 4194304", "OPTS RETR Parallelism=16,16,16;"}},
 		{"p4-restart", []string{"-p", "4", "-restart"}, nil},
+		// SPAS on uploads; on downloads one SPAS address makes guc send PORT.
+		{"stripe", []string{"-stripe", "-p", "2"}, []string{"SPAS"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := filepath.Join(local, tc.name)
@@ -77,4 +79,19 @@ func md5File(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestGlobusURLCopyStripedDownload: -stripe -sbs sets the Blocked stripe
+// layout (OPTS RETR StripeLayout=Blocked;BlockSize=N;). Only downloads: a
+// -stripe -sbs upload from globus-url-copy 10.12 to any one-stripe server
+// (GCT's own included) stops short and hangs, a client bug.
+func TestGlobusURLCopyStripedDownload(t *testing.T) {
+	srv := startFerry(t, t.TempDir(), "-anonymous-write", "-log-level", "debug")
+	want := writeRandom(t, filepath.Join(srv.root, "s.bin"), 7<<20+1, 5)
+	got := filepath.Join(t.TempDir(), "s.bin")
+	mustRun(t, "", "", "globus-url-copy", "-stripe", "-sbs", "65536", "-p", "2", srv.url("/s.bin"), "file://"+got)
+	sameFile(t, got, want)
+	if !strings.Contains(srv.log.String(), "StripeLayout=Blocked;BlockSize=65536;") {
+		t.Errorf("no stripe layout option reached the server")
+	}
 }

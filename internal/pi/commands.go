@@ -56,6 +56,8 @@ func init() {
 		"EPSV": {run: cmdEPSV, login: true, help: "EPSV [<sp> 1|2|ALL]"},
 		"PORT": {run: cmdPORT, login: true, arg: argRequired, help: "PORT <sp> h1,h2,h3,h4,p1,p2"},
 		"EPRT": {run: cmdEPRT, login: true, arg: argRequired, help: "EPRT <sp> |af|addr|port|"},
+		"SPAS": {run: cmdSPAS, login: true, help: "SPAS [<sp> any: addresses in EPRT form]"},
+		"SPOR": {run: cmdSPOR, login: true, arg: argRequired, help: "SPOR <sp> host-port [<sp> host-port...]"},
 		"REST": {run: cmdREST, login: true, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
 		"ALLO": {run: cmdALLO, login: true, arg: argRequired, help: "ALLO <sp> size"},
 		"SBUF": {run: cmdSBUF, login: true, arg: argRequired, help: "SBUF <sp> bytes"},
@@ -256,7 +258,7 @@ func cmdPORT(ctx context.Context, s *session, arg string) wire.Reply {
 	if err != nil {
 		return ok(501, "Illegal PORT command.")
 	}
-	return s.setActive(ctx, ap)
+	return s.setActive(ctx, []netip.AddrPort{ap})
 }
 
 func cmdEPRT(ctx context.Context, s *session, arg string) wire.Reply {
@@ -267,26 +269,62 @@ func cmdEPRT(ctx context.Context, s *session, arg string) wire.Reply {
 	if err != nil {
 		return ok(522, "Network protocol not supported, use (1,2).")
 	}
-	return s.setActive(ctx, ap)
+	return s.setActive(ctx, []netip.AddrPort{ap})
+}
+
+// cmdSPAS is striped passive (GFD.020 §4.1): one address line per stripe;
+// this server has one. An argument asks for EPRT-form lines.
+func cmdSPAS(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.epsvAll {
+		return ok(503, "EPSV ALL in effect; use EPSV.")
+	}
+	ap, err := s.dtp.Passive(ctx, arg == "")
+	if err != nil {
+		s.log.Warn("passive listen failed", "err", err)
+		return ok(425, "Cannot open passive connection.")
+	}
+	line := " " + wire.FormatEPRT(ap)
+	if arg == "" {
+		hp, err := wire.FormatPORT(ap)
+		if err != nil {
+			return ok(425, "Cannot open passive connection: %v.", err)
+		}
+		line = " " + hp
+	}
+	return wire.Reply{Code: 229, Lines: []string{"Entering Striped Passive Mode.", line, "End"}}
+}
+
+// cmdSPOR is striped active (GFD.020 §4.2): one address per receiving stripe.
+func cmdSPOR(ctx context.Context, s *session, arg string) wire.Reply {
+	if s.epsvAll {
+		return ok(503, "EPSV ALL in effect; use EPSV.")
+	}
+	addrs, err := wire.ParseHostPorts(arg)
+	if err != nil || len(addrs) == 0 || len(addrs) > 64 {
+		return ok(522, "Network protocol not supported, use (1,2).")
+	}
+	return s.setActive(ctx, addrs)
 }
 
 // setActive applies FTP bounce protection (RFC 2577): data connections go
 // only to the control peer, and never to a privileged port.
-func (s *session) setActive(ctx context.Context, ap netip.AddrPort) wire.Reply {
+func (s *session) setActive(ctx context.Context, addrs []netip.AddrPort) wire.Reply {
 	peer := remoteAddrPort(s.conn).Addr().Unmap()
-	if !s.cfg.AllowForeignDataAddress {
-		if ap.Addr().Unmap() != peer {
-			s.log.Warn("refused PORT to a foreign host", "addr", ap)
-			return ok(501, "Illegal PORT command: the data address must be the client's own (%s).", peer)
+	for _, ap := range addrs {
+		if !s.cfg.AllowForeignDataAddress {
+			if ap.Addr().Unmap() != peer {
+				s.log.Warn("refused PORT to a foreign host", "addr", ap)
+				return ok(501, "Illegal PORT command: the data address must be the client's own (%s).", peer)
+			}
+			if ap.Port() < 1024 {
+				return ok(501, "Illegal PORT command: privileged port %d refused.", ap.Port())
+			}
 		}
-		if ap.Port() < 1024 {
-			return ok(501, "Illegal PORT command: privileged port %d refused.", ap.Port())
+		if ap.Port() == 0 {
+			return ok(501, "Illegal PORT command.")
 		}
 	}
-	if ap.Port() == 0 {
-		return ok(501, "Illegal PORT command.")
-	}
-	if err := s.dtp.Active(ctx, ap); err != nil {
+	if err := s.dtp.Active(ctx, addrs); err != nil {
 		return ok(425, "Cannot use data address: %v.", err)
 	}
 	return ok(200, "PORT Command successful.")
@@ -491,6 +529,8 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("OPTS", "PARALLEL")
 	add("REST", "REST STREAM")
 	add("SIZE", "SIZE")
+	add("SPAS", "SPAS")
+	add("SPOR", "SPOR")
 	lines = append(lines, "TVFS", "UTF8")
 	return wire.Reply{Code: 211, Lines: append(lines, "End.")}
 }
@@ -525,7 +565,7 @@ func (s *session) optsRetr(opt string) wire.Reply {
 	if len(items) < 2 || strings.TrimSpace(items[len(items)-1]) != "" {
 		return ok(501, "OPTS RETR options must each end in ';'.")
 	}
-	parallel, bs, marks := s.parallel, s.blockSize, s.retrMarks
+	parallel, bs, layout, marks := s.parallel, s.stripeBS, s.layout, s.retrMarks
 	for _, it := range items[:len(items)-1] {
 		name, value, found := strings.Cut(strings.TrimSpace(it), "=")
 		if !found {
@@ -543,7 +583,7 @@ func (s *session) optsRetr(opt string) wire.Reply {
 			if err != nil || n < 1 || n > 64<<20 {
 				return ok(501, "OPTS RETR: BlockSize must be 1 to 67108864.")
 			}
-			bs = n
+			bs = int64(n)
 		case "markers":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 0 || n > 3600 {
@@ -551,12 +591,19 @@ func (s *session) optsRetr(opt string) wire.Reply {
 			}
 			marks = time.Duration(n) * time.Second
 		case "stripelayout":
-			// One stripe: every layout is the same.
+			switch strings.ToLower(value) {
+			case "blocked":
+				layout = xfer.LayoutBlocked
+			case "partitioned":
+				layout = xfer.LayoutPartitioned
+			default:
+				return ok(501, "OPTS RETR: StripeLayout must be Blocked or Partitioned.")
+			}
 		default:
 			return ok(501, "OPTS RETR: unknown option %q.", name)
 		}
 	}
-	s.parallel, s.blockSize, s.retrMarks = parallel, bs, marks
+	s.parallel, s.stripeBS, s.layout, s.retrMarks = parallel, bs, layout, marks
 	return ok(200, "OPTS Command Successful.")
 }
 

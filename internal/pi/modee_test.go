@@ -256,3 +256,70 @@ func (c *ctl) modeEStoreRaw(cmd string, write func(net.Conn)) (wire.Reply, []wir
 	write(d)
 	return prelim, c.readUntilFinal()
 }
+
+// TestSPORStripes: a single-node sender deals a file to two receiving
+// stripes (SPOR); each stripe is a MODE E transfer of its own with its own
+// EOF, and together they hold the file.
+func TestSPORStripes(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("MODE E", 200)
+	data := randomBytes(3<<20 + 12345)
+	c.modeEStore("STOR /striped", data, 2, nil)
+	r := c.expect("SPAS", 229)
+	if len(r.Lines) != 3 || !strings.HasPrefix(r.Lines[0], "Entering Striped Passive Mode") {
+		t.Fatalf("SPAS: %q", r.Lines)
+	}
+	for _, layout := range []string{"StripeLayout=Blocked;BlockSize=65536;", "StripeLayout=Partitioned;"} {
+		c.expect("OPTS RETR "+layout+"Parallelism=2,2,2;", 200)
+		dst := &memDst{}
+		var hps []string
+		var rcvs []*eblock.Receiver
+		for range 2 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			hp, _ := wire.FormatPORT(l.Addr().(*net.TCPAddr).AddrPort())
+			hps = append(hps, hp)
+			rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{Limit: -1})
+			rcvs = append(rcvs, rcv)
+			go func() {
+				for {
+					conn, err := l.Accept()
+					if err != nil {
+						return
+					}
+					if !rcv.Add(conn) {
+						conn.Close()
+					}
+				}
+			}()
+		}
+		c.expect("SPOR "+strings.Join(hps, " "), 200)
+		c.send("RETR /striped")
+		if r := c.read(); r.Class() != 1 {
+			t.Fatal(r)
+		}
+		if rs := c.readUntilFinal(); rs[len(rs)-1].Code != 226 {
+			t.Fatal(rs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var per []int64
+		for _, rcv := range rcvs {
+			n, err := rcv.Wait(ctx)
+			if err != nil {
+				t.Fatalf("%s: stripe: %v", layout, err)
+			}
+			per = append(per, n)
+			for _, conn := range rcv.All() {
+				conn.Close()
+			}
+		}
+		cancel()
+		if !bytes.Equal(dst.b, data) || per[0] == 0 || per[1] == 0 {
+			t.Fatalf("%s: %d bytes back (per stripe %v)", layout, len(dst.b), per)
+		}
+	}
+}

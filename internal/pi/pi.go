@@ -33,8 +33,9 @@ type DTP interface {
 	// (PASV, EPSV) and returns the address to announce. ipv4 requires an
 	// IPv4 address (PASV).
 	Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error)
-	// Active sets the address the next transfer connects to (PORT, EPRT).
-	Active(ctx context.Context, addr netip.AddrPort) error
+	// Active sets the addresses the next transfer connects to: one (PORT,
+	// EPRT), or one per stripe of a striped receiver (SPOR).
+	Active(ctx context.Context, addrs []netip.AddrPort) error
 	// Send moves the requested bytes of src to the data channel. It reports
 	// xfer.EventStarted through notify once the channel is open.
 	Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error)

@@ -61,7 +61,8 @@ type session struct {
 	dtp        DTP
 	quit       bool
 	parallel   int           // OPTS RETR Parallelism: connections a MODE E sender opens
-	blockSize  int           // OPTS RETR BlockSize; 0 = the DTP's default
+	stripeBS   int64         // OPTS RETR BlockSize: the Blocked stripe layout's block; 0 = default
+	layout     xfer.Layout   // OPTS RETR StripeLayout
 	retrMarks  time.Duration // OPTS RETR markers: 112 markers while sending; 0 = none
 	perfFreq   time.Duration // TREV PERF: 112 markers while receiving in MODE E
 	rangeFreq  time.Duration // TREV RESTART: 111 markers while receiving in MODE E

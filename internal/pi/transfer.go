@@ -21,7 +21,7 @@ import (
 
 func (s *session) newRequest(p string) *xfer.Request {
 	return &xfer.Request{Path: p, Mode: s.mode, Type: s.typ, Length: -1, Size: -1,
-		Parallelism: s.parallel, BlockSize: s.blockSize}
+		Parallelism: s.parallel, StripeLayout: s.layout, StripeBlockSize: s.stripeBS}
 }
 
 // runTransfer runs move as the session's cancellable command, answering 150

@@ -43,6 +43,11 @@ type Request struct {
 	Parallelism int
 	// BlockSize is the MODE E block size a sender uses; 0 means the default.
 	BlockSize int
+	// StripeLayout and StripeBlockSize say how a sender with several
+	// stripes (SPOR) deals the file to them (OPTS RETR StripeLayout,
+	// BlockSize); a zero StripeBlockSize means DefaultStripeBlockSize.
+	StripeLayout    Layout
+	StripeBlockSize int64
 	// Size is the announced size of incoming data (ALLO), or -1: a MODE E
 	// block reaching past it is refused.
 	Size int64
@@ -52,6 +57,18 @@ type Request struct {
 	// and once at the end (both).
 	PerfInterval, RangeInterval time.Duration
 }
+
+// Layout is how a striped transfer deals a file to its stripes (GFD.020 §4.4).
+type Layout int
+
+// Stripe layouts.
+const (
+	LayoutBlocked     Layout = iota // stripe i gets blocks i, i+k, i+2k, ... of StripeBlockSize
+	LayoutPartitioned               // stripe i gets the i-th of k contiguous parts
+)
+
+// DefaultStripeBlockSize is the block of the Blocked layout unless set (GCT: 1 MiB).
+const DefaultStripeBlockSize = 1 << 20
 
 // EventKind says what an Event reports.
 type EventKind int
