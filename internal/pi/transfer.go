@@ -41,7 +41,7 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 				}
 			}
 		case xfer.EventProgress:
-			s.send(perfMarker(ev))
+			s.send(wire.PerfMarker{Time: ev.Time, Stripe: ev.Stripe, Bytes: ev.Bytes, Stripes: 1}.Reply())
 		case xfer.EventRanges:
 			var rs xfer.RangeSet
 			for _, r := range ev.Ranges {
@@ -57,19 +57,6 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 		return err
 	})
 	return n, started.Load(), err
-}
-
-// perfMarker formats a 112 performance marker (protocol.md §7.1).
-func perfMarker(ev xfer.Event) wire.Reply {
-	t := ev.Time.UnixMilli()
-	return wire.Reply{Code: 112, Lines: []string{
-		"Perf Marker",
-		fmt.Sprintf("Timestamp: %d.%d", t/1000, t%1000/100),
-		fmt.Sprintf("Stripe Index: %d", ev.Stripe),
-		fmt.Sprintf("Stripe Bytes Transferred: %d", ev.Bytes),
-		"Total Stripe Count: 1",
-		"End.",
-	}}
 }
 
 // transferReply is the final reply of a transfer; incomplete (may be "")
