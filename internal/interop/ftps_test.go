@@ -74,3 +74,23 @@ func TestFTPS(t *testing.T) {
 	}
 	_ = os.Remove
 }
+
+// TestFTPSClientCertificate: over AUTH TLS a client certificate from a
+// trusted CA stands in for the password, mapped through the grid-mapfile.
+func TestFTPSClientCertificate(t *testing.T) {
+	p := newPKI(t)
+	root := t.TempDir()
+	gridmap := filepath.Join(t.TempDir(), "grid-mapfile")
+	os.WriteFile(gridmap, []byte(p.gridmapRow+"\n"), 0o644)
+	srv := startFerry(t, root, "-cert", p.hostCert, "-key", p.hostKey, "-gridmap", gridmap)
+	want := writeRandom(t, filepath.Join(root, "c.bin"), 100000, 4)
+	got := filepath.Join(t.TempDir(), "c.bin")
+	cacert := filepath.Join(p.dir, "cacert.pem")
+	mustRun(t, "", "", "curl", "-sS", "--ssl-reqd", "--cacert", cacert, "--cert", p.userCert, "--key", p.userKey,
+		"-u", "alice:", "-o", got, srv.url("/c.bin"))
+	sameFile(t, got, want)
+	// Without the certificate the same login is refused.
+	if r := run(t, "", "", "curl", "-sS", "--ssl-reqd", "--cacert", cacert, "-u", "alice:", "-o", got+"2", srv.url("/c.bin")); r.code != 67 {
+		t.Errorf("login without certificate or password: %v", r)
+	}
+}
