@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/version"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
@@ -66,6 +68,12 @@ type Config struct {
 	// Dialer dials the control and data connections. Nil means a
 	// net.Dialer with DialTimeout.
 	Dialer *net.Dialer
+
+	// GSI, when not nil, makes Dial and NewConn authenticate with GSI
+	// (AUTH GSSAPI) right after the greeting, within DialTimeout; every
+	// later command and reply is protected, and data connections are
+	// secured as GSI.DataAuth and GSI.Protection say. See GSIConfig.
+	GSI *GSIConfig
 }
 
 // Conn is a client's control connection to a GridFTP server.
@@ -78,7 +86,10 @@ type Config struct {
 // ends the session after ABOR of a running transfer.
 type Conn struct {
 	nc     net.Conn
+	raw    *bufio.Reader // nc's bytes; under rr, and under GSI's unwrapping
 	rr     *wire.ReplyReader
+	gsi    *gsiState     // nil without GSI
+	dsec   *dcsec.Config // data connection security; nil: plain TCP
 	log    *slog.Logger
 	dialer *net.Dialer
 	active bool
@@ -97,28 +108,53 @@ type Conn struct {
 }
 
 // Dial connects to the server at addr ("host:port") and reads its
-// greeting. Then call Login.
+// greeting; with cfg.GSI it also authenticates, checking the server's
+// certificate against addr's host. Then call Login.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
+	if cfg.GSI != nil {
+		if err := cfg.GSI.validate(time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	nc, err := cfg.Dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	return newConn(dctx, nc, cfg)
+	return newConn(dctx, nc, cfg, host)
 }
 
 // NewConn makes a Conn of an established control connection nc and reads
-// the server's greeting. The Conn owns nc from then on, also on error.
+// the server's greeting (and authenticates, with cfg.GSI: the server's
+// certificate must name cfg.GSI.ServerName, by default the IP address nc
+// is connected to). The Conn owns nc from then on, also on error.
 func NewConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
-	return newConn(ctx, nc, cfg.withDefaults())
+	cfg = cfg.withDefaults()
+	if cfg.GSI != nil {
+		if err := cfg.GSI.validate(time.Now()); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	var host string
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		host = a.IP.String()
+	}
+	return newConn(ctx, nc, cfg, host)
 }
 
-func newConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
+func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn, error) {
+	raw := bufio.NewReader(nc)
 	c := &Conn{
 		nc:     nc,
-		rr:     wire.NewReplyReader(nc),
+		raw:    raw,
+		rr:     wire.NewReplyReader(raw),
 		log:    cfg.Logger.With("remote", nc.RemoteAddr().String()),
 		dialer: cfg.Dialer,
 		active: cfg.Active,
@@ -143,6 +179,12 @@ func newConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 		c.close()
 		return nil, &ReplyError{Reply: r}
 	}
+	if cfg.GSI != nil {
+		if err := c.authGSI(ctx, cfg.GSI, host); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -166,7 +208,14 @@ func (cfg *Config) withDefaults() *Config {
 // Login authenticates with USER and PASS, then reads the server's features
 // (FEAT; a failure is ignored), introduces the client (SITE CLIENTINFO;
 // ignored if refused) and selects binary type (TYPE I).
+//
+// On a GSI Conn an empty user means GlobusMapping (the server maps the
+// certificate's identity to its account), and the password is normally
+// empty; after login, DCAU and PBSZ/PROT are sent as the GSIConfig asks.
 func (c *Conn) Login(ctx context.Context, user, pass string) error {
+	if c.gsi != nil && user == "" {
+		user = GlobusMapping
+	}
 	r, err := c.cmd(ctx, "USER %s", user)
 	if err != nil {
 		return err
@@ -188,12 +237,29 @@ func (c *Conn) Login(ctx context.Context, user, pass string) error {
 	if r.Code == 211 {
 		c.feat = wire.ParseFeatures(r)
 	}
-	_, err = c.cmd(ctx, `SITE CLIENTINFO appname="ferry";appver="%s";scheme="ftp";`, version.Version)
+	scheme := "ftp"
+	if c.gsi != nil {
+		scheme = "gsiftp"
+	}
+	_, err = c.cmd(ctx, `SITE CLIENTINFO appname="ferry";appver="%s";scheme="%s";`, version.Version, scheme)
 	if err != nil {
 		return err
 	}
-	_, err = c.expect(ctx, 2, "TYPE I")
-	return err
+	if _, err = c.expect(ctx, 2, "TYPE I"); err != nil {
+		return err
+	}
+	if c.gsi != nil {
+		return c.gsiDataCommands(ctx)
+	}
+	return nil
+}
+
+// dialTimeout bounds dialing and securing one data connection.
+func (c *Conn) dialTimeout() time.Duration {
+	if c.dialer.Timeout > 0 {
+		return c.dialer.Timeout
+	}
+	return DefaultDialTimeout
 }
 
 // Features returns the server's FEAT lines as read at Login: upper-case
@@ -240,7 +306,11 @@ func (c *Conn) close() error {
 		c.err = ErrClosed
 	}
 	c.dropCache()
-	return c.nc.Close()
+	err := c.nc.Close()
+	if c.gsi != nil {
+		c.gsi.sec.Close()
+	}
+	return err
 }
 
 // cmd sends a command and reads the first reply.
@@ -316,6 +386,9 @@ func (c *Conn) send(line string) error {
 			shown = "PASS ****"
 		}
 		c.log.Debug("send", "cmd", shown)
+	}
+	if c.gsi != nil {
+		return c.sendWrapped(line)
 	}
 	c.wbuf = append(append(c.wbuf[:0], line...), '\r', '\n')
 	_, err := c.nc.Write(c.wbuf)

@@ -233,21 +233,88 @@ func (d *dataChan) accept() error {
 		return nil
 	}
 	defer d.closeListener()
+	tc, err := acceptFrom(d.ln, d.peer)
+	if err != nil {
+		return err
+	}
+	d.conn = tc
+	return nil
+}
+
+// acceptFrom accepts the first connection from peer (any address when
+// peer is invalid) on ln, dropping up to maxStrangers others.
+func acceptFrom(ln *net.TCPListener, peer netip.Addr) (*net.TCPConn, error) {
 	for range maxStrangers {
-		tc, err := d.ln.AcceptTCP()
+		tc, err := ln.AcceptTCP()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				return err
+				return nil, err
 			}
-			return fmt.Errorf("client: waiting for the server's data connection: %w", err)
+			return nil, fmt.Errorf("client: waiting for the server's data connection: %w", err)
 		}
 		from := tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if d.peer.IsValid() && from != d.peer {
+		if peer.IsValid() && from != peer {
 			tc.Close()
 			continue
 		}
-		d.conn = tc
-		return nil
+		return tc, nil
 	}
-	return fmt.Errorf("client: %d data connections from addresses other than the server's %v", maxStrangers, d.peer)
+	return nil, fmt.Errorf("client: %d data connections from addresses other than the server's %v", maxStrangers, peer)
+}
+
+// pendingData is a data connection being accepted and secured in the
+// background while the control channel waits for the transfer command's
+// reply: GCT finishes the data channel's security handshake before it
+// sends 150, so the two must overlap.
+type pendingData struct {
+	cancel context.CancelFunc
+	ln     *net.TCPListener // active mode: closed to stop the accept
+	done   chan struct{}
+	tc     *net.TCPConn // the TCP connection, once there is one
+	dc     net.Conn     // the secured connection
+	err    error
+}
+
+// secureAsync starts accepting (active mode) and securing d's data
+// connection. finish must be called.
+func (c *Conn) secureAsync(ctx context.Context, d *dataChan) *pendingData {
+	hctx, cancel := context.WithCancel(ctx)
+	p := &pendingData{cancel: cancel, ln: d.ln, done: make(chan struct{}), tc: d.conn}
+	peer := d.peer
+	go func() {
+		defer close(p.done)
+		tc := p.tc
+		if tc == nil {
+			var err error
+			if tc, err = acceptFrom(p.ln, peer); err != nil {
+				p.err = err
+				return
+			}
+			p.tc = tc
+		}
+		p.dc, p.err = c.secureData(hctx, tc, p.ln == nil)
+	}()
+	return p
+}
+
+// finish waits for the background work, after stopping it when abandon
+// is set, and hands the TCP connection to d (for clean-up). An error
+// caused by abandoning is not reported.
+func (p *pendingData) finish(d *dataChan, abandon bool) (net.Conn, error) {
+	if abandon {
+		p.cancel()
+		if p.ln != nil {
+			p.ln.Close()
+		}
+	}
+	<-p.done
+	p.cancel()
+	if p.tc != nil {
+		d.conn = p.tc
+	}
+	d.closeListener()
+	if abandon && errors.Is(p.err, context.Canceled) || abandon && errors.Is(p.err, net.ErrClosed) {
+		return nil, nil
+	}
+	return p.dc, p.err
 }

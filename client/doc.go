@@ -33,13 +33,21 @@
 //   - MFMT (draft-somers-ftp-mfxx), SITE CHMOD.
 //   - GFD.020 (GridFTP): ERET partial retrieve; CKSM (as GCT implements it:
 //     "CKSM alg offset length path"); SITE CLIENTINFO.
+//   - GSI (Config.GSI, gsiftp://): RFC 2228 AUTH GSSAPI with ADAT tokens
+//     that are bare TLS flights (TLS 1.2 and 1.3), the server's chain
+//     checked with GSI's rules against a trust directory and the host name
+//     or an expected subject, limited (or full, or no) delegation, ENC
+//     commands and 631/632/633 replies; USER :globus-mapping:. Data
+//     channels: DCAU A (the default after GSI, self authorization) or N,
+//     PBSZ and PROT C/S/P, in stream mode and MODE E, both directions,
+//     active and passive (RFC 2228 §3, GFD.020 §3.5; gsi.md §3–§6).
 //
 // Errors: a negative or unexpected reply is returned as a *ReplyError
 // (an alias of the wire package's type), so callers can inspect the code
 // with errors.As. Errors of the network or of a cancelled context leave the
 // Conn closed; see Conn.
 //
-// Not yet implemented: striping (SPAS/SPOR), GSI (AUTH GSSAPI, DCAU,
-// PROT), third-party transfers, zero-copy (splice) writes in MODE E
-// downloads.
+// Not yet implemented: striping (SPAS/SPOR), DCAU S (a given subject),
+// PROT E, MIC/CONF commands (ENC is always used), third-party transfers,
+// zero-copy (splice) writes in MODE E downloads.
 package client

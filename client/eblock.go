@@ -221,16 +221,6 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	}
 	n := max(o.Parallel, 1)
 	w, stopWatch := watchAll(ctx, c.nc)
-	c.dataBuf = o.TCPBuffer
-	ln, cached, err := c.retrieveSetup(n, o, rest, command)
-	c.dataBuf = 0
-	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
-		closeConns(cached)
-		return 0, c.endTransfer(ctx, stopWatch, command, err)
-	}
 
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -242,20 +232,38 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 		Received:     &received,
 		ConnReceived: counters,
 	})
+	var wg sync.WaitGroup
+	// The server's connections are accepted (and secured) from before the
+	// transfer command on: GCT finishes a data channel's security
+	// handshake before it sends 150.
+	acceptFrom := func(ln *net.TCPListener) {
+		w.add(ln)
+		peer := c.controlPeer()
+		wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
+	}
+	c.dataBuf = o.TCPBuffer
+	ln, cached, err := c.retrieveSetup(n, o, rest, command, acceptFrom)
+	c.dataBuf = 0
+	if err != nil {
+		if ctx.Err() == nil {
+			err = withHandshakeError(err, context.Cause(tctx))
+		}
+		cancel(err)
+		if ln != nil {
+			ln.Close()
+		}
+		wg.Wait()
+		closeConns(cached)
+		closeConns(rcv.All())
+		return 0, c.endTransfer(ctx, stopWatch, command, err)
+	}
 	for _, dc := range cached {
 		if !rcv.Add(dc) {
 			dc.Close()
 		}
 	}
-	var wg sync.WaitGroup
 	if ln != nil {
-		w.add(ln)
-		peer := c.controlPeer()
-		wg.Go(func() { acceptInto(ln, peer, rcv) })
-		wait := c.dialer.Timeout
-		if wait <= 0 {
-			wait = DefaultDialTimeout
-		}
+		wait := c.dialTimeout()
 		t := time.AfterFunc(wait, func() {
 			if rcv.Conns() == 0 {
 				cancel(errNoDataConn)
@@ -328,7 +336,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 // retrieveSetup runs the commands of a MODE E download up to the
 // transfer command's preliminary reply. It returns the listener (nil when
 // cached connections are reused) and the cached connections.
-func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command string) (*net.TCPListener, []net.Conn, error) {
+func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command string, accept func(*net.TCPListener)) (*net.TCPListener, []net.Conn, error) {
 	if err := c.setMode(true); err != nil {
 		return nil, nil, err
 	}
@@ -353,6 +361,7 @@ func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command s
 		if err != nil || !ok {
 			return ln, nil, err
 		}
+		accept(ln)
 	}
 	if err := c.restCommand(rest); err != nil {
 		return ln, cached, err
@@ -391,18 +400,45 @@ func (c *Conn) restCommand(rest RangeSet) error {
 }
 
 // acceptInto hands the server's data connections to rcv until the
-// listener is closed. Connections from other hosts, or beyond what the
+// listener is closed, after data channel authentication when the session
+// has DCAU (each connection in its own goroutine; a failure ends the
+// transfer through fail). Connections from other hosts, or beyond what the
 // transfer takes, are closed.
-func acceptInto(ln *net.TCPListener, peer netip.Addr, rcv *eblock.Receiver) {
+func (c *Conn) acceptInto(ctx context.Context, ln *net.TCPListener, peer netip.Addr, rcv *eblock.Receiver, fail context.CancelCauseFunc) {
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	for {
 		tc, err := ln.AcceptTCP()
 		if err != nil {
 			return
 		}
 		from := tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if peer.IsValid() && from != peer || !rcv.Add(tc) {
+		if peer.IsValid() && from != peer {
 			tc.Close()
+			continue
 		}
+		if c.dsec == nil {
+			if !rcv.Add(tc) {
+				tc.Close()
+			}
+			continue
+		}
+		wg.Go(func() {
+			dc, err := c.secureData(hctx, tc, false)
+			if err != nil {
+				if hctx.Err() == nil {
+					fail(err)
+				}
+				return
+			}
+			if !rcv.Add(dc) {
+				dc.Close()
+			}
+		})
 	}
 }
 
@@ -658,7 +694,8 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 		return nil, err
 	}
 	var conns []net.Conn
-	if o.Reuse && len(c.cache) > 0 && c.cacheDir == dirStore {
+	reused := o.Reuse && len(c.cache) > 0 && c.cacheDir == dirStore
+	if reused {
 		conns, c.cache, c.cacheDir = c.cache, nil, dirNone
 	} else {
 		c.dropCache()
@@ -698,10 +735,76 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 	if err := c.restCommand(rest); err != nil {
 		return conns, err
 	}
-	if err := c.exchange2(command, 1); err != nil {
-		return conns, err
+	if c.dsec == nil || reused {
+		return conns, c.exchange2(command, 1)
+	}
+	// GCT finishes the data channels' security handshakes before it sends
+	// 150: run them while waiting for the reply.
+	sec := c.secureAllAsync(ctx, conns)
+	err := c.exchange2(command, 1)
+	conns, herr := sec.wait(err != nil)
+	switch {
+	case err != nil:
+		return conns, withHandshakeError(err, herr)
+	case herr != nil:
+		return conns, &brokenError{err: herr, abort: true}
 	}
 	return conns, nil
+}
+
+// withHandshakeError puts a data channel handshake's failure in front of
+// the server's refusal of the transfer, which it likely caused.
+func withHandshakeError(err, herr error) error {
+	var re *ReplyError
+	if herr != nil && errors.As(err, &re) {
+		var be *brokenError
+		if !errors.As(err, &be) {
+			return fmt.Errorf("%w (server: %w)", herr, err)
+		}
+	}
+	return err
+}
+
+// securing is the data channel handshakes of an upload's connections,
+// running in the background.
+type securing struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	out    []net.Conn
+	errs   []error
+}
+
+// secureAllAsync starts securing conns (we dialed them) in parallel; wait
+// must be called.
+func (c *Conn) secureAllAsync(ctx context.Context, conns []net.Conn) *securing {
+	hctx, cancel := context.WithCancel(ctx)
+	s := &securing{cancel: cancel, out: make([]net.Conn, len(conns)), errs: make([]error, len(conns))}
+	for i, dc := range conns {
+		s.wg.Go(func() { s.out[i], s.errs[i] = c.secureData(hctx, dc, true) })
+	}
+	return s
+}
+
+// wait waits for the handshakes, after stopping them when abandon is set,
+// and returns the secured connections (failed ones are closed) and the
+// first failure not caused by abandoning.
+func (s *securing) wait(abandon bool) ([]net.Conn, error) {
+	if abandon {
+		s.cancel()
+	}
+	s.wg.Wait()
+	s.cancel()
+	var ok []net.Conn
+	var first error
+	for i, dc := range s.out {
+		if dc != nil {
+			ok = append(ok, dc)
+		}
+		if err := s.errs[i]; err != nil && first == nil && !(abandon && errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	return ok, first
 }
 
 // parseRangeMarker reads "111 Range Marker a-b,c-d" (protocol.md §7.2).

@@ -82,7 +82,7 @@ func (c *Conn) listing(ctx context.Context, command, p string) ([]string, error)
 		line += " " + p
 	}
 	var buf bytes.Buffer
-	_, err := c.transfer(ctx, nil, 0, nil, line, func(conn *net.TCPConn) (int64, error) {
+	_, err := c.transfer(ctx, nil, 0, nil, line, func(conn net.Conn) (int64, error) {
 		n, err := io.Copy(&buf, io.LimitReader(conn, maxListing+1))
 		if err == nil && n > maxListing {
 			err = fmt.Errorf("listing larger than %d bytes", maxListing)

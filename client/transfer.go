@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -188,7 +189,7 @@ func (c *Conn) retrieveStream(ctx context.Context, path string, w io.Writer, o *
 	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
 		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
 	})
-	n, err := c.transfer(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn *net.TCPConn) (int64, error) {
+	n, err := c.transfer(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn net.Conn) (int64, error) {
 		return copyCounted(w, conn, limit, moved)
 	})
 	m.stop()
@@ -229,7 +230,7 @@ func (c *Conn) storeStream(ctx context.Context, path string, r io.Reader, o *Sto
 		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
 	})
 	defer m.stop()
-	return c.transfer(ctx, bufferCommand("SITE STORBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn *net.TCPConn) (int64, error) {
+	return c.transfer(ctx, bufferCommand("SITE STORBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn net.Conn) (int64, error) {
 		return copyCounted(conn, r, -1, &moved)
 	})
 }
@@ -280,7 +281,7 @@ func copyCounted(dst io.Writer, src io.Reader, limit int64, moved *atomic.Int64)
 // Any other failure after command was accepted (ctx done, the copy failed)
 // aborts: ABOR, the data connection is reset, the replies are drained for a
 // short while, and the Conn is closed.
-func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []string, command string, move func(*net.TCPConn) (int64, error)) (int64, error) {
+func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []string, command string, move func(net.Conn) (int64, error)) (int64, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
@@ -323,7 +324,7 @@ func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []strin
 // transferSteps is transfer without the clean-up; sent reports whether the
 // server accepted command, which makes an abort necessary on failure.
 // Errors that leave the control connection out of step are *brokenError.
-func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string, command string, move func(*net.TCPConn) (int64, error)) (d *dataChan, sent bool, n int64, err error) {
+func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string, command string, move func(net.Conn) (int64, error)) (d *dataChan, sent bool, n int64, err error) {
 	// A new data channel drops the MODE E connections the server keeps.
 	c.dropCache()
 	if err := c.setMode(false); err != nil {
@@ -345,22 +346,47 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 			return d, false, 0, &ReplyError{Reply: r}
 		}
 	}
+	var pending *pendingData
+	if c.dsec != nil {
+		pending = c.secureAsync(ctx, d)
+	}
 	r, err := c.exchange(command)
+	if err == nil && r.Class() != 1 {
+		err = &ReplyError{Reply: r}
+	}
 	if err != nil {
+		if pending != nil {
+			if _, herr := pending.finish(d, true); herr != nil && !errors.Is(err, context.Cause(ctx)) {
+				// The server's refusal is likely the consequence.
+				var re *ReplyError
+				if errors.As(err, &re) {
+					err = fmt.Errorf("%w (server: %w)", herr, err)
+				}
+			}
+		}
 		return d, false, 0, err
 	}
-	if r.Class() != 1 {
-		return d, false, 0, &ReplyError{Reply: r}
+	var dc net.Conn
+	if pending != nil {
+		dc, err = pending.finish(d, false)
+		if d.conn != nil {
+			w.add(d.conn)
+		}
+		if err != nil {
+			return d, true, 0, &brokenError{err: err}
+		}
+	} else {
+		if err := d.accept(); err != nil {
+			return d, true, 0, &brokenError{err: err}
+		}
+		w.add(d.conn)
+		dc = d.conn
 	}
-	if err := d.accept(); err != nil {
-		return d, true, 0, &brokenError{err: err}
-	}
-	w.add(d.conn)
-	n, err = move(d.conn)
+	n, err = move(dc)
 	if err != nil {
 		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
 	}
-	if err := d.conn.Close(); err != nil {
+	if err := closeData(dc, sends(command)); err != nil {
 		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
 	}
 	d.conn = nil
@@ -372,6 +398,15 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 		return d, false, n, &ReplyError{Reply: r}
 	}
 	return d, false, n, nil
+}
+
+// sends reports whether the client sends the data of a transfer command.
+func sends(command string) bool {
+	switch strings.ToUpper(verb(command)) {
+	case "STOR", "APPE", "ESTO", "STOU":
+		return true
+	}
+	return false
 }
 
 // abort ends an interrupted transfer: ABOR, then the replies are read and

@@ -39,6 +39,8 @@ func runCksum(ctx context.Context, e *env, args []string) error {
 	alg := fs.String("a", "MD5", "algorithm: MD5, ADLER32, SHA1, SHA256, SHA512 (or any the server offers)")
 	off := fs.Int64("off", 0, "first byte to include")
 	length := fs.Int64("len", -1, "number of bytes to include (-1: to the end)")
+	var g gsiFlags
+	g.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,7 +61,7 @@ func runCksum(ctx context.Context, e *env, args []string) error {
 	var sum string
 	switch loc.kind {
 	case locRemote:
-		c, err := connect(ctx, loc, clientOptions{})
+		c, err := connect(ctx, loc, clientOptions{gsi: &g})
 		if err != nil {
 			return err
 		}

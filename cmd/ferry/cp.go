@@ -32,6 +32,8 @@ SRC and DST are each one of
   ftp://[user[:password]@]host[:port]/path   a file on a server (port 21 by
                                              default; /~/path is relative to
                                              the login directory)
+  gsiftp://[user@]host[:port]/path           a file on a GridFTP server with
+                                             GSI security (port 2811)
   file:///abs/path or a plain path           a local file
   -                                          standard input or output
 If DST is an existing local directory or ends in "/", SRC's base name is
@@ -61,6 +63,7 @@ $XDG_STATE_HOME/ferry/resume/ (default ~/.local/state/ferry/resume/).
 
 Sizes (-tcp-bs, -bs) are bytes, or a number with K, M or G (powers of 1024).
 
+` + gsiHelp + gsiDataHelp + `
 Server to server copies are not third-party transfers yet: the bytes are
 streamed through this client over two connections, in stream mode.
 `
@@ -85,6 +88,7 @@ type cpFlags struct {
 	verify       bool
 	checksumAlg  string
 	fast         bool
+	gsi          *gsiFlags // nil: the defaults
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -175,7 +179,12 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
+	f.gsi = &gsiFlags{}
+	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.gsi.check(); err != nil {
 		return err
 	}
 	if f.parallel < 1 || f.parallel > 64 {
@@ -208,7 +217,7 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active}}
+	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}}
 	if f.progress && !f.quiet {
 		c.progress = newProgressPrinter(e.stderr)
 	}

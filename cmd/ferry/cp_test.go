@@ -223,7 +223,8 @@ func TestCpFailures(t *testing.T) {
 	// Usage errors exit 2.
 	for _, args := range [][]string{
 		{"cp", "onlyone"},
-		{"cp", "gsiftp://h/x", "y"},
+		{"cp", "gopher://h/x", "y"},
+		{"cp", "-nodcau", "-dcsafe", "gsiftp://h/x", "y"},
 		{"cp", "-len", "0", "a", "b"},
 		{"cp", "-off", "-1", "a", "b"},
 		{"cp", "-nosuchflag", "a", "b"},
@@ -233,8 +234,8 @@ func TestCpFailures(t *testing.T) {
 			t.Errorf("ferry %v: exit %d (stderr %q), want 2", args, r.code, r.stderr)
 		}
 	}
-	if r := ferry(t, nil, "cp", "gsiftp://h/x", "y"); !strings.Contains(r.stderr, "gsiftp:// is not supported yet; use ftp://") {
-		t.Errorf("gsiftp message: %q", r.stderr)
+	if r := ferry(t, nil, "cp", "gopher://h/x", "y"); !strings.Contains(r.stderr, "gsiftp://") {
+		t.Errorf("unsupported scheme message: %q", r.stderr)
 	}
 	if r := ferry(t, nil, "cp", "-h"); r.code != 0 || !strings.Contains(r.stderr, "streamed through this client") {
 		t.Errorf("cp -h: exit %d, %q", r.code, r.stderr)

@@ -36,6 +36,8 @@ func init() {
 func runMkdir(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["mkdir"], e)
 	parents := fs.Bool("p", false, "create missing parent directories; an existing directory is no error")
+	var g gsiFlags
+	g.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -43,7 +45,7 @@ func runMkdir(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := connect(ctx, loc[0], clientOptions{})
+	c, err := connect(ctx, loc[0], clientOptions{gsi: &g})
 	if err != nil {
 		return err
 	}
@@ -100,6 +102,8 @@ func mkdirAll(ctx context.Context, c *client.Conn, p string) error {
 func runRm(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["rm"], e)
 	dir := fs.Bool("d", false, "remove an empty directory (RMD) instead of a file")
+	var g gsiFlags
+	g.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -107,7 +111,7 @@ func runRm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := connect(ctx, loc[0], clientOptions{})
+	c, err := connect(ctx, loc[0], clientOptions{gsi: &g})
 	if err != nil {
 		return err
 	}
@@ -125,6 +129,8 @@ func runRm(ctx context.Context, e *env, args []string) error {
 
 func runMv(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["mv"], e)
+	var g gsiFlags
+	g.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -140,7 +146,7 @@ func runMv(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := connect(ctx, from, clientOptions{})
+	c, err := connect(ctx, from, clientOptions{gsi: &g})
 	if err != nil {
 		return err
 	}

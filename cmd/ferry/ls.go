@@ -26,14 +26,19 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	long := fs.Bool("l", false, "long form: type, size, modification time (UTC), name")
 	all := fs.Bool("a", false, "also list names starting with '.'")
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
+	var g gsiFlags
+	g.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := g.check(); err != nil {
 		return err
 	}
 	loc, err := remoteArg(fs.Args(), 1)
 	if err != nil {
 		return err
 	}
-	c, err := connect(ctx, loc[0], clientOptions{active: *active})
+	c, err := connect(ctx, loc[0], clientOptions{active: *active, gsi: &g})
 	if err != nil {
 		return err
 	}
@@ -61,7 +66,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// remoteArg parses exactly n arguments as ftp:// URLs.
+// remoteArg parses exactly n arguments as ftp:// or gsiftp:// URLs.
 func remoteArg(args []string, n int) ([]location, error) {
 	if len(args) != n {
 		if n == 1 {
@@ -76,7 +81,7 @@ func remoteArg(args []string, n int) ([]location, error) {
 			return nil, usagef("%v", err)
 		}
 		if l.kind != locRemote {
-			return nil, usagef("%s is not an ftp:// URL", a)
+			return nil, usagef("%s is not an ftp:// or gsiftp:// URL", a)
 		}
 		out[i] = l
 	}

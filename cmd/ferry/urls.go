@@ -22,7 +22,7 @@ type locKind int
 
 const (
 	locLocal  locKind = iota // a local file: a plain path or file:///path
-	locRemote                // a file on an FTP/GridFTP server: ftp://host/path
+	locRemote                // a file on an FTP/GridFTP server: ftp:// or gsiftp://host/path
 	locStdio                 // "-": standard input or output
 )
 
@@ -37,6 +37,8 @@ type location struct {
 	path string
 	// addr ("host:port") and hostname are where a remote location is.
 	addr, hostname string
+	// gsi is set for gsiftp:// URLs: GSI authentication.
+	gsi bool
 	// user and pass come from the URL; hasUser and hasPass say whether
 	// the URL has them at all.
 	user, pass       string
@@ -47,11 +49,12 @@ type location struct {
 
 func (l location) String() string { return l.display }
 
-// parseLocation parses a command-line location: "-", an ftp:// or file://
-// URL, or a local path.
+// parseLocation parses a command-line location: "-", an ftp://, gsiftp://
+// or file:// URL, or a local path.
 //
 // ftp://[user[:password]@]host[:port]/path names path on the server, port
-// 21 by default. The path is percent-decoded and absolute; /~/ at its
+// 21 by default; gsiftp://[user@]host[:port]/path the same with GSI, port
+// 2811 by default. The path is percent-decoded and absolute; /~/ at its
 // start makes it relative to the login directory (ftp://host/~/data is
 // "data", ftp://host/~/ is "./"). A trailing slash is kept.
 func parseLocation(arg string) (location, error) {
@@ -69,8 +72,11 @@ func parseLocation(arg string) (location, error) {
 	if err != nil {
 		return location{}, fmt.Errorf("bad URL %q: %v", redactURL(arg), unwrapURLError(err))
 	}
+	defaultPort := "21"
 	switch strings.ToLower(u.Scheme) {
 	case "ftp":
+	case "gsiftp":
+		defaultPort = "2811"
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
 			return location{}, fmt.Errorf("%s: file:// URLs must be local (file:///path)", u.Redacted())
@@ -79,12 +85,10 @@ func parseLocation(arg string) (location, error) {
 			return location{}, fmt.Errorf("%s: file:// URLs need an absolute path", u.Redacted())
 		}
 		return location{kind: locLocal, path: filepath.FromSlash(u.Path), display: arg}, nil
-	case "gsiftp":
-		return location{}, fmt.Errorf("%s: gsiftp:// is not supported yet; use ftp://", u.Redacted())
 	default:
-		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, file:// or a local path)", u.Redacted(), u.Scheme)
+		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, gsiftp://, file:// or a local path)", u.Redacted(), u.Scheme)
 	}
-	l := location{kind: locRemote, display: u.Redacted()}
+	l := location{kind: locRemote, display: u.Redacted(), gsi: defaultPort == "2811"}
 	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(arg, "?") || strings.HasSuffix(arg, "#") {
 		return location{}, fmt.Errorf("%s: '?' and '#' in a path must be written %%3F and %%23", l.display)
 	}
@@ -94,7 +98,7 @@ func parseLocation(arg string) (location, error) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = "21"
+		port = defaultPort
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return location{}, fmt.Errorf("%s: bad port %q", l.display, port)
@@ -365,24 +369,41 @@ func credentials(l location, getenv func(string) string) (user, pass string, err
 type clientOptions struct {
 	active bool
 	getenv func(string) string // nil means os.Getenv
+	gsi    *gsiFlags           // GSI options for gsiftp://; nil means the defaults
 }
 
-// connect dials a remote location and logs in.
+// connect dials a remote location and logs in: for gsiftp:// with GSI and
+// the grid-mapfile mapping (or the URL's user), else with the credentials
+// of the URL, ~/.netrc or anonymous.
 func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, error) {
 	getenv := o.getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	user, pass, err := credentials(l, getenv)
-	if err != nil {
+	cfg := &client.Config{Active: o.active}
+	var user, pass string
+	var err error
+	if l.gsi {
+		g := o.gsi
+		if g == nil {
+			g = &gsiFlags{}
+		}
+		if cfg.GSI, err = g.config(); err != nil {
+			return nil, err
+		}
+		user, pass = l.user, l.pass
+	} else if user, pass, err = credentials(l, getenv); err != nil {
 		return nil, err
 	}
-	c, err := client.Dial(ctx, l.addr, &client.Config{Active: o.active})
+	c, err := client.Dial(ctx, l.addr, cfg)
 	if err != nil {
 		return nil, &opError{what: "connect to " + l.addr, err: err}
 	}
 	if err := c.Login(ctx, user, pass); err != nil {
 		c.Close()
+		if user == "" {
+			user = client.GlobusMapping
+		}
 		return nil, &opError{what: "login to " + l.addr + " as " + user, err: err}
 	}
 	return c, nil

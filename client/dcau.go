@@ -1,0 +1,57 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/dcsec"
+)
+
+// dataSecurity is the dcsec configuration of a GSI session's data
+// connections, or nil for DCAU N (plain TCP).
+func (g *gsiState) dataSecurity(handshakeTimeout time.Duration) *dcsec.Config {
+	if !g.dcau {
+		return nil
+	}
+	lo, hi := g.cfg.tlsVersions()
+	return &dcsec.Config{
+		Style:            dcsec.GSI,
+		Level:            dcsec.Level(g.prot),
+		Certificate:      &g.cert,
+		VerifyPeer:       dcsec.SelfAuthorization(g.cfg.Trust, g.identity),
+		MinVersion:       lo,
+		MaxVersion:       hi,
+		HandshakeTimeout: handshakeTimeout,
+	}
+}
+
+// secureData runs data channel authentication (DCAU A, with PROT C, S or
+// P) on a new data connection, as its TLS client when connector (we
+// dialed it) or its TLS server, when the session has DCAU; otherwise it
+// returns nc. On failure nc is closed.
+func (c *Conn) secureData(ctx context.Context, nc net.Conn, connector bool) (net.Conn, error) {
+	if c.dsec == nil {
+		return nc, nil
+	}
+	sc, err := dcsec.Secure(ctx, nc, connector, c.dsec)
+	if err != nil {
+		return nil, fmt.Errorf("client: data channel authentication (DCAU A, PROT %c): %w", byte(c.dsec.Level), err)
+	}
+	return sc, nil
+}
+
+// closeData ends a data connection after a successful transfer: a
+// sender's end of the stream is a bare FIN, also under TLS (GCT expects
+// no close_notify).
+func closeData(dc net.Conn, sender bool) error {
+	var err error
+	if sender {
+		err = dcsec.CloseWrite(dc, dcsec.GSI)
+	}
+	if cerr := dcsec.NetConn(dc).Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package gctgsi
+
+func adoptOrphans() {}
+
+func reapGroup(pgid int) {}
