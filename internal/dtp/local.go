@@ -310,6 +310,14 @@ func (d *Local) peerAllowed(c net.Conn) bool {
 	if d.cfg.AllowForeignPeers || from == d.cfg.ControlPeer.Addr().Unmap() {
 		return true
 	}
+	// An authenticated data channel (GSI DCAU A or S) proves who the peer
+	// is, so a third party's server may connect from anywhere.
+	d.mu.Lock()
+	authenticated := d.sec != nil && d.sec.VerifyPeer != nil
+	d.mu.Unlock()
+	if authenticated {
+		return true
+	}
 	d.log.Warn("refused data connection from a foreign host", "from", from, "peer", d.cfg.ControlPeer.Addr())
 	return false
 }

@@ -2,10 +2,13 @@ package dtp
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -50,5 +53,39 @@ func TestNoDataAddress(t *testing.T) {
 	_, err := d.Send(context.Background(), &xfer.Request{Mode: xfer.ModeStream}, nil, func(xfer.Event) {})
 	if !errors.Is(err, xfer.ErrNoDataAddress) {
 		t.Fatalf("Send without a data address: %v", err)
+	}
+}
+
+// TestForeignPeersNeedAuthentication: data connections from a host other
+// than the control peer are refused unless the data channel authenticates
+// its peer (GSI DCAU), as a third-party transfer between servers needs.
+func TestForeignPeersNeedAuthentication(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := New(Config{ControlPeer: netip.MustParseAddrPort("127.0.0.1:2000")})
+	defer d.Close()
+	if d.peerAllowed(s) {
+		t.Fatal("a foreign peer was allowed on an unauthenticated channel")
+	}
+	d.SetSecurity(&dcsec.Config{Style: dcsec.GSI, Level: dcsec.Clear, VerifyPeer: func([]*x509.Certificate) error { return nil }})
+	if !d.peerAllowed(s) {
+		t.Fatal("a foreign peer was refused on an authenticated channel")
+	}
+	d.SetSecurity(&dcsec.Config{Style: dcsec.FTPS, Level: dcsec.Private}) // TLS without peer authentication
+	if d.peerAllowed(s) {
+		t.Fatal("a foreign peer was allowed without peer authentication")
 	}
 }

@@ -310,8 +310,12 @@ func cmdSPOR(ctx context.Context, s *session, arg string) wire.Reply {
 // only to the control peer, and never to a privileged port.
 func (s *session) setActive(ctx context.Context, addrs []netip.AddrPort) wire.Reply {
 	peer := remoteAddrPort(s.conn).Addr().Unmap()
+	// Bounce protection (RFC 2577) guards unauthenticated data channels; a
+	// GSI data channel with DCAU authenticates its peer, so third-party
+	// transfers between servers work there.
+	authenticated := s.sec == secGSI && s.dcau != 'N'
 	for _, ap := range addrs {
-		if !s.cfg.AllowForeignDataAddress {
+		if !s.cfg.AllowForeignDataAddress && !authenticated {
 			if ap.Addr().Unmap() != peer {
 				s.log.Warn("refused PORT to a foreign host", "addr", ap)
 				return ok(501, "Illegal PORT command: the data address must be the client's own (%s).", peer)
