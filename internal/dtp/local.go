@@ -352,15 +352,11 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 	if req.Mode == xfer.ModeEBlock {
 		return d.sendEBlock(ctx, req, src, notify)
 	}
-	conn, sec, err := d.open(ctx)
+	ctx, conn, sec, done, err := d.openStream(ctx, notify)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
+	defer done()
 	// Zero-copy sends count nothing themselves: markers read the kernel's
 	// counter. A TLS connection has no zero-copy path and counts its
 	// plaintext (the kernel would count the records' overhead too).
@@ -395,16 +391,30 @@ func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, 
 	if req.Mode == xfer.ModeEBlock {
 		return d.receiveEBlock(ctx, req, dst, notify)
 	}
-	conn, _, err := d.open(ctx)
+	ctx, conn, _, done, err := d.openStream(ctx, notify)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
+	defer done()
+	return receiveStream(ctx, conn, req, dst)
+}
+
+// openStream opens a stream-mode data connection, reports the start and
+// watches the connection for stalls; done releases all of it. The returned
+// context is cancelled by the stall watchdog.
+func (d *Local) openStream(ctx context.Context, notify func(xfer.Event)) (context.Context, net.Conn, *dcsec.Config, func(), error) {
+	conn, sec, err := d.open(ctx)
+	if err != nil {
+		return ctx, nil, nil, nil, err
+	}
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })()
-	return receiveStream(ctx, conn, req, dst)
+	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })
+	return ctx, conn, sec, func() {
+		stopWatch()
+		cancel(nil)
+		conn.Close()
+	}, nil
 }
 
 // countingWriter counts the bytes written through it.

@@ -202,7 +202,7 @@ var siteTable map[string]cmdSpec
 func init() {
 	siteTable = map[string]cmdSpec{
 		"CHMOD":      {run: siteCHMOD, login: true, arg: argRequired, help: "SITE CHMOD <sp> mode <sp> pathname"},
-		"UTIME":      {run: siteUTIME, login: true, arg: argRequired, help: "SITE UTIME <sp> YYYYMMDDHHMMSS <sp> pathname"},
+		"UTIME":      {run: cmdMFMT /* MFMT's arguments */, login: true, arg: argRequired, help: "SITE UTIME <sp> YYYYMMDDHHMMSS <sp> pathname"},
 		"HELP":       {run: func(context.Context, *session, string) wire.Reply { return siteHelp() }, help: "SITE HELP"},
 		"VERSION":    {run: siteVERSION, arg: argNone, help: "SITE VERSION"},
 		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
@@ -294,18 +294,6 @@ func fileMode(m uint64) fs.FileMode {
 		fm |= fs.ModeSticky
 	}
 	return fm
-}
-
-func siteUTIME(ctx context.Context, s *session, arg string) wire.Reply {
-	f := wire.SplitArgs(arg, 2)
-	if len(f) != 2 {
-		return ok(501, "Invalid command arguments.")
-	}
-	t, err := wire.ParseTime(f[0])
-	if err != nil {
-		return ok(501, "Invalid command arguments.")
-	}
-	return s.setTime(ctx, t, f[1])
 }
 
 // baseName is the name a listing shows for p.
