@@ -74,6 +74,7 @@ func TestGlobusURLCopyGSI(t *testing.T) {
 		{"dcsafe", []string{"-dcsafe"}, nil},
 		{"dcpriv", []string{"-dcpriv"}, nil},
 		{"p4-dcpriv", []string{"-p", "4", "-dcpriv"}, nil},
+		{"verify-checksum", []string{"-verify-checksum"}, nil},
 		{"tls12-p2-dcpriv", []string{"-p", "2", "-dcpriv"}, []string{"GLOBUS_GSSAPI_MAX_TLS_PROTOCOL=TLS1_2_VERSION"}},
 	}
 	for pname, proxy := range proxies {
@@ -91,6 +92,26 @@ func TestGlobusURLCopyGSI(t *testing.T) {
 				up := "/up-" + pname + tc.name
 				guc("file://"+got, url+up)
 				sameFile(t, filepath.Join(root, up), want)
+			})
+		}
+	}
+}
+
+// TestGlobusURLCopyGSIThirdParty: globus-url-copy steers a copy between
+// two Ferry GSI servers; with DCAU A both present the user's delegated proxy.
+func TestGlobusURLCopyGSIThirdParty(t *testing.T) {
+	p := newPKI(t)
+	rootA, rootB := t.TempDir(), t.TempDir()
+	a, b := gsiServer(t, p, rootA), gsiServer(t, p, rootB)
+	want := writeRandom(t, filepath.Join(rootA, "tp.bin"), 9<<20+1, 13)
+	for pname, proxy := range map[string]string{"grid-proxy-init": p.gctProxy(t), "ferry-proxy": p.ferryProxy(t)} {
+		for _, flags := range [][]string{nil, {"-p", "4"}, {"-p", "2", "-dcpriv"}, {"-nodcau"}} {
+			name := pname + strings.Join(flags, "")
+			t.Run(name, func(t *testing.T) {
+				args := append([]string{"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + filepath.Join(p.dir, "certificates"), "globus-url-copy"}, flags...)
+				args = append(args, "gsiftp://"+a.addr+"/tp.bin", "gsiftp://"+b.addr+"/"+name)
+				mustRun(t, "", "", "env", args...)
+				sameFile(t, filepath.Join(rootB, name), want)
 			})
 		}
 	}
