@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,16 @@ gct, raw, ferry, gct, raw, ...), -reps times per workload and parallelism.
 It prints a Markdown table of the median and range of the throughput and
 the CPU time and peak RSS of each client and server; progress goes to
 stderr. It takes minutes at the default size.
+
+The gsi workload (not in the default set) makes a test PKI, a proxy and a
+grid-mapfile in the scratch directory, starts GSI servers (ferry serve with
+-cert/-gridmap and null storage; GCT's server with the host credential),
+times -logins logins to each with Ferry's client library, without and with
+delegation, and then measures memory-to-memory throughput over gsiftp://
+with DCAU A and PROT C (row gsi-dcau) and with PROT P (-dcpriv, row
+gsi-prot-p). As root it maps the user to the local account ferrygsi,
+created with useradd if missing. For example:
+  ferry bench loopback -workloads gsi -impls ferry,gct -p 1,4 -size 2G
 `
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -41,12 +52,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
 	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
-	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file)")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P)")
 	impls := fs.String("impls", "ferry,gct,raw", "comma-separated implementations: ferry, gct, raw (iperf3; mem only)")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	dir := fs.String("dir", "", "`DIR` to make the scratch directory in; the scratch directory is removed at the end (default: the system's temp dir)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each client run")
 	csvFile := fs.String("csv", "", "also write every run to `FILE` as CSV")
+	logins := fs.Int("logins", 20, "gsi: timed logins per server, without and with delegation")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +82,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *timeout <= 0 {
 		return usagef("-timeout must be positive")
 	}
+	if *logins < 1 {
+		return usagef("-logins must be at least 1")
+	}
+	cfg.Logins = *logins
 	for _, w := range splitList(*workloads) {
+		if !slices.Contains(bench.Workloads, bench.Workload(w)) {
+			return usagef("-workloads: unknown workload %q (mem, disk, gsi)", w)
+		}
 		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
 	}
 	for _, i := range splitList(*impls) {

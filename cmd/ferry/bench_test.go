@@ -13,10 +13,12 @@ import (
 	"time"
 )
 
-// TestBenchLoopback runs "ferry bench loopback" once at a small size (runs
-// of a few milliseconds could end between two samples of their peak RSS) against
-// a freshly built ferry binary, the installed GCT and iperf3. It checks
-// that the harness works and reports every row; it measures nothing.
+// TestBenchLoopback runs "ferry bench loopback" once at a small size, with
+// every workload (gsi too), against a freshly built ferry binary, the
+// installed GCT and iperf3. It checks that the harness works and reports
+// every row; it measures nothing. A peak RSS may be "?" (unknown): on a
+// loaded machine a run of a few tens of milliseconds can end before the
+// first sample of its client's memory.
 func TestBenchLoopback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ferry and starts GCT and iperf3")
@@ -31,17 +33,23 @@ func TestBenchLoopback(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	code := runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}, []string{
-		"bench", "loopback", "-ferry", bin, "-size", "32M", "-p", "1,2", "-reps", "1", "-timeout", "1m", "-csv", csvFile})
+		"bench", "loopback", "-ferry", bin, "-size", "32M", "-p", "1,2", "-reps", "1", "-timeout", "1m", "-csv", csvFile,
+		"-workloads", "mem,disk,gsi", "-logins", "2"})
 	t.Logf("stderr:\n%s", stderr.String())
 	t.Logf("stdout:\n%s", stdout.String())
 	if code != 0 {
 		t.Fatalf("exit status %d", code)
 	}
 
+	// The main table comes first; the GSI login table follows.
+	main, logins, ok := strings.Cut(stdout.String(), "#### GSI login")
+	if !ok {
+		t.Fatalf("no GSI login table")
+	}
 	rows := map[string][]string{}
 	var header []string
-	for _, l := range strings.Split(stdout.String(), "\n") {
-		if !strings.HasPrefix(l, "| ") {
+	for _, l := range strings.Split(main, "\n") {
+		if !strings.HasPrefix(l, "| ") || strings.HasPrefix(l, "| --") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(l, "| "), " | ")
@@ -57,7 +65,7 @@ func TestBenchLoopback(t *testing.T) {
 	if len(header) != 13 {
 		t.Fatalf("header %q: want 13 columns", header)
 	}
-	for _, key := range []string{"mem 1", "mem 2", "disk 1", "disk 2"} {
+	for _, key := range []string{"mem 1", "mem 2", "disk 1", "disk 2", "gsi-dcau 1", "gsi-dcau 2", "gsi-prot-p 1", "gsi-prot-p 2"} {
 		r, ok := rows[key]
 		if !ok {
 			t.Errorf("no row %q", key)
@@ -66,20 +74,35 @@ func TestBenchLoopback(t *testing.T) {
 		for i, h := range header[2:] {
 			c := r[2+i]
 			if c == "n/a" {
-				if !strings.HasPrefix(key, "disk") || !strings.Contains(h, "raw") {
+				if strings.HasPrefix(key, "mem") || !strings.Contains(h, "raw") {
 					t.Errorf("row %q: %s is n/a", key, h)
 				}
 				continue
 			}
-			// "12.34 (…)", "0.48", "0.15+0.30", "10/30": every number is
-			// positive except CPU seconds, which can round to zero.
-			for _, f := range strings.FieldsFunc(c, func(r rune) bool { return strings.ContainsRune(" ()–+/", r) }) {
-				v, err := strconv.ParseFloat(f, 64)
-				if err != nil || v < 0 || v == 0 && !strings.Contains(h, "CPU") {
-					t.Errorf("row %q: %s = %q: implausible", key, h, c)
-				}
-			}
+			checkNumbers(t, key, h, c)
 		}
+	}
+	if len(rows) != 8 {
+		t.Errorf("%d rows, want 8", len(rows))
+	}
+
+	var loginRows int
+	for _, l := range strings.Split(logins, "\n") {
+		cells := strings.Split(strings.Trim(l, "| "), " | ")
+		if !strings.HasPrefix(l, "| with") {
+			continue
+		}
+		loginRows++
+		if len(cells) != 4 { // login, Ferry, GCT, GCT/Ferry
+			t.Errorf("login row with %d cells, want 4: %s", len(cells), l)
+			continue
+		}
+		for _, c := range cells[1:] {
+			checkNumbers(t, cells[0], "login ms", c)
+		}
+	}
+	if loginRows != 2 {
+		t.Errorf("%d login rows, want 2 (without and with delegation):\n%s", loginRows, logins)
 	}
 
 	f, err := os.Open(csvFile)
@@ -91,9 +114,26 @@ func TestBenchLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2 p × (mem: ferry, gct, raw; disk: ferry, gct), one run each.
-	if len(recs) != 1+10 {
-		t.Errorf("%d CSV records, want a header and 10", len(recs))
+	// 2 p × (mem: ferry, gct, raw; disk: ferry, gct; gsi-dcau, gsi-prot-p:
+	// ferry, gct), one run each, and 2 × 2 logins per server.
+	if want := 2*(3+2+2+2) + 2*2*2; len(recs) != 1+want {
+		t.Errorf("%d CSV records, want a header and %d", len(recs), want)
+	}
+}
+
+// checkNumbers checks the numbers of a table cell: "12.34 (…)", "0.48",
+// "0.15+0.30", "10/30". Every number is positive except CPU seconds,
+// which can round to zero; a peak RSS may be "?" (unknown), nothing else.
+func checkNumbers(t *testing.T, row, column, cell string) {
+	t.Helper()
+	for _, f := range strings.FieldsFunc(cell, func(r rune) bool { return strings.ContainsRune(" ()–+/", r) }) {
+		if f == "?" && strings.Contains(column, "RSS") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v < 0 || v == 0 && !strings.Contains(column, "CPU") {
+			t.Errorf("row %q: %s = %q: implausible", row, column, cell)
+		}
 	}
 }
 
@@ -107,6 +147,8 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "loopback", "-p", "0"},
 		{"bench", "loopback", "-p", "1,x"},
 		{"bench", "loopback", "-reps", "0"},
+		{"bench", "loopback", "-logins", "0"},
+		{"bench", "loopback", "-workloads", "gsi-dcau"},
 		{"bench", "loopback", "extra"},
 	} {
 		var stderr bytes.Buffer

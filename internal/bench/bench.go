@@ -18,11 +18,42 @@ import (
 // Workload is what a run moves.
 type Workload string
 
-// The workloads.
+// The workloads a Config selects.
 const (
 	Mem  Workload = "mem"  // memory to memory: zeros to /dev/null
 	Disk Workload = "disk" // a page-cached file to a new local file
+	// GSI is the secured cases, over gsiftp:// with a test PKI: the GSI
+	// login time (rows GSILogin, GSILoginDeleg) and memory-to-memory
+	// throughput with authenticated data channels (rows GSIDCAU,
+	// GSIPriv).
+	GSI Workload = "gsi"
 )
+
+// The rows of the GSI workload: a Sample's Workload is one of these, never
+// GSI itself.
+const (
+	GSIDCAU       Workload = "gsi-dcau"        // DCAU A, PROT C: authenticated, clear data channels
+	GSIPriv       Workload = "gsi-prot-p"      // DCAU A, PROT P (-dcpriv): encrypted data channels
+	GSILogin      Workload = "gsi-login"       // connect to 230, without delegation
+	GSILoginDeleg Workload = "gsi-login-deleg" // connect to 230, with delegation
+)
+
+// rows returns the throughput rows of workload w, in report order.
+func (w Workload) rows() []Workload {
+	if w == GSI {
+		return []Workload{GSIDCAU, GSIPriv}
+	}
+	return []Workload{w}
+}
+
+// gsi reports whether w is the GSI workload or one of its rows.
+func (w Workload) gsi() bool {
+	switch w {
+	case GSI, GSIDCAU, GSIPriv, GSILogin, GSILoginDeleg:
+		return true
+	}
+	return false
+}
 
 // Impl is the software that moves the bytes.
 type Impl string
@@ -34,14 +65,15 @@ const (
 	Raw   Impl = "raw"   // iperf3: the raw TCP ceiling (mem only)
 )
 
-// Workloads and Impls list the known values in report order.
+// Workloads and Impls list the known values in report order. The default
+// run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk}
+	Workloads = []Workload{Mem, Disk, GSI}
 	Impls     = []Impl{Ferry, GCT, Raw}
 )
 
-// Applies reports whether impl has a run for workload: raw TCP has no
-// disk-to-disk run.
+// Applies reports whether impl has a run for workload: raw TCP has only
+// the memory-to-memory run.
 func (i Impl) Applies(w Workload) bool { return i != Raw || w == Mem }
 
 // Config says what to measure. Size, Ferry and at least one entry of each
@@ -62,19 +94,25 @@ type Config struct {
 	// Timeout bounds each client run; 0 means 10 minutes.
 	Timeout time.Duration
 
+	// Logins is how many GSI logins are timed per implementation, with
+	// and without delegation (workload GSI); 0 means 20.
+	Logins int
+
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
 }
 
 // Sample is the measurement of one run.
 type Sample struct {
-	Workload Workload
+	Workload Workload // a row: never GSI, but GSIDCAU, GSILogin...
 	Impl     Impl
-	P        int // parallelism
-	Rep      int // 1-based repetition
+	P        int // parallelism; 0 for a login
+	Rep      int // 1-based repetition (for a login: the login's number)
 	Bytes    int64
 
-	// Wall is the client process's time from start to exit.
+	// Wall is the client process's time from start to exit. For a login
+	// (GSILogin, GSILoginDeleg), which moves no bytes, it is the time from
+	// connect to the 230 reply, and every other field is zero.
 	Wall time.Duration
 	// Gbps is the throughput in Gbit/s (10^9): Bytes over Wall, except
 	// for raw TCP, where it is the rate iperf3's sender reports (from the
@@ -83,7 +121,10 @@ type Sample struct {
 	Gbps float64
 
 	ClientCPU, ServerCPU time.Duration // user + system time
-	ClientRSS, ServerRSS int64         // peak resident set, bytes
+	// ClientRSS and ServerRSS are the peak resident sets in bytes, or -1
+	// when unknown: a process so short-lived that it ended before its
+	// first sample (see the package documentation).
+	ClientRSS, ServerRSS int64
 }
 
 // Paths of the GCT programs; LookPath is tried first.
@@ -109,7 +150,8 @@ type runner struct {
 	dest    string // destinations of the disk runs
 	source  string // served/sourceName, once written
 
-	servers map[string]*server // by role: "ferry-null", "ferry-posix", "gct"
+	servers map[string]*server // by role: "ferry-mem", "ferry-disk", "ferry-gsi", "gct", "gct-gsi"
+	gsi     *gsiSetup          // the GSI workload's PKI, once made
 }
 
 // Run measures every (workload, parallelism, implementation) cfg selects,
@@ -144,24 +186,36 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 				return samples, err
 			}
 		}
-		for _, p := range cfg.Parallel {
-			for rep := 1; rep <= cfg.Reps; rep++ {
-				for _, impl := range cfg.Impls {
-					if !impl.Applies(w) {
-						continue
+		if w == GSI {
+			if err := r.makeGSI(); err != nil {
+				return samples, err
+			}
+			logins, err := r.logins(ctx)
+			samples = append(samples, logins...)
+			if err != nil {
+				return samples, err
+			}
+		}
+		for _, row := range w.rows() {
+			for _, p := range cfg.Parallel {
+				for rep := 1; rep <= cfg.Reps; rep++ {
+					for _, impl := range cfg.Impls {
+						if !impl.Applies(row) {
+							continue
+						}
+						if err := context.Cause(ctx); ctx.Err() != nil {
+							return samples, err
+						}
+						s, err := r.run(ctx, row, impl, p)
+						if err != nil {
+							return samples, fmt.Errorf("%s p=%d run %d %s: %w", row, p, rep, impl, err)
+						}
+						s.Rep = rep
+						samples = append(samples, s)
+						fmt.Fprintf(r.progress, "bench: %-10s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %s/%s MiB\n",
+							row, p, rep, cfg.Reps, impl, s.Gbps, s.Wall.Seconds(), s.ClientCPU.Seconds(), s.ServerCPU.Seconds(),
+							rssMiB(s.ClientRSS), rssMiB(s.ServerRSS))
 					}
-					if err := context.Cause(ctx); ctx.Err() != nil {
-						return samples, err
-					}
-					s, err := r.run(ctx, w, impl, p)
-					if err != nil {
-						return samples, fmt.Errorf("%s p=%d run %d %s: %w", w, p, rep, impl, err)
-					}
-					s.Rep = rep
-					samples = append(samples, s)
-					fmt.Fprintf(r.progress, "bench: %-4s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %.0f/%.0f MiB\n",
-						w, p, rep, cfg.Reps, impl, s.Gbps, s.Wall.Seconds(), s.ClientCPU.Seconds(), s.ServerCPU.Seconds(),
-						mib(s.ClientRSS), mib(s.ServerRSS))
 				}
 			}
 		}
@@ -176,8 +230,8 @@ func (c *Config) fill() error {
 		return errors.New("bench: Size must be positive")
 	case len(c.Parallel) == 0 || len(c.Workloads) == 0 || len(c.Impls) == 0:
 		return errors.New("bench: no parallelism, workload or implementation selected")
-	case c.Reps < 0:
-		return errors.New("bench: Reps must not be negative")
+	case c.Reps < 0 || c.Logins < 0:
+		return errors.New("bench: Reps and Logins must not be negative")
 	}
 	for _, p := range c.Parallel {
 		if p < 1 || p > 64 {
@@ -186,7 +240,7 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk)", w)
+			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi)", w)
 		}
 	}
 	for _, i := range c.Impls {
@@ -202,6 +256,9 @@ func (c *Config) fill() error {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Minute
+	}
+	if c.Logins == 0 {
+		c.Logins = 20
 	}
 	return nil
 }
@@ -388,6 +445,14 @@ func gbps(n int64, d time.Duration) float64 {
 
 // mib returns n bytes in MiB.
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// rssMiB renders a peak RSS in MiB: "?" when unknown (negative).
+func rssMiB(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f", mib(n))
+}
 
 // itoa is strconv.Itoa, for argument lists.
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -4,13 +4,23 @@
 // globus-url-copy) and with raw TCP (iperf3, the ceiling), and reports
 // throughput, CPU time and peak memory of both ends.
 //
-// Two workloads are measured:
+// Three workloads are measured:
 //
 //	mem   memory to memory: Ferry's null storage (a path named like a size
 //	      reads as zeros) and GCT's /dev/zero, both written to /dev/null;
 //	      iperf3 for raw TCP
 //	disk  a page-cached random file in a served directory, copied to a new
 //	      local file that is removed after each run; no raw TCP row
+//	gsi   the secured cases, over gsiftp:// (not in the CLI's default set):
+//	      a test PKI, a proxy and a grid-mapfile are made in the scratch
+//	      directory and GSI servers started (ferry serve -cert -gridmap
+//	      with null storage; GCT's server with the host credential, as
+//	      root mapping to the local account ferrygsi); then the login time
+//	      (connect to 230) of each server is timed with Ferry's client
+//	      library, without and with delegation (rows gsi-login,
+//	      gsi-login-deleg, a table of their own), and mem is measured with
+//	      DCAU A and PROT C (row gsi-dcau) and with PROT P (-dcpriv, row
+//	      gsi-prot-p); no raw TCP row
 //
 // Each (workload, parallelism) cell runs every implementation in turn,
 // ferry, gct, raw, ferry, gct, raw, ..., so that drift in the machine's
@@ -27,7 +37,10 @@
 // process per session that its master reaps, so the children's time lands
 // in cutime/cstime); peak RSS from VmHWM in /proc/PID/status, reset
 // through /proc/PID/clear_refs for Ferry's long-lived server and sampled
-// every 20 ms for clients, GCT's session processes and iperf3's server.
-// (wait4's ru_maxrss is no use: Go starts programs with a vfork-style
-// clone, and exec charges the parent's peak to the child.)
+// every 20 ms for clients, GCT's session processes and iperf3's server,
+// starting right after the exec. A child that ends before its first sample
+// (a short run on a loaded machine) falls back to wait4's ru_maxrss, but
+// only when that exceeds the benchmark's own peak: Go starts programs with
+// a vfork-style clone, and exec charges the parent's peak to the child.
+// Otherwise the peak is unknown (-1 in a Sample, "?" in the table).
 package bench

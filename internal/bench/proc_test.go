@@ -120,3 +120,32 @@ func TestProcSelf(t *testing.T) {
 		t.Errorf("resetPeak(child): %v", err)
 	}
 }
+
+// TestPeakOf: a sampled peak wins; without one, wait4's ru_maxrss counts
+// only when it exceeds this process's own peak, which exec hands down.
+func TestPeakOf(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	self := selfPeak()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if self <= 0 {
+		t.Fatalf("selfPeak = %d", self)
+	}
+	if got := peakOf(5<<20, cmd.ProcessState, self); got != 5<<20 {
+		t.Errorf("peakOf(sampled) = %d, want the sample", got)
+	}
+	// "true" is far smaller than this process: its ru_maxrss is ours.
+	if got := peakOf(0, cmd.ProcessState, self); got != rssUnknown {
+		t.Errorf("peakOf(no sample) = %d, want unknown", got)
+	}
+	if got := peakOf(0, cmd.ProcessState, 1); got <= inheritSlack {
+		t.Errorf("peakOf(no sample, tiny self) = %d, want ru_maxrss", got)
+	}
+	if got := peakOf(0, nil, self); got != rssUnknown {
+		t.Errorf("peakOf(no state) = %d, want unknown", got)
+	}
+}

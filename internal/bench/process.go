@@ -33,25 +33,64 @@ func command(ctx context.Context, path string, args ...string) *exec.Cmd {
 type usage struct {
 	wall time.Duration // from Start to the end of Wait
 	cpu  time.Duration // user + system, from wait4
-	rss  int64         // peak RSS in bytes, sampled (see peakWatch)
+	rss  int64         // peak RSS in bytes (see peakOf); rssUnknown if not known
 }
 
+// rssUnknown is a peak RSS that could not be measured: the process ended
+// before the first sample and wait4 could not tell either (see peakOf).
+const rssUnknown = -1
+
 // usageOf reads the CPU time of an ended process.
-//
-// Its peak RSS is not taken from wait4: Go starts programs with
-// vfork-style clone, and exec records the high-water mark of the shared
-// (parent's) memory in the child's ru_maxrss, so a client could never
-// report less than this benchmark process uses.
 func usageOf(ps *os.ProcessState, wall time.Duration) usage {
 	return usage{wall: wall, cpu: ps.UserTime() + ps.SystemTime()}
 }
 
+// inheritSlack is how much above the benchmark's own peak RSS a child's
+// ru_maxrss must be before it is taken as the child's own (the kernel's
+// RSS counters are summed lazily, per CPU).
+const inheritSlack = 2 << 20
+
+// peakOf returns the peak RSS of a child process that this process has
+// reaped: the sampled peak when a sample saw the process alive, else its
+// ru_maxrss from wait4 if that is certainly its own, else rssUnknown.
+//
+// A fast child can exit (and a zombie has no memory lines) before the
+// first sample is read, on a loaded machine even a run of 100 ms. wait4's
+// ru_maxrss is the fallback only: Go starts programs with a vfork-style
+// clone, and exec records the high-water mark of the memory it replaces,
+// the benchmark's own, in the child's ru_maxrss. So ru_maxrss is the
+// child's own peak only when it exceeds selfHWM, the benchmark's VmHWM
+// read after the child was started (after its exec); otherwise the child's
+// peak is at most selfHWM, but not known.
+func peakOf(sampled int64, ps *os.ProcessState, selfHWM int64) int64 {
+	if sampled > 0 {
+		return sampled
+	}
+	if ps != nil && selfHWM > 0 {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru.Maxrss<<10 > selfHWM+inheritSlack {
+			return ru.Maxrss << 10
+		}
+	}
+	return rssUnknown
+}
+
+// selfPeak returns this process's VmHWM, or 0 if it cannot be read.
+func selfPeak() int64 {
+	m, err := readMem(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return m.peak()
+}
+
 // runClient runs path with args, bounded by timeout, and returns its
-// usage and standard output. A failure carries the end of its stderr.
-func runClient(parent context.Context, timeout time.Duration, path string, args ...string) (usage, []byte, error) {
+// usage and standard output. env, when not nil, is the environment. A
+// failure carries the end of its stderr.
+func runClient(parent context.Context, timeout time.Duration, env []string, path string, args ...string) (usage, []byte, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := command(ctx, path, args...)
+	cmd.Env = env
 	var stdout bytes.Buffer
 	stderr := &tail{}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
@@ -60,11 +99,13 @@ func runClient(parent context.Context, timeout time.Duration, path string, args 
 		return usage{}, nil, fmt.Errorf("bench: %w", err)
 	}
 	// Start returns once the program has been executed, so the first
-	// sample already sees the client's own memory.
+	// sample already sees the client's own memory (unless it has already
+	// exited: see peakOf).
 	watch := watchPeak(func() []int { return []int{cmd.Process.Pid} })
+	self := selfPeak()
 	err := cmd.Wait()
 	u := usageOf(cmd.ProcessState, time.Since(start))
-	u.rss = watch.stop()
+	u.rss = peakOf(watch.stop(), cmd.ProcessState, self)
 	if err != nil {
 		switch {
 		case parent.Err() != nil:
@@ -102,11 +143,13 @@ var listening = regexp.MustCompile(`Server listening at \S*:(\d+)\s`)
 // startTimeout bounds how long a server may take to report its port.
 const startTimeout = 30 * time.Second
 
-// startServer runs path with args in dir and waits for its "Server
-// listening at HOST:PORT" line. The caller must call stop.
-func startServer(ctx context.Context, name, dir, path string, args ...string) (*server, error) {
+// startServer runs path with args in dir, with environment env (nil: this
+// process's), and waits for its "Server listening at HOST:PORT" line. The
+// caller must call stop.
+func startServer(ctx context.Context, name, dir string, env []string, path string, args ...string) (*server, error) {
 	cmd := command(ctx, path, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	s := &server{name: name, cmd: cmd, log: &tail{}, exited: make(chan struct{})}
 	w := &portWatcher{w: s.log, found: make(chan int, 1)}
 	cmd.Stdout, cmd.Stderr = w, s.log

@@ -39,8 +39,13 @@ func summarize(samples []Sample, w Workload, impl Impl, p int) cell {
 		g = append(g, s.Gbps)
 		cc = append(cc, s.ClientCPU.Seconds())
 		sc = append(sc, s.ServerCPU.Seconds())
-		cr = append(cr, mib(s.ClientRSS))
-		sr = append(sr, mib(s.ServerRSS))
+		// An unknown peak RSS (negative) is left out of the summary.
+		if s.ClientRSS >= 0 {
+			cr = append(cr, mib(s.ClientRSS))
+		}
+		if s.ServerRSS >= 0 {
+			sr = append(sr, mib(s.ServerRSS))
+		}
 	}
 	return cell{Summarize(g), Summarize(cc), Summarize(sc), Summarize(cr), Summarize(sr)}
 }
@@ -59,6 +64,14 @@ func rate(s Summary) string {
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
 }
 
+// peakMiB renders a peak RSS summary's median: "?" without data.
+func peakMiB(s Summary) string {
+	if s.N == 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f", s.Median)
+}
+
 // ratio renders the ratio of two medians.
 func ratio(a, b Summary) string {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {
@@ -73,7 +86,9 @@ func ratio(a, b Summary) string {
 func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	reps := 0
 	for _, s := range samples {
-		reps = max(reps, s.Rep)
+		if s.Workload != GSILogin && s.Workload != GSILoginDeleg {
+			reps = max(reps, s.Rep)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ferry bench loopback: %s per run, %d run(s) per cell\n\n", FormatSize(cfg.Size), reps)
@@ -101,7 +116,11 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 		align = append(align, "--:")
 	}
 	row(&b, align)
-	for _, wl := range cfg.Workloads {
+	var rows []Workload
+	for _, w := range cfg.Workloads {
+		rows = append(rows, w.rows()...)
+	}
+	for _, wl := range rows {
 		for _, p := range cfg.Parallel {
 			cells := map[Impl]cell{}
 			for _, i := range cfg.Impls {
@@ -131,25 +150,113 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 					r = append(r, na)
 					continue
 				}
-				r = append(r, fmt.Sprintf("%.0f/%.0f", c.clientRSS.Median, c.serverRSS.Median))
+				r = append(r, peakMiB(c.clientRSS)+"/"+peakMiB(c.serverRSS))
 			}
 			row(&b, r)
 		}
 	}
+	hasGSI := slices.Contains(cfg.Workloads, GSI)
 	b.WriteString(`
 - mem: Ferry's null storage (a path named by the size reads as zeros) to ` + "`ferry cp … /dev/null`" + `; GCT's
   /dev/zero to ` + "`globus-url-copy -len SIZE … file:///dev/null`" + `; raw TCP is ` + "`iperf3 -P p -l 1M -n SIZE`" + `.
 - disk: a random file, in the page cache, copied to a new local file (removed after each run).
-- p = 1 is stream mode (MODE S; neither client gets -p); p > 1 is MODE E with p data connections (-p p).
+`)
+	if hasGSI {
+		b.WriteString(`- gsi-dcau, gsi-prot-p: mem over gsiftp:// with a test PKI, a proxy and a grid-mapfile (GSI servers: ` + "`ferry serve -storage null -cert … -gridmap …`" + `
+  and ` + "`globus-gridftp-server`" + ` as root, mapping to a local account); both clients delegate and use DCAU A;
+  gsi-dcau is PROT C (authenticated, clear data channels), gsi-prot-p is PROT P (` + "`-dcpriv`" + `: TLS-encrypted).
+`)
+	}
+	b.WriteString(`- p = 1 is stream mode (MODE S; neither client gets -p); p > 1 is MODE E with p data connections (-p p).
 - Gbit/s is 10^9 bit/s: bytes over the client process's wall time (start-up and login included); raw TCP
   is iperf3's sender rate (its receiver's summary misses the bytes in flight when the test ends).
 - CPU: user+system seconds, client from wait4, server from /proc/PID/stat across the run (GCT: its master
   plus the session processes it reaped).
 - Peak RSS: VmHWM from /proc. Ferry's server: read after the run, reset before it through clear_refs;
-  clients, iperf3's server and GCT's session processes: sampled every 20 ms (the largest value).
+  clients, iperf3's server and GCT's session processes: sampled every 20 ms (the largest value). A client or
+  iperf3 server that ended before its first sample: wait4's ru_maxrss when it exceeds the benchmark's own
+  peak (exec inherits that), else unknown; "?" when no run of the cell had a value.
 `)
+	if hasGSI {
+		writeLogins(&b, cfg, samples)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLogins writes the GSI login table: median and range of the login
+// times of each server, without and with delegation.
+func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
+	var impls []Impl
+	for _, i := range cfg.Impls {
+		if i.Applies(GSILogin) {
+			impls = append(impls, i)
+		}
+	}
+	if len(impls) == 0 {
+		return
+	}
+	n := 0
+	for _, s := range samples {
+		if s.Workload == GSILogin {
+			n = max(n, s.Rep)
+		}
+	}
+	fmt.Fprintf(b, "\n#### GSI login: connect to 230, ms, %d login(s) per cell\n\n", n)
+	head := []string{"login"}
+	for _, i := range impls {
+		head = append(head, i.label()+" server ms")
+	}
+	hasBoth := slices.Contains(impls, Ferry) && slices.Contains(impls, GCT)
+	if hasBoth {
+		head = append(head, "GCT/Ferry")
+	}
+	row(b, head)
+	align := []string{"---"}
+	for range head[1:] {
+		align = append(align, "--:")
+	}
+	row(b, align)
+	for _, wl := range []Workload{GSILogin, GSILoginDeleg} {
+		name := "without delegation"
+		if wl == GSILoginDeleg {
+			name = "with delegation"
+		}
+		r := []string{name}
+		times := map[Impl]Summary{}
+		for _, i := range impls {
+			var v []float64
+			for _, s := range samples {
+				if s.Workload == wl && s.Impl == i {
+					v = append(v, ms(s.Wall))
+				}
+			}
+			times[i] = Summarize(v)
+			r = append(r, loginTime(times[i]))
+		}
+		if hasBoth {
+			r = append(r, ratio(times[GCT], times[Ferry]))
+		}
+		row(b, r)
+	}
+	b.WriteString(`
+- The same client, Ferry's library (` + "`client.Dial`" + ` with GSI, then ` + "`USER :globus-mapping:`" + `), against each server:
+  the time from before the TCP connect to the 230 reply (TLS handshake, the ADAT round trips, the grid-mapfile
+  look-up and, for GCT, its fork of a session process). With delegation the server makes a key pair and the
+  client signs a proxy for it; without, the client sends '0' instead of 'D'. The servers' logins alternate,
+  after one untimed login each. GCT/Ferry above 1 means Ferry logs in faster.
+`)
+}
+
+// loginTime renders a login time summary in ms.
+func loginTime(s Summary) string {
+	switch {
+	case s.N == 0:
+		return na
+	case s.N == 1:
+		return fmt.Sprintf("%.1f", s.Median)
+	}
+	return fmt.Sprintf("%.1f (%.1f–%.1f)", s.Median, s.Min, s.Max)
 }
 
 // row writes one Markdown table row.
@@ -170,16 +277,24 @@ func host() string {
 var csvHeader = []string{"workload", "impl", "p", "rep", "bytes", "wall_s", "gbit_s",
 	"client_cpu_s", "server_cpu_s", "client_peak_rss_bytes", "server_peak_rss_bytes"}
 
-// WriteCSV writes every sample as a CSV record, after a header.
+// WriteCSV writes every sample as a CSV record, after a header. An
+// unknown peak RSS is an empty field; a GSI login's wall_s is its login
+// time, with p 0 and the other numbers 0.
 func WriteCSV(w io.Writer, samples []Sample) error {
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	rss := func(n int64) string { // empty when unknown
+		if n < 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
 	for _, s := range samples {
 		cw.Write([]string{string(s.Workload), string(s.Impl), strconv.Itoa(s.P), strconv.Itoa(s.Rep),
 			strconv.FormatInt(s.Bytes, 10), f(s.Wall.Seconds()), f(s.Gbps),
 			f(s.ClientCPU.Seconds()), f(s.ServerCPU.Seconds()),
-			strconv.FormatInt(s.ClientRSS, 10), strconv.FormatInt(s.ServerRSS, 10)})
+			rss(s.ClientRSS), rss(s.ServerRSS)})
 	}
 	cw.Flush()
 	return cw.Error()

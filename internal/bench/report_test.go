@@ -15,16 +15,18 @@ func fakeSamples(cfg Config) []Sample {
 	rates := map[Impl][2]float64{Ferry: {10, 14}, GCT: {4, 6}, Raw: {20, 30}}
 	var out []Sample
 	for _, w := range cfg.Workloads {
-		for _, p := range cfg.Parallel {
-			for rep := 1; rep <= 2; rep++ {
-				for _, i := range cfg.Impls {
-					if !i.Applies(w) {
-						continue
+		for _, w := range w.rows() {
+			for _, p := range cfg.Parallel {
+				for rep := 1; rep <= 2; rep++ {
+					for _, i := range cfg.Impls {
+						if !i.Applies(w) {
+							continue
+						}
+						out = append(out, Sample{Workload: w, Impl: i, P: p, Rep: rep, Bytes: cfg.Size,
+							Wall: time.Second, Gbps: rates[i][rep-1],
+							ClientCPU: time.Duration(rep) * 100 * time.Millisecond, ServerCPU: 300 * time.Millisecond,
+							ClientRSS: 10 << 20, ServerRSS: int64(rep) * 20 << 20})
 					}
-					out = append(out, Sample{Workload: w, Impl: i, P: p, Rep: rep, Bytes: cfg.Size,
-						Wall: time.Second, Gbps: rates[i][rep-1],
-						ClientCPU: time.Duration(rep) * 100 * time.Millisecond, ServerCPU: 300 * time.Millisecond,
-						ClientRSS: 10 << 20, ServerRSS: int64(rep) * 20 << 20})
 				}
 			}
 		}
@@ -33,7 +35,7 @@ func fakeSamples(cfg Config) []Sample {
 }
 
 func TestWriteTable(t *testing.T) {
-	cfg := Config{Size: 4 << 30, Parallel: []int{1, 4}, Workloads: Workloads, Impls: Impls}
+	cfg := Config{Size: 4 << 30, Parallel: []int{1, 4}, Workloads: []Workload{Mem, Disk}, Impls: Impls}
 	var b bytes.Buffer
 	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
 		t.Fatal(err)
@@ -87,8 +89,56 @@ func TestWriteTableSubset(t *testing.T) {
 	}
 }
 
+func TestWriteTableGSI(t *testing.T) {
+	cfg := Config{Size: 1 << 30, Parallel: []int{4}, Workloads: []Workload{GSI}, Impls: Impls}
+	samples := fakeSamples(cfg)
+	// Unknown peaks are left out of the medians; a cell without any is "?".
+	samples[0].ServerRSS = rssUnknown // gsi-dcau ferry rep 1
+	for i := range samples {
+		if samples[i].Workload == GSIPriv && samples[i].Impl == GCT {
+			samples[i].ClientRSS = rssUnknown
+		}
+	}
+	for rep, ms := range []time.Duration{10, 30, 20} {
+		for _, w := range []Workload{GSILogin, GSILoginDeleg} {
+			samples = append(samples,
+				Sample{Workload: w, Impl: Ferry, Rep: rep + 1, Wall: ms * time.Millisecond},
+				Sample{Workload: w, Impl: GCT, Rep: rep + 1, Wall: 2 * ms * time.Millisecond})
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, samples); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("\n%s", out)
+	for _, want := range []string{
+		"1G per run, 2 run(s) per cell",
+		"| gsi-dcau | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/40 | 10/30 | n/a |",
+		"| gsi-prot-p | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | ?/30 | n/a |",
+		"GSI login: connect to 230, ms, 3 login(s) per cell",
+		"| login | Ferry server ms | GCT server ms | GCT/Ferry |",
+		"| without delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 |",
+		"| with delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	var csvOut bytes.Buffer
+	if err := WriteCSV(&csvOut, samples); err != nil {
+		t.Fatal(err)
+	}
+	if want := "gsi-dcau,ferry,4,1,1073741824,1.000000,10.000000,0.100000,0.300000,10485760,\n"; !strings.Contains(csvOut.String(), want) {
+		t.Errorf("CSV has no record %q:\n%s", want, csvOut.String())
+	}
+	if want := "gsi-login-deleg,gct,0,3,0,0.040000,0.000000,"; !strings.Contains(csvOut.String(), want) {
+		t.Errorf("CSV has no record %q:\n%s", want, csvOut.String())
+	}
+}
+
 func TestWriteCSV(t *testing.T) {
-	cfg := Config{Size: 1 << 20, Parallel: []int{1, 8}, Workloads: Workloads, Impls: Impls}
+	cfg := Config{Size: 1 << 20, Parallel: []int{1, 8}, Workloads: []Workload{Mem, Disk}, Impls: Impls}
 	samples := fakeSamples(cfg)
 	var b bytes.Buffer
 	if err := WriteCSV(&b, samples); err != nil {

@@ -28,7 +28,7 @@ func TestRunReference(t *testing.T) {
 	}
 	var progress bytes.Buffer
 	cfg := Config{Size: 32 << 20, Parallel: []int{1, 2}, Reps: 1, Workloads: Workloads,
-		Impls: []Impl{GCT, Raw}, Dir: dir, Timeout: time.Minute, Progress: &progress}
+		Impls: []Impl{GCT, Raw}, Dir: dir, Timeout: time.Minute, Logins: 2, Progress: &progress}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	samples, err := Run(ctx, cfg)
@@ -36,18 +36,12 @@ func TestRunReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// mem: gct and raw; disk: gct only; each at 2 p. Below some tens of
-	// milliseconds a run can end between two samples of its peak RSS, so
-	// the size is not smaller.
-	if want := 2*2 + 2; len(samples) != want {
+	// mem: gct and raw; disk: gct only; each at 2 p; gsi: 2 rows of gct
+	// at 2 p, and 2 logins with and without delegation.
+	if want := 2*2 + 2 + 2*2 + 2*2; len(samples) != want {
 		t.Fatalf("%d samples, want %d", len(samples), want)
 	}
-	for _, s := range samples {
-		if s.Gbps <= 0 || s.Wall <= 0 || s.ClientRSS <= 0 || s.ServerRSS <= 0 || s.ClientCPU < 0 || s.ServerCPU < 0 ||
-			s.Bytes != cfg.Size {
-			t.Errorf("implausible sample %+v", s)
-		}
-	}
+	checkSamples(t, cfg, samples)
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Errorf("scratch left behind in %s: %v %v", dir, ents, err)
 	}
@@ -58,11 +52,34 @@ func TestRunReference(t *testing.T) {
 	t.Logf("\n%s", b.String())
 }
 
+// checkSamples checks what cannot fail by timing: every number positive
+// (CPU times may round to zero), a peak RSS known or unknown (-1: the
+// process ended before its first sample on a loaded machine) but never 0,
+// logins with a time and nothing else.
+func checkSamples(t *testing.T, cfg Config, samples []Sample) {
+	t.Helper()
+	rssOK := func(n int64) bool { return n > 0 || n == rssUnknown }
+	for _, s := range samples {
+		if s.Workload == GSILogin || s.Workload == GSILoginDeleg {
+			if s.Wall <= 0 || s.Wall > loginTimeout || s.Rep < 1 || s.Rep > cfg.Logins || s.Gbps != 0 || s.Bytes != 0 {
+				t.Errorf("implausible login %+v", s)
+			}
+			continue
+		}
+		if s.Gbps <= 0 || s.Wall <= 0 || !rssOK(s.ClientRSS) || !rssOK(s.ServerRSS) || s.ClientCPU < 0 || s.ServerCPU < 0 ||
+			s.Bytes != cfg.Size || s.Workload == GSI {
+			t.Errorf("implausible sample %+v", s)
+		}
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]Config{
 		"no size":       {Parallel: []int{1}, Workloads: Workloads, Impls: Impls, Ferry: "x"},
 		"bad p":         {Size: 1, Parallel: []int{0}, Workloads: Workloads, Impls: Impls, Ferry: "x"},
+		"bad logins":    {Size: 1, Parallel: []int{1}, Workloads: Workloads, Impls: Impls, Ferry: "x", Logins: -1},
+		"gsi row":       {Size: 1, Parallel: []int{1}, Workloads: []Workload{GSIPriv}, Impls: Impls, Ferry: "x"},
 		"bad workload":  {Size: 1, Parallel: []int{1}, Workloads: []Workload{"tape"}, Impls: Impls, Ferry: "x"},
 		"bad impl":      {Size: 1, Parallel: []int{1}, Workloads: Workloads, Impls: []Impl{"scp"}, Ferry: "x"},
 		"twice":         {Size: 1, Parallel: []int{1, 1}, Workloads: Workloads, Impls: Impls, Ferry: "x"},

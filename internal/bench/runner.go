@@ -47,8 +47,18 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	if err := srv.alive(); err != nil {
 		return err
 	}
-	base := "ftp://" + net.JoinHostPort("127.0.0.1", itoa(srv.port))
+	scheme, env := "ftp", []string(nil)
+	if s.Workload.gsi() {
+		scheme, env = "gsiftp", r.gsi.clientEnv()
+	}
+	base := scheme + "://" + net.JoinHostPort("127.0.0.1", itoa(srv.port))
 	size := strconv.FormatInt(s.Bytes, 10)
+	// Both clients delegate and ask for DCAU A by default; -dcpriv adds
+	// PBSZ and PROT P.
+	var sec []string
+	if s.Workload == GSIPriv {
+		sec = []string{"-dcpriv"}
+	}
 	var dest string
 	if s.Workload == Disk {
 		dest = filepath.Join(r.dest, fmt.Sprintf("%s-p%d.dat", s.Impl, s.P))
@@ -64,7 +74,8 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 		if s.P > 1 {
 			args = append(args, "-p", itoa(s.P))
 		}
-		if s.Workload == Mem {
+		args = append(args, sec...)
+		if s.Workload != Disk {
 			args = append(args, base+"/"+size, os.DevNull)
 		} else {
 			args = append(args, base+"/"+sourceName, dest)
@@ -74,7 +85,8 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 		if s.P > 1 {
 			args = append(args, "-p", itoa(s.P))
 		}
-		if s.Workload == Mem {
+		args = append(args, sec...)
+		if s.Workload != Disk {
 			args = append(args, "-len", size, base+"/dev/zero", "file://"+os.DevNull)
 		} else {
 			args = append(args, base+r.source, "file://"+dest)
@@ -84,7 +96,7 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	if err != nil {
 		return err
 	}
-	u, _, cerr := runClient(ctx, r.cfg.Timeout, path, args...)
+	u, _, cerr := runClient(ctx, r.cfg.Timeout, env, path, args...)
 	s.ServerCPU, s.ServerRSS, err = m.end(ctx)
 	if cerr != nil {
 		return errors.Join(cerr, srv.alive())
@@ -106,20 +118,32 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	return nil
 }
 
-// server returns the server impl uses for workload w, starting it on
-// first use. Ferry has one for each workload (null and posix storage); GCT
-// serves /dev/zero and the served directory from one.
-func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, error) {
-	role := string(impl)
-	if impl == Ferry {
-		role += "-" + string(w)
+// serverRole names the server impl uses for workload w: Ferry has one
+// per workload (null storage, posix storage, GSI with null storage); GCT
+// has an anonymous one, which serves /dev/zero and the served directory,
+// and a GSI one.
+func serverRole(impl Impl, w Workload) string {
+	switch {
+	case w.gsi():
+		return string(impl) + "-gsi"
+	case impl == Ferry:
+		return string(impl) + "-" + string(w)
 	}
+	return string(impl)
+}
+
+// server returns the server impl uses for workload w, starting it on
+// first use.
+func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, error) {
+	role := serverRole(impl, w)
 	if s := r.servers[role]; s != nil {
 		return s, nil
 	}
 	var path string
-	var args []string
+	var args, env []string
 	switch {
+	case w.gsi() && (impl == Ferry || impl == GCT):
+		path, args, env = r.gsiServerArgs(impl)
 	case impl == Ferry:
 		path = r.cfg.Ferry
 		args = []string{"serve", "-listen", "127.0.0.1:0", "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
@@ -137,7 +161,7 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		return nil, fmt.Errorf("bench: %s has no server", impl)
 	}
 	fmt.Fprintf(r.progress, "bench: starting %s\n", commandLine(path, args))
-	s, err := startServer(ctx, role, r.served, path, args...)
+	s, err := startServer(ctx, role, r.served, env, path, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,11 +209,17 @@ func (m *meter) sessions() []int {
 	return slices.DeleteFunc(pids, func(p int) bool { return slices.Contains(m.before, p) })
 }
 
+// stopWatch stops the watch of the session processes and returns their
+// peak RSS: rssUnknown if no sample saw one alive (the master reaps them,
+// so wait4 cannot tell either).
 func (m *meter) stopWatch() int64 {
 	if m.watch == nil {
-		return 0
+		return rssUnknown
 	}
-	return m.watch.stop()
+	if p := m.watch.stop(); p > 0 {
+		return p
+	}
+	return rssUnknown
 }
 
 // end finishes the measurement once the client has exited: for a
@@ -317,6 +347,7 @@ func (r *runner) runRaw(ctx context.Context, s *Sample) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	watch := watchPeak(func() []int { return []int{srv.Process.Pid} })
+	self := selfPeak()
 	defer watch.stop()
 	var waitErr error
 	exited := make(chan struct{}) // closed once waitErr is set
@@ -331,7 +362,7 @@ func (r *runner) runRaw(ctx context.Context, s *Sample) error {
 	if err := waitListening(ctx, port, exited); err != nil {
 		return fmt.Errorf("bench: %s: %w%s", commandLine(r.iperf, srvArgs), err, log.suffix())
 	}
-	u, out, err := runClient(ctx, r.cfg.Timeout, r.iperf, "-c", "127.0.0.1", "-p", itoa(port),
+	u, out, err := runClient(ctx, r.cfg.Timeout, nil, r.iperf, "-c", "127.0.0.1", "-p", itoa(port),
 		"-P", itoa(s.P), "-l", "1M", "-n", strconv.FormatInt(s.Bytes, 10), "-J")
 	var res iperfResult
 	if jerr := json.Unmarshal(out, &res); jerr == nil && res.Error != "" {
@@ -353,7 +384,7 @@ func (r *runner) runRaw(ctx context.Context, s *Sample) error {
 		return fmt.Errorf("bench: the iperf3 server did not exit %v after its test", sessionExit)
 	}
 	su := usageOf(srv.ProcessState, 0)
-	su.rss = watch.stop()
+	su.rss = peakOf(watch.stop(), srv.ProcessState, self)
 	// The rate is the sender's: when -n ends a test, iperf3's receiver
 	// summary leaves out what was still in flight (at 2 MiB, often half).
 	if res.End.SumSent.Bytes < s.Bytes || res.End.SumSent.BitsPerSecond <= 0 {
