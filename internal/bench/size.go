@@ -4,47 +4,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ferrygrid/ferry/dsi/null"
 )
 
 // ParseSize parses a byte count: decimal digits with an optional binary
-// unit K, M, G or T (K is 1024), optionally followed by "iB" or "B". Case
-// is ignored, so "4G", "4GiB", "4g" and "4294967296" are equal. The size
-// must be positive and at most 2^62.
+// unit K, M, G or T (K is 1024), optionally followed by "iB" or "B", as the
+// null storage names its files. The size must be positive.
 func ParseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	iB := strings.HasSuffix(t, "IB")
-	if iB {
-		t = t[:len(t)-2]
-	} else {
-		t = strings.TrimSuffix(t, "B")
+	n, ok := null.ParseSize(strings.TrimSpace(s))
+	if !ok || n <= 0 {
+		return 0, fmt.Errorf("bench: bad size %q (want a positive number with an optional K, M, G or T)", s)
 	}
-	shift := 0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			shift = 10
-		case 'M':
-			shift = 20
-		case 'G':
-			shift = 30
-		case 'T':
-			shift = 40
-		}
-		if shift != 0 {
-			t = t[:n-1]
-		}
-	}
-	if iB && shift == 0 {
-		t = "" // "iB" needs a unit: "10iB" is not a size
-	}
-	if t == "" || strings.TrimLeft(t, "0123456789") != "" {
-		return 0, fmt.Errorf("bench: bad size %q (want digits with an optional K, M, G or T)", s)
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)>>shift {
-		return 0, fmt.Errorf("bench: size %q out of range (1 byte to 4 EiB)", s)
-	}
-	return n << shift, nil
+	return n, nil
 }
 
 // FormatSize returns n in the largest binary unit that divides it ("4G",
