@@ -63,7 +63,9 @@ const inheritSlack = 2 << 20
 // read after the child was started (after its exec); otherwise the child's
 // peak is at most selfHWM, but not known.
 func peakOf(sampled int64, ps *os.ProcessState, selfHWM int64) int64 {
-	if sampled > 0 {
+	// A sample under minPlausibleRSS caught the child between fork and
+	// exec, not the program itself: it does not count.
+	if sampled >= minPlausibleRSS {
 		return sampled
 	}
 	if ps != nil && selfHWM > 0 {
@@ -73,6 +75,9 @@ func peakOf(sampled int64, ps *os.ProcessState, selfHWM int64) int64 {
 	}
 	return rssUnknown
 }
+
+// minPlausibleRSS is less than any program the benchmark runs needs.
+const minPlausibleRSS = 1 << 20
 
 // selfPeak returns this process's VmHWM, or 0 if it cannot be read.
 func selfPeak() int64 {
