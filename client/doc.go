@@ -41,13 +41,22 @@
 //     channels: DCAU A (the default after GSI, self authorization) or N,
 //     PBSZ and PROT C/S/P, in stream mode and MODE E, both directions,
 //     active and passive (RFC 2228 §3, GFD.020 §3.5; gsi.md §3–§6).
+//   - Third-party transfers (ThirdParty, Session.ThirdParty; protocol.md
+//     §14): PASV or SPAS on the destination, PORT or SPOR on the source,
+//     stream mode or MODE E with OPTS RETR Parallelism, ERET/ESTO windows,
+//     the destination's 111/112 markers, restart with the same REST to
+//     both servers (§8.3); with GSI each server presents the proxy
+//     delegated to it (DCAU A).
+//   - MODE E downloads into an *os.File splice each block from a plain TCP
+//     data connection into the file at its offset (posix.SpliceAt).
 //
 // Errors: a negative or unexpected reply is returned as a *ReplyError
 // (an alias of the wire package's type), so callers can inspect the code
 // with errors.As. Errors of the network or of a cancelled context leave the
 // Conn closed; see Conn.
 //
-// Not yet implemented: striping (SPAS/SPOR), DCAU S (a given subject),
-// PROT E, MIC/CONF commands (ENC is always used), third-party transfers,
-// zero-copy (splice) writes in MODE E downloads.
+// Not yet implemented: client striping of transfers to or from the client
+// (SPAS/SPOR are used only to steer third-party transfers), delayed
+// passive (OPTS PASV AllowDelayed), DCAU S (a given subject), PROT E,
+// MIC/CONF commands (ENC is always used).
 package client

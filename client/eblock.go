@@ -14,12 +14,15 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/eblock"
+	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // direction says which way cached MODE E connections carry data.
@@ -178,6 +181,30 @@ type writerAt struct{ io.WriterAt }
 
 func (writerAt) Close() error { return nil }
 
+// fileWriter is the MODE E receiver's destination when it is an *os.File:
+// its ReadRangeFrom moves each block from a plain TCP data connection
+// into the file inside the kernel (splice(2), see posix.SpliceAt), at the
+// block's offset; secured connections are copied through a buffer.
+type fileWriter struct{ f *os.File }
+
+func (w fileWriter) WriteAt(p []byte, off int64) (int, error) { return w.f.WriteAt(p, off) }
+
+// Close does nothing: the caller owns the file.
+func (fileWriter) Close() error { return nil }
+
+// ReadRangeFrom implements dsi.RangeReaderFrom.
+func (w fileWriter) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
+	return posix.SpliceAt(w.f, r, off, n)
+}
+
+// destination adapts a download's io.WriterAt for the MODE E receiver.
+func destination(w io.WriterAt) dsi.Writer {
+	if f, ok := w.(*os.File); ok {
+		return fileWriter{f}
+	}
+	return writerAt{w}
+}
+
 // final is the final reply of a transfer, read by its own goroutine.
 type final struct {
 	r   Reply
@@ -226,7 +253,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	defer cancel(nil)
 	counters := make([]atomic.Int64, eblock.DefaultMaxConns)
 	var received atomic.Int64
-	rcv := eblock.NewReceiver(writerAt{dst}, eblock.ReceiveConfig{
+	rcv := eblock.NewReceiver(destination(dst), eblock.ReceiveConfig{
 		Base:         base,
 		Limit:        limit,
 		Received:     &received,
@@ -620,9 +647,9 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 		if r.Code != 111 {
 			return
 		}
-		rs, ok := parseRangeMarker(r)
-		if !ok {
-			c.log.Debug("bad range marker", "text", r.Text())
+		rs, err := parseRangeMarker(r)
+		if err != nil {
+			c.log.Debug("bad range marker", "text", r.Text(), "err", err)
 			return
 		}
 		mu.Lock()
@@ -807,16 +834,14 @@ func (s *securing) wait(abandon bool) ([]net.Conn, error) {
 	return ok, first
 }
 
-// parseRangeMarker reads "111 Range Marker a-b,c-d" (protocol.md §7.2).
-func parseRangeMarker(r Reply) (RangeSet, bool) {
-	if len(r.Lines) == 0 {
-		return RangeSet{}, false
+// parseRangeMarker reads the ranges of a 111 restart marker ("111 Range
+// Marker a-b,c-d", protocol.md §7.2), in transfer coordinates.
+func parseRangeMarker(r Reply) (RangeSet, error) {
+	list, err := wire.RangeMarker(r)
+	if err != nil {
+		return RangeSet{}, err
 	}
-	t := r.Lines[0]
-	i := strings.Index(strings.ToLower(t), "marker")
-	if i < 0 {
-		return RangeSet{}, false
-	}
-	rs, err := ParseRangeList(strings.TrimSpace(t[i+len("marker"):]))
-	return rs, err == nil
+	return xfer.ParseRangeList(list)
 }
+
+var _ dsi.RangeReaderFrom = fileWriter{}

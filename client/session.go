@@ -115,8 +115,7 @@ type attemptFunc func(ctx context.Context, c *Conn, attempt int, prog func(Progr
 
 // run runs attempts until one succeeds or the policy gives up, and
 // returns the bytes moved by all of them.
-func (s *Session) run(ctx context.Context, userProg func(Progress), userInterval time.Duration, f attemptFunc) (int64, error) {
-	pol := s.Retry
+func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progress), userInterval time.Duration, f attemptFunc) (int64, error) {
 	if pol.Interval <= 0 {
 		pol.Interval = DefaultRetryInterval
 	}
@@ -241,7 +240,7 @@ func (s *Session) Download(ctx context.Context, path string, dst io.WriterAt, op
 	}
 	var mu sync.Mutex
 	have := o.Restart.Clone() // guarded by mu
-	return s.run(ctx, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
+	return s.run(ctx, s.Retry, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		ao := o
 		mu.Lock()
 		ao.Restart = have.Clone()
@@ -277,7 +276,7 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 	var mu sync.Mutex
 	have := o.Restart.Clone() // guarded by mu
 	var started atomic.Bool   // an attempt moved data: the server's file is ours
-	return s.run(ctx, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
+	return s.run(ctx, s.Retry, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		ao := o
 		if !modeE && started.Load() && o.Offset == 0 {
 			// Stream mode has no markers: the server's file size is what
@@ -309,6 +308,68 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 		n, err := c.StoreAt(ctx, path, src, size, &ao)
 		if n > 0 {
 			started.Store(true)
+		}
+		return n, err
+	})
+}
+
+// ThirdParty copies srcPath on s's server to dstPath on dst's server
+// directly between the servers (see the function ThirdParty), retrying
+// after failures as s's RetryPolicy allows. A retry dials both servers
+// again and resumes as globus-url-copy -restart does (protocol.md §8.3):
+// in MODE E, REST of the union of the destination's 111 range markers
+// goes to the destination before STOR and to the source before RETR; in
+// stream mode the destination's size (SIZE) is skipped. In MODE E the
+// destination is asked for 111 markers every second unless
+// opts.MarkerInterval says otherwise. Stream mode has no markers, so the
+// policy's StallTimeout does not apply there. It returns the bytes moved
+// by all attempts.
+func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, dstPath string, opts *ThirdPartyOptions) (int64, error) {
+	var o ThirdPartyOptions
+	if opts != nil {
+		o = *opts
+	}
+	pol := s.Retry
+	modeE := o.modeE()
+	if modeE && o.MarkerInterval == 0 {
+		o.MarkerInterval = time.Second
+	}
+	if !modeE {
+		pol.StallTimeout = 0
+	}
+	partial := o.Offset > 0 || o.Length > 0
+	var mu sync.Mutex
+	have := o.Restart.Clone() // guarded by mu
+	var started atomic.Bool   // the destination accepted a STOR: its file is ours
+	return s.run(ctx, pol, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
+		dc, err := dst.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if !modeE && !partial && started.Load() {
+			if sz, err := dc.Size(ctx, dstPath); err == nil && sz > 0 {
+				mu.Lock()
+				have.Add(Range{Start: 0, End: sz})
+				mu.Unlock()
+			}
+		}
+		ao := o
+		mu.Lock()
+		ao.Restart = have.Clone()
+		mu.Unlock()
+		ao.Acknowledged = func(rs RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if o.Acknowledged != nil {
+				o.Acknowledged(rs)
+			}
+		}
+		ao.Progress, ao.ProgressInterval = prog, interval
+		ao.begun = func() { started.Store(true) }
+		n, err := ThirdParty(ctx, c, srcPath, dc, dstPath, &ao)
+		if err != nil {
+			dst.drop()
 		}
 		return n, err
 	})

@@ -64,8 +64,14 @@ $XDG_STATE_HOME/ferry/resume/ (default ~/.local/state/ferry/resume/).
 Sizes (-tcp-bs, -bs) are bytes, or a number with K, M or G (powers of 1024).
 
 ` + gsiHelp + gsiDataHelp + `
-Server to server copies are not third-party transfers yet: the bytes are
-streamed through this client over two connections, in stream mode.
+Server to server copies (ftp:// or gsiftp:// on both sides) are third-party
+transfers: the bytes flow directly between the servers and ferry only
+steers them, as globus-url-copy does (PASV, or SPAS with -stripe, on the
+destination; PORT or SPOR on the source). -p, -off/-len, -rst (resuming
+with REST of the destination's restart markers on both servers),
+-verify-checksum (CKSM on both) and the data channel flags apply to both
+servers. -notpt routes the bytes through this client instead, in stream
+mode.
 `
 
 // cpFlags are the flags of ferry cp.
@@ -88,6 +94,8 @@ type cpFlags struct {
 	verify       bool
 	checksumAlg  string
 	fast         bool
+	noTPT        bool      // -notpt
+	stripe       bool      // -stripe
 	gsi          *gsiFlags // nil: the defaults
 }
 
@@ -179,6 +187,8 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
+	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
+	fs.BoolVar(&f.stripe, "stripe", false, "server to server: ask the destination for striped passive addresses (SPAS) and send the source SPOR")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
@@ -706,9 +716,74 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 	return n, nil
 }
 
-// remoteToRemote streams a file from one server to another through this
-// client: RETR on one connection feeds STOR on the other through a pipe.
+// remoteToRemote copies a file from one server to another: a third-party
+// transfer, or with -notpt through this client.
 func (c *copier) remoteToRemote(ctx context.Context, src, dst location) (int64, error) {
+	if c.flags.noTPT {
+		return c.throughClient(ctx, src, dst)
+	}
+	return c.thirdParty(ctx, src, dst)
+}
+
+// thirdParty moves the file directly between the two servers; with -rst
+// a failure dials both again and resumes.
+func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, error) {
+	ss, ds := c.session(src), c.session(dst)
+	defer ss.Close(ctx)
+	defer ds.Close(ctx)
+	opts := &client.ThirdPartyOptions{
+		Offset:    c.flags.off,
+		Length:    c.limit(),
+		Parallel:  c.flags.parallel,
+		ModeE:     c.flags.fast || c.flags.stripe,
+		Striped:   c.flags.stripe,
+		TCPBuffer: int(c.flags.tcpBuffer),
+		Progress:  c.progressFunc(),
+	}
+	n, err := ss.ThirdParty(ctx, src.path, ds, dst.path, opts)
+	if err != nil {
+		return n, &opError{what: fmt.Sprintf("third-party copy %s to %s", src, dst), err: err}
+	}
+	if c.flags.verify {
+		if err := c.verifyBoth(ctx, ss, src, ds, dst); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// verifyBoth compares the checksums (CKSM) of the copied range on both
+// servers.
+func (c *copier) verifyBoth(ctx context.Context, ss *client.Session, src location, ds *client.Session, dst location) error {
+	alg := c.flags.checksumAlg
+	sum := func(s *client.Session, l location) (string, error) {
+		conn, err := s.Conn(ctx)
+		if err != nil {
+			return "", &opError{what: "verify " + l.String(), err: err}
+		}
+		v, err := conn.Checksum(ctx, alg, l.path, c.flags.off, c.flags.length)
+		if err != nil {
+			return "", &opError{what: "checksum of " + l.String(), err: err}
+		}
+		return v, nil
+	}
+	a, err := sum(ss, src)
+	if err != nil {
+		return err
+	}
+	b, err := sum(ds, dst)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(a, b) {
+		return fmt.Errorf("checksum mismatch (%s): %s has %s, %s has %s", alg, src, a, dst, b)
+	}
+	return nil
+}
+
+// throughClient streams a file from one server to another through this
+// client: RETR on one connection feeds STOR on the other through a pipe.
+func (c *copier) throughClient(ctx context.Context, src, dst location) (int64, error) {
 	sconn, err := connect(ctx, src, c.opts)
 	if err != nil {
 		return 0, err

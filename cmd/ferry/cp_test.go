@@ -237,7 +237,7 @@ func TestCpFailures(t *testing.T) {
 	if r := ferry(t, nil, "cp", "gopher://h/x", "y"); !strings.Contains(r.stderr, "gsiftp://") {
 		t.Errorf("unsupported scheme message: %q", r.stderr)
 	}
-	if r := ferry(t, nil, "cp", "-h"); r.code != 0 || !strings.Contains(r.stderr, "streamed through this client") {
+	if r := ferry(t, nil, "cp", "-h"); r.code != 0 || !strings.Contains(r.stderr, "third-party") {
 		t.Errorf("cp -h: exit %d, %q", r.code, r.stderr)
 	}
 }
@@ -256,14 +256,22 @@ func TestCpStreamsAndPartial(t *testing.T) {
 		t.Fatalf("stdout download: %d bytes, want %d", len(r.stdout), len(data))
 	}
 
-	// Server to server, through the client, with -active.
-	ok(t, "cp", "-active", s.url+"/piped", s.url+"/copied")
+	// Server to server, through the client (-notpt), with -active.
+	ok(t, "cp", "-notpt", "-active", s.url+"/piped", s.url+"/copied")
 	if !bytes.Equal(mustRead(t, filepath.Join(s.dir, "copied")), data) {
 		t.Fatal("server-to-server copy differs")
 	}
 	// A failing source fails the copy and names the source.
-	if r := ferry(t, nil, "cp", s.url+"/missing", s.url+"/copy2"); r.code != 1 || !strings.Contains(r.stderr, "download "+s.url+"/missing") {
+	if r := ferry(t, nil, "cp", "-notpt", s.url+"/missing", s.url+"/copy2"); r.code != 1 || !strings.Contains(r.stderr, "download "+s.url+"/missing") {
 		t.Errorf("server-to-server from a missing file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// Third party (the default), and its failure naming both ends.
+	ok(t, "cp", s.url+"/piped", s.url+"/copied3")
+	if !bytes.Equal(mustRead(t, filepath.Join(s.dir, "copied3")), data) {
+		t.Fatal("third-party copy differs")
+	}
+	if r := ferry(t, nil, "cp", s.url+"/missing", s.url+"/copy3"); r.code != 1 || !strings.Contains(r.stderr, "third-party copy "+s.url+"/missing") {
+		t.Errorf("third party from a missing file: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	// Partial download: the bytes land at the same offset.

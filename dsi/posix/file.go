@@ -122,44 +122,17 @@ func (w *Writer) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
 	if off < 0 {
 		return 0, &Error{Op: "splice", Path: w.name, Kind: dsi.ErrInvalid, Err: errNegativeOffset}
 	}
-	if n == 0 {
-		return 0, nil
+	m, err := readRangeAt(w.f, r, off, n)
+	var fe *fileOpError
+	if errors.As(err, &fe) {
+		return m, ioErr(fe.op, w.name, fe.err)
 	}
-	var done int64
-	if sc, ok := r.(syscall.Conn); ok {
-		m, handled, err := w.splice(sc, off, n)
-		if handled {
-			return m, ioErr("splice", w.name, err)
-		}
-		done = m
-	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	for n < 0 || done < n {
-		chunk := int64(len(buf))
-		if n >= 0 && n-done < chunk {
-			chunk = n - done
-		}
-		m, err := io.ReadFull(r, buf[:chunk])
-		if m > 0 {
-			if _, werr := w.f.WriteAt(buf[:m], off+done); werr != nil {
-				return done, ioErr("write", w.name, werr)
-			}
-			done += int64(m)
-		}
-		switch {
-		case err == nil:
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			if n < 0 {
-				return done, nil
-			}
-			return done, io.ErrUnexpectedEOF
-		default:
-			return done, err
-		}
-	}
-	return done, nil
+	return m, err
+}
+
+// splice is the zero-copy path of ReadRangeFrom.
+func (w *Writer) splice(sc syscall.Conn, off, n int64) (int64, bool, error) {
+	return splice(w.f, sc, off, n)
 }
 
 // ioErr wraps an error of an open file. io.EOF, io.ErrUnexpectedEOF and nil

@@ -81,15 +81,15 @@ func (r *Reader) sendfile(sc syscall.Conn, off, n int64) (done int64, handled bo
 }
 
 // splice reads from the socket sc until n bytes have been read (n < 0:
-// until end of stream) and writes them at off, with splice(2) through a
-// private pipe. handled is false when the caller should copy the rest
+// until end of stream) and writes them to f at off, with splice(2) through
+// a private pipe. handled is false when the caller should copy the rest
 // itself; the returned count is then what was stored already.
-func (w *Writer) splice(sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
+func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
 	sock, err := sc.SyscallConn()
 	if err != nil {
 		return 0, false, nil
 	}
-	file, err := w.f.SyscallConn()
+	file, err := f.SyscallConn()
 	if err != nil {
 		return 0, false, nil
 	}
@@ -160,6 +160,7 @@ func (w *Writer) splice(sc syscall.Conn, off, n int64) (done int64, handled bool
 				}
 				got -= m
 				done += m
+				splicedBytes.Add(m)
 			}
 		}
 	})

@@ -2,14 +2,17 @@
 
 package posix
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sendfile is Linux-only; elsewhere WriteRangeTo always copies.
 func (r *Reader) sendfile(sc syscall.Conn, off, n int64) (int64, bool, error) {
 	return 0, false, nil
 }
 
-// splice is Linux-only; elsewhere ReadRangeFrom always copies.
-func (w *Writer) splice(sc syscall.Conn, off, n int64) (int64, bool, error) {
+// splice is Linux-only; elsewhere ReadRangeFrom and SpliceAt always copy.
+func splice(f *os.File, sc syscall.Conn, off, n int64) (int64, bool, error) {
 	return 0, false, nil
 }

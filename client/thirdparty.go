@@ -1,0 +1,555 @@
+package client
+
+// Third-party transfers (protocol.md §14): the client steers two servers
+// and the bytes flow directly between them. The receiver is always
+// passive and the sender active (§3.3), as globus-url-copy does it:
+//
+//	A: [MODE E]  SIZE src
+//	B: [MODE E]  PASV (SPAS)  ALLO n  [REST ranges]  STOR dst   (no wait)
+//	A: [OPTS RETR Parallelism=N,N,N;]  PORT (SPOR)  [REST ranges]  RETR src
+//	A: 150 … 226      B: 150 [112, 111 markers] 226
+//
+// Done only when both 226 replies have arrived.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/wire"
+)
+
+// ThirdPartyOptions modifies ThirdParty. The zero value (or nil) copies
+// the whole file in stream mode.
+type ThirdPartyOptions struct {
+	// Offset and Length, when Length is positive, copy only Length bytes
+	// from Offset on, to the same offsets of the destination: ERET P on
+	// the source, ESTO A on the destination (protocol.md §8.1, §8.2).
+	// An Offset without a Length copies to the end of the source.
+	Offset, Length int64
+
+	// Parallel, when above 1, puts both servers in MODE E and asks the
+	// source for that many data connections (OPTS RETR Parallelism).
+	Parallel int
+
+	// ModeE uses MODE E even with one data connection.
+	ModeE bool
+
+	// Striped asks the destination for SPAS instead of PASV; the source
+	// gets SPOR when the destination answers with several addresses.
+	Striped bool
+
+	// TCPBuffer, when positive, is sent as SITE RETRBUFSIZE to the source
+	// and SITE STORBUFSIZE to the destination (refusals are ignored).
+	TCPBuffer int
+
+	// Restart lists the byte ranges (file offsets) already at the
+	// destination: both servers get REST of them (the destination before
+	// STOR, the source before RETR), as globus-url-copy -restart does.
+	Restart RangeSet
+
+	// Acknowledged, when not nil, is called with every range (file
+	// offsets, Restart included) the destination has confirmed with 111
+	// range markers, each time one arrives. MODE E only.
+	Acknowledged func(RangeSet)
+
+	// MarkerInterval, when at least a second, asks the destination for
+	// 111 range markers at that period (TREV RESTART; refusal ignored).
+	MarkerInterval time.Duration
+
+	// Progress, when not nil, sees the destination's 112 performance
+	// markers (one count per stripe; MODE E only) about every
+	// ProgressInterval, and once at the end.
+	Progress func(Progress)
+
+	// ProgressInterval is the period of Progress; zero means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
+
+	// begun, when not nil, is called when the destination accepted the
+	// transfer (its 125 or 150): from then on its file is this copy's.
+	begun func()
+}
+
+// modeE reports whether the options ask for MODE E.
+func (o *ThirdPartyOptions) modeE() bool { return o.Parallel > 1 || o.ModeE }
+
+// ThirdParty copies srcPath on the server of src to dstPath on the server
+// of dst, directly between the two servers: dst listens (PASV or SPAS),
+// src connects (PORT or SPOR). It returns the number of bytes moved: the
+// size of what was missing at the destination when the source's size is
+// known, else what the destination's performance markers counted.
+//
+// A negative reply from either server is a *ReplyError. When one side
+// fails while the other is still busy, the other one's transfer is
+// aborted (ABOR) and its Conn closed; a Conn whose exchange broke is
+// closed too. With GSI both servers need a delegated credential for
+// data channel authentication (DCAU A): each presents its own.
+func ThirdParty(ctx context.Context, src *Conn, srcPath string, dst *Conn, dstPath string, opts *ThirdPartyOptions) (int64, error) {
+	var o ThirdPartyOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Offset < 0 || o.Length < 0 {
+		return 0, fmt.Errorf("client: third party: negative offset or length")
+	}
+	if src == dst {
+		return 0, errors.New("client: third party: source and destination are the same Conn")
+	}
+	for _, c := range []*Conn{src, dst} {
+		if c.err != nil {
+			return 0, c.err
+		}
+	}
+	for _, p := range []string{srcPath, dstPath} {
+		if err := checkLine(p); err != nil {
+			return 0, err
+		}
+	}
+	if ctx.Err() != nil {
+		return 0, fmt.Errorf("client: third party: %w", context.Cause(ctx))
+	}
+	t := &thirdParty{ctx: ctx, src: src, dst: dst, o: &o, srcPath: srcPath, dstPath: dstPath}
+	return t.run()
+}
+
+// thirdParty is one third-party transfer in progress.
+type thirdParty struct {
+	ctx              context.Context
+	src, dst         *Conn
+	o                *ThirdPartyOptions
+	srcPath, dstPath string
+
+	base int64 // file offset of transfer offset 0 (partial copies)
+
+	mu      sync.Mutex
+	acked   RangeSet // guarded by mu; file offsets
+	stripes []int64  // guarded by mu; 112 bytes per stripe
+}
+
+func (t *thirdParty) run() (int64, error) {
+	o := t.o
+	_, stopSrc := watchAll(t.ctx, t.src.nc)
+	_, stopDst := watchAll(t.ctx, t.dst.nc)
+	t.acked = o.Restart.Clone()
+
+	var m *meter
+	if o.Progress != nil {
+		m = startTicker(o.ProgressInterval, func() { o.Progress(t.progress()) })
+	}
+	want, dstFin, srcFin, err := t.steps()
+	if m != nil {
+		m.stop()
+	}
+	err = t.finish(stopSrc, stopDst, dstFin, srcFin, err)
+	p := t.progress()
+	switch {
+	case err == nil && want >= 0:
+		return want, nil
+	case err == nil:
+		return p.Bytes, nil
+	}
+	t.mu.Lock()
+	moved := t.acked.Total() - o.Restart.Total()
+	t.mu.Unlock()
+	return max(p.Bytes, moved, 0), err
+}
+
+// progress is the destination's 112 markers so far.
+func (t *thirdParty) progress() Progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := Progress{Streams: append([]int64(nil), t.stripes...)}
+	for _, n := range t.stripes {
+		p.Bytes += n
+	}
+	return p
+}
+
+// leg is one server's side of the transfer once its transfer command is
+// out: its final reply arrives on fin.
+type leg struct {
+	c    *Conn
+	fin  chan final
+	got  bool
+	last final
+}
+
+// startLeg reads c's replies up to the final one in a goroutine; prelim
+// sees the preliminary ones.
+func startLeg(c *Conn, prelim func(Reply)) *leg {
+	l := &leg{c: c, fin: make(chan final, 1)}
+	go func() {
+		r, err := c.readFinal(prelim)
+		l.fin <- final{r, err}
+	}()
+	return l
+}
+
+// wait waits for the final reply; a nil leg has none.
+func (l *leg) wait() final {
+	if l == nil {
+		return final{}
+	}
+	if !l.got {
+		l.last, l.got = <-l.fin, true
+	}
+	return l.last
+}
+
+// ok reports whether the final reply arrived and is positive.
+func (l *leg) ok() bool { return l != nil && l.got && l.last.err == nil && l.last.r.Class() == 2 }
+
+// failed reports whether the final reply arrived and is not positive.
+func (l *leg) failed() bool { return l != nil && l.got && !l.ok() }
+
+// steps runs the command sequence and waits for the final replies. want
+// is the number of bytes the transfer should move (-1: unknown). The legs
+// are nil for a server whose transfer command was not accepted.
+func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
+	o, src, dst := t.o, t.src, t.dst
+	modeE := o.modeE()
+	src.dropCache()
+	dst.dropCache()
+
+	// A: [MODE E], SIZE.
+	if err := src.setMode(modeE); err != nil {
+		return -1, nil, nil, err
+	}
+	size := int64(-1)
+	r, err := src.exchange("SIZE " + t.srcPath)
+	if err != nil {
+		return -1, nil, nil, err
+	}
+	if r.Code == 213 {
+		if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
+			size = n
+		}
+	}
+
+	// The window of the file that moves, and the transfer commands.
+	storCmd, retrCmd := "STOR "+t.dstPath, "RETR "+t.srcPath
+	length := int64(-1)
+	partial := o.Length > 0 || o.Offset > 0
+	if partial {
+		length = o.Length
+		if length <= 0 && size >= 0 {
+			length = max(size-o.Offset, 0)
+		}
+		if length < 0 {
+			return -1, nil, nil, fmt.Errorf("client: third party: SIZE %s refused; give a length", t.srcPath)
+		}
+		if size >= 0 {
+			length = min(length, max(size-o.Offset, 0))
+		}
+		t.base = o.Offset
+		storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
+		retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, length, t.srcPath)
+	} else if size >= 0 {
+		length = size
+	}
+	var rest RangeSet
+	want = -1
+	if length >= 0 {
+		window := Range{Start: t.base, End: t.base + length}
+		rest = shiftRanges(o.Restart, -t.base, Range{Start: 0, End: length})
+		want = 0
+		for _, g := range o.Restart.Missing(window) {
+			want += g.Len()
+		}
+	} else {
+		rest = o.Restart.Clone()
+	}
+	if !modeE && rest.Len() > 0 {
+		// Stream mode can only skip a prefix (protocol.md §8.3).
+		p := prefixFrom(rest, 0)
+		rest = RangeSet{}
+		if p > 0 {
+			rest.Add(Range{Start: 0, End: p})
+		}
+	}
+
+	// B: [MODE E], soft commands, PASV or SPAS, ALLO, [REST], STOR.
+	if err := dst.setMode(modeE); err != nil {
+		return want, nil, nil, err
+	}
+	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
+	if s := o.MarkerInterval / time.Second; modeE && s >= 1 {
+		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
+	}
+	if err := dst.softCommands(soft); err != nil {
+		return want, nil, nil, err
+	}
+	addrs, err := dst.passiveAddrs(o.Striped)
+	if err != nil {
+		return want, nil, nil, err
+	}
+	if length >= 0 {
+		if err := dst.exchange2(fmt.Sprintf("ALLO %d", length), 2); err != nil {
+			var re *ReplyError
+			if !errors.As(err, &re) {
+				return want, nil, nil, err
+			}
+			// ALLO is advice; a server may not know it.
+		}
+	}
+	if !partial {
+		// ESTO never truncates; STOR does unless REST says what is there.
+		if err := dst.restCommand(rest); err != nil {
+			return want, nil, nil, err
+		}
+	}
+	if err := dst.send(storCmd); err != nil {
+		return want, nil, nil, &brokenError{err: fmt.Errorf("client: %s: %w", verb(storCmd), err)}
+	}
+	// Do not wait for B's 150: it comes once A connects.
+	dstLeg = startLeg(dst, t.markers)
+
+	// A: soft commands, [OPTS RETR], PORT or SPOR, [REST], RETR.
+	err = t.srcSetup(addrs, rest, retrCmd)
+	if err != nil {
+		return want, dstLeg, nil, err
+	}
+	srcLeg = startLeg(src, nil)
+
+	// Both final replies; the first failure stops waiting.
+	for !dstLeg.got || !srcLeg.got {
+		select {
+		case f := <-dstLeg.fin:
+			dstLeg.last, dstLeg.got = f, true
+			if !dstLeg.ok() {
+				return want, dstLeg, srcLeg, nil
+			}
+		case f := <-srcLeg.fin:
+			srcLeg.last, srcLeg.got = f, true
+			if !srcLeg.ok() {
+				return want, dstLeg, srcLeg, nil
+			}
+		}
+	}
+	return want, dstLeg, srcLeg, nil
+}
+
+// srcSetup sends the source's commands up to the transfer command's
+// preliminary reply.
+func (t *thirdParty) srcSetup(addrs []netip.AddrPort, rest RangeSet, retrCmd string) error {
+	o, src := t.o, t.src
+	if err := src.softCommands(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer)); err != nil {
+		return err
+	}
+	if o.modeE() {
+		n := max(o.Parallel, 1)
+		if err := src.exchange2(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+			return err
+		}
+	}
+	line, err := portCommand(addrs)
+	if err != nil {
+		return err
+	}
+	if err := src.exchange2(line, 2); err != nil {
+		return err
+	}
+	if err := src.restCommand(rest); err != nil {
+		return err
+	}
+	return src.exchange2(retrCmd, 1)
+}
+
+// portCommand is PORT (EPRT for IPv6) for one address, SPOR for several.
+func portCommand(addrs []netip.AddrPort) (string, error) {
+	if len(addrs) == 1 {
+		if !addrs[0].Addr().Is4() {
+			return "EPRT " + wire.FormatEPRT(addrs[0]), nil
+		}
+		arg, err := wire.FormatPORT(addrs[0])
+		if err != nil {
+			return "", fmt.Errorf("client: %w", err)
+		}
+		return "PORT " + arg, nil
+	}
+	parts := make([]string, len(addrs))
+	for i, ap := range addrs {
+		if ap.Addr().Is4() {
+			arg, err := wire.FormatPORT(ap)
+			if err != nil {
+				return "", fmt.Errorf("client: %w", err)
+			}
+			parts[i] = arg
+		} else {
+			parts[i] = wire.FormatEPRT(ap)
+		}
+	}
+	return "SPOR " + strings.Join(parts, " "), nil
+}
+
+// passiveAddrs asks the server for the address(es) another server is to
+// connect to: PASV, or SPAS when striped. A 0.0.0.0 address is replaced
+// by the control connection's peer.
+func (c *Conn) passiveAddrs(striped bool) ([]netip.AddrPort, error) {
+	peer := c.controlPeer()
+	fix := func(ap netip.AddrPort) netip.AddrPort {
+		if ap.Addr().IsUnspecified() && peer.IsValid() {
+			return netip.AddrPortFrom(peer, ap.Port())
+		}
+		return ap
+	}
+	if !striped {
+		r, err := c.exchange("PASV")
+		if err != nil {
+			return nil, err
+		}
+		if r.Code != 227 {
+			return nil, &ReplyError{Reply: r}
+		}
+		ap, err := wire.ParsePASVReply(r.Text())
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		return []netip.AddrPort{fix(ap)}, nil
+	}
+	r, err := c.exchange("SPAS")
+	if err != nil {
+		return nil, err
+	}
+	if r.Code != 229 {
+		return nil, &ReplyError{Reply: r}
+	}
+	addrs, err := parseSPAS(r)
+	if err != nil {
+		return nil, err
+	}
+	for i := range addrs {
+		addrs[i] = fix(addrs[i])
+	}
+	return addrs, nil
+}
+
+// parseSPAS reads the addresses of a striped passive reply: the lines
+// between the first and the last, each a host-port (protocol.md §3.1).
+func parseSPAS(r Reply) ([]netip.AddrPort, error) {
+	if len(r.Lines) < 3 {
+		return nil, fmt.Errorf("client: SPAS reply without addresses: %q", r.Text())
+	}
+	var out []netip.AddrPort
+	for _, l := range r.Lines[1 : len(r.Lines)-1] {
+		ap, err := wire.ParseHostPort(strings.TrimSpace(l))
+		if err != nil {
+			return nil, fmt.Errorf("client: SPAS reply: %w", err)
+		}
+		out = append(out, ap)
+	}
+	return out, nil
+}
+
+// markers handles the destination's preliminary replies: 111 range
+// markers (transfer coordinates, shifted to file offsets) and 112
+// performance markers.
+func (t *thirdParty) markers(r Reply) {
+	switch r.Code {
+	case 125, 150:
+		if t.o.begun != nil {
+			t.o.begun()
+		}
+	case 111:
+		rs, err := parseRangeMarker(r)
+		if err != nil {
+			t.dst.log.Debug("bad range marker", "text", r.Text(), "err", err)
+			return
+		}
+		t.mu.Lock()
+		for _, x := range rs.Ranges() {
+			t.acked.Add(Range{Start: x.Start + t.base, End: x.End + t.base})
+		}
+		all := t.acked.Clone()
+		t.mu.Unlock()
+		if t.o.Acknowledged != nil {
+			t.o.Acknowledged(all)
+		}
+	case 112:
+		pm, err := wire.ParsePerfMarker(r)
+		if err != nil || pm.Stripe > 1024 || pm.Stripes > 1024 {
+			t.dst.log.Debug("bad performance marker", "text", r.Text(), "err", err)
+			return
+		}
+		t.mu.Lock()
+		if n := max(pm.Stripes, pm.Stripe+1); len(t.stripes) < n {
+			t.stripes = append(t.stripes, make([]int64, n-len(t.stripes))...)
+		}
+		t.stripes[pm.Stripe] = pm.Bytes
+		t.mu.Unlock()
+	}
+}
+
+// finish turns the outcome into the result and cleans up: a side still
+// busy when the other failed is aborted (ABOR) and closed, and so is a
+// side whose exchange broke.
+func (t *thirdParty) finish(stopSrc, stopDst func() bool, dstLeg, srcLeg *leg, err error) error {
+	aborted := map[*Conn]bool{}
+	if err != nil || dstLeg.failed() || srcLeg.failed() {
+		for _, l := range []*leg{dstLeg, srcLeg} {
+			if l != nil && !l.got {
+				_ = l.c.nc.SetDeadline(time.Now().Add(abortTimeout))
+				_ = l.c.send("ABOR")
+				aborted[l.c] = true
+			}
+		}
+	}
+	dfin, sfin := dstLeg.wait(), srcLeg.wait()
+	firedSrc, firedDst := stopSrc(), stopDst()
+
+	var be *brokenError
+	if errors.As(err, &be) {
+		// A setup exchange broke, on the source or (before its leg
+		// started) on the destination: neither is known to be in step.
+		aborted[t.src] = true
+		if dstLeg == nil {
+			aborted[t.dst] = true
+		}
+	}
+	settle := func(c *Conn, l *leg, fired bool) {
+		switch {
+		case aborted[c], l != nil && l.last.err != nil:
+			c.close()
+		case fired:
+			_ = c.nc.SetDeadline(time.Time{})
+		}
+	}
+	settle(t.src, srcLeg, firedSrc)
+	settle(t.dst, dstLeg, firedDst)
+
+	ctx := t.ctx
+	if ctx.Err() != nil && (err != nil || !dstLeg.ok() || !srcLeg.ok()) {
+		return fmt.Errorf("client: third party: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		if be != nil {
+			return be.err
+		}
+		return err
+	}
+	describe := func(who string, f final) error {
+		if f.err != nil {
+			return fmt.Errorf("client: third party: %s: %w", who, f.err)
+		}
+		return &ReplyError{Reply: f.r}
+	}
+	// The cause before its consequence: a side we aborted failed because
+	// of the other.
+	switch {
+	case !dstLeg.ok() && !aborted[t.dst]:
+		return describe("destination", dfin)
+	case !srcLeg.ok() && !aborted[t.src]:
+		return describe("source", sfin)
+	case !dstLeg.ok():
+		return describe("destination", dfin)
+	case !srcLeg.ok():
+		return describe("source", sfin)
+	}
+	return nil
+}
