@@ -1,0 +1,74 @@
+//go:build linux
+
+package privsep
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the ferry binary: run as
+// "privsep.test privsep-helper -root DIR" it is the helper, like
+// cmd/ferry's privsep-helper subcommand.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "privsep-helper" {
+		os.Exit(helperMain(os.Args[2:]))
+	}
+	// Race-enabled helpers would otherwise sleep a second at exit.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
+	code := m.Run()
+	if helperDir != "" {
+		os.RemoveAll(helperDir)
+	}
+	if code == 0 {
+		if err := checkLeaks(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func helperMain(args []string) int {
+	fs := flag.NewFlagSet("privsep-helper", flag.ContinueOnError)
+	root := fs.String("root", "", "")
+	if err := fs.Parse(args); err != nil || *root == "" {
+		return 2
+	}
+	conn := os.NewFile(3, "privsep")
+	if err := Serve(context.Background(), conn, *root); err != nil {
+		fmt.Fprintln(os.Stderr, "privsep-helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// checkLeaks fails if, a few seconds after the tests, a goroutine still
+// runs code of this package.
+func checkLeaks() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var leaked []string
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "ferry/dsi/privsep.") && !strings.Contains(g, "privsep.checkLeaks") &&
+				!strings.Contains(g, "privsep.TestMain") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("privsep: leaked goroutines:\n%s", strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
