@@ -38,6 +38,10 @@ type Account struct {
 	Home string
 	// Writable permits changes; otherwise the account is read-only.
 	Writable bool
+	// LocalUser is the local account whose permissions the session's file
+	// operations should carry ("" for virtual accounts, such as password
+	// users). Config.UserStorage decides what that means.
+	LocalUser string
 }
 
 // ErrLoginDenied is what Authenticate returns for bad credentials.
@@ -91,6 +95,11 @@ type Config struct {
 	AllowForeignDataAddress bool
 	// Banner replaces the 220 greeting text.
 	Banner string
+	// UserStorage, when set, gives the storage for an account with a
+	// LocalUser, e.g. one whose operations run as that user (dsi/privsep,
+	// when the server runs as root). A nil storage with a nil error means
+	// Storage; an error refuses the login.
+	UserStorage func(ctx context.Context, localUser string) (dsi.Storage, error)
 	// Logger receives server and session events; nil discards.
 	Logger *slog.Logger
 }
@@ -171,7 +180,17 @@ func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, e
 	if err != nil {
 		return nil, err
 	}
-	st := dsi.Sub(s.cfg.Storage, a.Home)
+	base := s.cfg.Storage
+	if a.LocalUser != "" && s.cfg.UserStorage != nil {
+		us, err := s.cfg.UserStorage(ctx, a.LocalUser)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", pi.ErrLoginDenied, err)
+		}
+		if us != nil {
+			base = us
+		}
+	}
+	st := dsi.Sub(base, a.Home)
 	if fi, err := st.Stat(ctx, "/"); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("server: home %q of %s is not a directory: %v", a.Home, a.Name, err)
 	}
@@ -202,7 +221,7 @@ func (s *Server) authorizeCert(ctx context.Context, dn, user string) (*Account, 
 		}
 		name = user
 	}
-	return &Account{Name: name, Writable: true}, nil
+	return &Account{Name: name, Writable: true, LocalUser: name}, nil
 }
 
 func (s *Server) gridMapPath() string {

@@ -23,6 +23,7 @@ type command struct {
 	name    string
 	summary string // one line for "ferry help"
 	usage   string // the synopsis after "ferry NAME", e.g. "[flags] SRC DST"
+	hidden  bool   // internal: not listed by "ferry help"
 	// run executes the subcommand with the arguments after its name. It
 	// returns errUsage (possibly wrapped) for bad invocations.
 	run func(ctx context.Context, env *env, args []string) error
@@ -121,8 +122,10 @@ func newFlagSet(c *command, e *env) *flag.FlagSet {
 func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "ferry: a GridFTP server, client and tools\n\nusage: ferry COMMAND [flags] [args]\n\ncommands:\n")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

@@ -17,7 +17,8 @@ import (
 func init() {
 	register(&command{
 		name:    "privsep-helper",
-		summary: "(internal) storage helper that ferry serve runs as a mapped user",
+		summary: "storage helper that ferry serve runs as a mapped user",
+		hidden:  true,
 		usage:   "-root DIR",
 		run:     runPrivsepHelper,
 	})

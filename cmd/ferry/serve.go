@@ -10,14 +10,18 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/memory"
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/dsi/privsep"
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -35,7 +39,7 @@ func init() {
 type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
 	cert, key, gridmap                                                    string
-	anonymous, anonWrite, allowForeign                                    bool
+	anonymous, anonWrite, allowForeign, asUser                            bool
 	idle, stall                                                           time.Duration
 	maxSessions                                                           int
 	shutdownGrace                                                         time.Duration
@@ -59,6 +63,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cert, "cert", "", "host certificate `FILE` for GSI (gsiftp://) and FTPS (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
 	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
+	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused")
 	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
 }
 
@@ -80,6 +85,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	cfg, err := f.serverConfig(e)
 	if err != nil {
 		return err
+	}
+	var helpers *userHelpers
+	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
+		root, _ := filepath.Abs(f.root)
+		helpers = &userHelpers{root: root, fs: map[string]*privsep.FS{}, log: cfg.Logger}
+		defer helpers.close()
+		cfg.UserStorage = helpers.storage
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -174,6 +186,51 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessions = f.maxSessions
 	cfg.AllowForeignDataAddress = f.allowForeign
 	return cfg, nil
+}
+
+// userHelpers runs one privilege-separated storage helper per local account
+// (dsi/privsep), shared by that account's sessions.
+type userHelpers struct {
+	root string
+	log  *slog.Logger
+	mu   sync.Mutex
+	fs   map[string]*privsep.FS // guarded by mu
+}
+
+func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		// A grid-mapfile may name accounts this host does not have: those
+		// sessions run as the server itself, as an unprivileged server's do.
+		h.log.Warn("mapped account is not a local user; serving it as the server itself", "account", name)
+		return nil, nil
+	}
+	if u.Uid == "0" {
+		return nil, fmt.Errorf("mapping to %s (uid 0) is refused", name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.fs[name]; f != nil {
+		return f, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	f, err := privsep.Start(ctx, exe, h.root, name)
+	if err != nil {
+		return nil, err
+	}
+	h.fs[name] = f
+	return f, nil
+}
+
+func (h *userHelpers) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, f := range h.fs {
+		f.Close()
+	}
 }
 
 // hostCredentialFiles finds the host credential as GCT does: the flags, else

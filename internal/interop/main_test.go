@@ -47,6 +47,8 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Mapped local users run the binary too (ferry serve's privsep helpers).
+	os.Chmod(dir, 0o755)
 	ferryBin = filepath.Join(dir, "ferry")
 	args := []string{"build", "-o", ferryBin}
 	if raceEnabled {
