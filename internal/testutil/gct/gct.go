@@ -86,7 +86,7 @@ func Launch(t testing.TB, root string, port int, extra ...string) *Server {
 	if fi.Mode().Perm() != 0o777 {
 		t.Fatalf("gct: %s has mode %v; the server runs as nobody and needs 0777 (use gct.Dir)", root, fi.Mode().Perm())
 	}
-	out := &watcher{found: make(chan string, 1)}
+	out := NewWatcher()
 	var stderr syncBuffer
 	args := []string{
 		"-aa", "-anonymous-user", "nobody",
@@ -103,7 +103,7 @@ func Launch(t testing.TB, root string, port int, extra ...string) *Server {
 	// A process group of its own, so that Kill also kills the session
 	// processes the server forks for each connection.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	adoptOrphans()
+	AdoptOrphans()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("gct: %v", err)
 	}
@@ -111,7 +111,7 @@ func Launch(t testing.TB, root string, port int, extra ...string) *Server {
 	s.wait = func() {
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		reapGroup(s.pid)
+		ReapGroup(s.pid)
 	}
 	t.Cleanup(s.Kill)
 	if port != 0 {
@@ -157,15 +157,22 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// watcher collects the server's stdout and reports the listening port once.
-type watcher struct {
+// Watcher collects a GCT server's output and reports, once, the port of its
+// "Server listening at" line on Found.
+type Watcher struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer // guarded by mu
 	sent  bool         // guarded by mu
 	found chan string
 }
 
-func (w *watcher) Write(p []byte) (int, error) {
+// NewWatcher returns a Watcher; use it as the server's stdout.
+func NewWatcher() *Watcher { return &Watcher{found: make(chan string, 1)} }
+
+// Found delivers the listening port once.
+func (w *Watcher) Found() <-chan string { return w.found }
+
+func (w *Watcher) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
@@ -178,7 +185,7 @@ func (w *watcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *watcher) String() string {
+func (w *Watcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()

@@ -10,20 +10,20 @@ const prSetChildSubreaper = 36
 
 var subreaper sync.Once
 
-// adoptOrphans makes this process the reaper of its orphaned descendants:
+// AdoptOrphans makes this process the reaper of its orphaned descendants:
 // the server's session processes are orphaned when the server is killed,
 // and the init of some machines and containers never reaps them, which
 // leaves zombies behind.
-func adoptOrphans() {
+func AdoptOrphans() {
 	subreaper.Do(func() {
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	})
 }
 
-// reapGroup reaps the exited members of process group pgid that were
+// ReapGroup reaps the exited members of process group pgid that were
 // adopted; it returns when none is left. Their parent must have been
 // reaped already, so that they all have been re-parented to us.
-func reapGroup(pgid int) {
+func ReapGroup(pgid int) {
 	for range 10000 {
 		var ws syscall.WaitStatus
 		_, err := syscall.Wait4(-pgid, &ws, 0, nil)

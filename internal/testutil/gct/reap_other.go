@@ -2,5 +2,8 @@
 
 package gct
 
-func adoptOrphans()   {}
-func reapGroup(_ int) {}
+// AdoptOrphans does nothing on this system.
+func AdoptOrphans() {}
+
+// ReapGroup does nothing on this system.
+func ReapGroup(_ int) {}

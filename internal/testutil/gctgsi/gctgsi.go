@@ -12,12 +12,10 @@
 package gctgsi
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -91,9 +89,6 @@ func WriteFile(t testing.TB, pki *gsipki.PKI, name string, data []byte) {
 	}
 }
 
-// listening matches the line the server prints once it accepts connections.
-var listening = regexp.MustCompile(`Server listening at [^\s:]+:(\d+)\n`)
-
 // Start starts a GSI GCT server for pki and returns it.
 func Start(t testing.TB, pki *gsipki.PKI, opt *Options) *Server {
 	t.Helper()
@@ -143,11 +138,11 @@ func Start(t testing.TB, pki *gsipki.PKI, opt *Options) *Server {
 		env = append(env, "GLOBUS_GSSAPI_MAX_TLS_PROTOCOL=TLS1_2_VERSION")
 	}
 	cmd.Env = append(env, o.Env...)
-	out := &watcher{found: make(chan string, 1)}
+	out := gct.NewWatcher()
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	adoptOrphans()
+	gct.AdoptOrphans()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("gctgsi: %v", err)
 	}
@@ -155,7 +150,7 @@ func Start(t testing.TB, pki *gsipki.PKI, opt *Options) *Server {
 	s.kill = func() {
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		reapGroup(s.pid)
+		gct.ReapGroup(s.pid)
 	}
 	t.Cleanup(func() {
 		s.Kill()
@@ -170,7 +165,7 @@ func Start(t testing.TB, pki *gsipki.PKI, opt *Options) *Server {
 		os.RemoveAll(logDir)
 	})
 	select {
-	case p := <-out.found:
+	case p := <-out.Found():
 		s.Addr = "127.0.0.1:" + p
 		return s
 	case <-time.After(startTimeout):
@@ -190,31 +185,3 @@ func (s *Server) Port() int {
 // Kill kills the server and its session processes and waits for them.
 // Later calls do nothing.
 func (s *Server) Kill() { s.once.Do(s.kill) }
-
-// watcher collects the server's output and reports the listening port
-// once.
-type watcher struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer // guarded by mu
-	sent  bool         // guarded by mu
-	found chan string
-}
-
-func (w *watcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if !w.sent {
-		if m := listening.FindSubmatch(w.buf.Bytes()); m != nil {
-			w.sent = true
-			w.found <- string(m[1])
-		}
-	}
-	return len(p), nil
-}
-
-func (w *watcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}

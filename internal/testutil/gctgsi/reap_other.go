@@ -1,7 +1,0 @@
-//go:build !linux
-
-package gctgsi
-
-func adoptOrphans() {}
-
-func reapGroup(pgid int) {}
