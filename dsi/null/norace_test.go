@@ -1,0 +1,5 @@
+//go:build !race
+
+package null_test
+
+const raceEnabled = false
