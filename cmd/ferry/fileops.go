@@ -41,24 +41,20 @@ func runMkdir(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	loc, err := remoteArg(fs.Args(), 1)
-	if err != nil {
-		return err
-	}
-	c, err := connect(ctx, loc[0], clientOptions{gsi: &g})
+	c, loc, err := connectOne(ctx, fs.Args(), clientOptions{gsi: &g})
 	if err != nil {
 		return err
 	}
 	defer hangUp(ctx, c)
-	p := strings.TrimSuffix(loc[0].path, "/")
+	p := strings.TrimSuffix(loc.path, "/")
 	if !*parents {
 		if err := c.Mkdir(ctx, p); err != nil {
-			return &opError{what: loc[0].String(), err: err}
+			return &opError{what: loc.String(), err: err}
 		}
 		return nil
 	}
 	if err := mkdirAll(ctx, c, p); err != nil {
-		return &opError{what: loc[0].String(), err: err}
+		return &opError{what: loc.String(), err: err}
 	}
 	return nil
 }
@@ -107,22 +103,18 @@ func runRm(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	loc, err := remoteArg(fs.Args(), 1)
-	if err != nil {
-		return err
-	}
-	c, err := connect(ctx, loc[0], clientOptions{gsi: &g})
+	c, loc, err := connectOne(ctx, fs.Args(), clientOptions{gsi: &g})
 	if err != nil {
 		return err
 	}
 	defer hangUp(ctx, c)
 	if *dir {
-		err = c.Rmdir(ctx, strings.TrimSuffix(loc[0].path, "/"))
+		err = c.Rmdir(ctx, strings.TrimSuffix(loc.path, "/"))
 	} else {
-		err = c.Delete(ctx, loc[0].path)
+		err = c.Delete(ctx, loc.path)
 	}
 	if err != nil {
-		return &opError{what: loc[0].String(), err: err}
+		return &opError{what: loc.String(), err: err}
 	}
 	return nil
 }

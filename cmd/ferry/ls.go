@@ -34,24 +34,20 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	loc, err := remoteArg(fs.Args(), 1)
-	if err != nil {
-		return err
-	}
-	c, err := connect(ctx, loc[0], clientOptions{active: *active, gsi: &g})
+	c, loc, err := connectOne(ctx, fs.Args(), clientOptions{active: *active, gsi: &g})
 	if err != nil {
 		return err
 	}
 	defer hangUp(ctx, c)
-	p := loc[0].path
+	p := loc.path
 	st, err := c.Stat(ctx, p)
 	if err != nil {
-		return &opError{what: loc[0].String(), err: err}
+		return &opError{what: loc.String(), err: err}
 	}
 	entries := []client.Entry{st}
 	if isDirType(st.Type) {
 		if entries, err = c.List(ctx, p); err != nil {
-			return &opError{what: loc[0].String(), err: err}
+			return &opError{what: loc.String(), err: err}
 		}
 		if !*all {
 			entries = slices.DeleteFunc(entries, func(e client.Entry) bool { return strings.HasPrefix(e.Name, ".") })
@@ -67,6 +63,19 @@ func runLs(ctx context.Context, e *env, args []string) error {
 }
 
 // remoteArg parses exactly n arguments as ftp:// or gsiftp:// URLs.
+// connectOne connects to the server named by a command's single URL argument.
+func connectOne(ctx context.Context, args []string, o clientOptions) (*client.Conn, location, error) {
+	loc, err := remoteArg(args, 1)
+	if err != nil {
+		return nil, location{}, err
+	}
+	c, err := connect(ctx, loc[0], o)
+	if err != nil {
+		return nil, location{}, err
+	}
+	return c, loc[0], nil
+}
+
 func remoteArg(args []string, n int) ([]location, error) {
 	if len(args) != n {
 		if n == 1 {
