@@ -229,6 +229,40 @@ func retryable(err error, moved bool) bool {
 	return true
 }
 
+// received is what the receiver of a copy already has, shared by the
+// copy's attempts: each starts from a snapshot (REST), and the receiver's
+// reports (committed ranges, 111 markers) replace it as they come.
+type received struct {
+	mu sync.Mutex
+	rs RangeSet // guarded by mu
+}
+
+func newReceived(start RangeSet) *received { return &received{rs: start.Clone()} }
+
+func (r *received) snapshot() RangeSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rs.Clone()
+}
+
+func (r *received) add(rg Range) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rs.Add(rg)
+}
+
+// record returns a callback that stores a report and passes it on to next.
+func (r *received) record(next func(RangeSet)) func(RangeSet) {
+	return func(rs RangeSet) {
+		r.mu.Lock()
+		r.rs = rs.Clone()
+		r.mu.Unlock()
+		if next != nil {
+			next(rs)
+		}
+	}
+}
+
 // Download retrieves path into dst (see Conn.RetrieveAt), retrying and
 // resuming after failures as the Session's RetryPolicy allows. It returns
 // the bytes moved by all attempts. opts.Committed sees every range stored
@@ -238,21 +272,11 @@ func (s *Session) Download(ctx context.Context, path string, dst io.WriterAt, op
 	if opts != nil {
 		o = *opts
 	}
-	var mu sync.Mutex
-	have := o.Restart.Clone() // guarded by mu
+	have := newReceived(o.Restart)
 	return s.run(ctx, s.Retry, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		ao := o
-		mu.Lock()
-		ao.Restart = have.Clone()
-		mu.Unlock()
-		ao.Committed = func(rs RangeSet) {
-			mu.Lock()
-			have = rs.Clone()
-			mu.Unlock()
-			if o.Committed != nil {
-				o.Committed(rs)
-			}
-		}
+		ao.Restart = have.snapshot()
+		ao.Committed = have.record(o.Committed)
 		ao.Progress, ao.ProgressInterval = prog, interval
 		return c.RetrieveAt(ctx, path, dst, &ao)
 	})
@@ -273,31 +297,19 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 	if modeE && o.MarkerInterval == 0 {
 		o.MarkerInterval = time.Second
 	}
-	var mu sync.Mutex
-	have := o.Restart.Clone() // guarded by mu
-	var started atomic.Bool   // an attempt moved data: the server's file is ours
+	have := newReceived(o.Restart)
+	var started atomic.Bool // an attempt moved data: the server's file is ours
 	return s.run(ctx, s.Retry, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		ao := o
 		if !modeE && started.Load() && o.Offset == 0 {
 			// Stream mode has no markers: the server's file size is what
 			// arrived.
 			if sz, err := c.Size(ctx, path); err == nil && sz > 0 {
-				mu.Lock()
-				have.Add(Range{Start: 0, End: min(sz, size)})
-				mu.Unlock()
+				have.add(Range{Start: 0, End: min(sz, size)})
 			}
 		}
-		mu.Lock()
-		ao.Restart = have.Clone()
-		mu.Unlock()
-		ao.Acknowledged = func(rs RangeSet) {
-			mu.Lock()
-			have = rs.Clone()
-			mu.Unlock()
-			if o.Acknowledged != nil {
-				o.Acknowledged(rs)
-			}
-		}
+		ao.Restart = have.snapshot()
+		ao.Acknowledged = have.record(o.Acknowledged)
 		ao.Progress = func(p Progress) {
 			if p.Bytes > 0 {
 				started.Store(true)
@@ -338,9 +350,8 @@ func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, 
 		pol.StallTimeout = 0
 	}
 	partial := o.Offset > 0 || o.Length > 0
-	var mu sync.Mutex
-	have := o.Restart.Clone() // guarded by mu
-	var started atomic.Bool   // the destination accepted a STOR: its file is ours
+	have := newReceived(o.Restart)
+	var started atomic.Bool // the destination accepted a STOR: its file is ours
 	return s.run(ctx, pol, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		dc, err := dst.Conn(ctx)
 		if err != nil {
@@ -348,23 +359,12 @@ func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, 
 		}
 		if !modeE && !partial && started.Load() {
 			if sz, err := dc.Size(ctx, dstPath); err == nil && sz > 0 {
-				mu.Lock()
-				have.Add(Range{Start: 0, End: sz})
-				mu.Unlock()
+				have.add(Range{Start: 0, End: sz})
 			}
 		}
 		ao := o
-		mu.Lock()
-		ao.Restart = have.Clone()
-		mu.Unlock()
-		ao.Acknowledged = func(rs RangeSet) {
-			mu.Lock()
-			have = rs.Clone()
-			mu.Unlock()
-			if o.Acknowledged != nil {
-				o.Acknowledged(rs)
-			}
-		}
+		ao.Restart = have.snapshot()
+		ao.Acknowledged = have.record(o.Acknowledged)
 		ao.Progress, ao.ProgressInterval = prog, interval
 		ao.begun = func() { started.Store(true) }
 		n, err := ThirdParty(ctx, c, srcPath, dc, dstPath, &ao)
