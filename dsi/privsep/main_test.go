@@ -7,10 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/ferrygrid/ferry/internal/testutil/leak"
 )
 
 // The test binary doubles as the ferry binary: run as
@@ -27,7 +26,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(helperDir)
 	}
 	if code == 0 {
-		if err := checkLeaks(); err != nil {
+		if err := leak.Check("github.com/ferrygrid/ferry/dsi/privsep"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
@@ -47,28 +46,4 @@ func helperMain(args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// checkLeaks fails if, a few seconds after the tests, a goroutine still
-// runs code of this package.
-func checkLeaks() error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var leaked []string
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "ferry/dsi/privsep.") && !strings.Contains(g, "privsep.checkLeaks") &&
-				!strings.Contains(g, "privsep.TestMain") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("privsep: leaked goroutines:\n%s", strings.Join(leaked, "\n\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
