@@ -1,0 +1,860 @@
+package client
+
+// Batches of small files over one control connection (issue 7): the
+// commands of later files go out before the earlier ones are answered
+// (pipelining; the server queues them and answers in order, protocol.md
+// §1.1), and one set of MODE E data connections carries every file of the
+// batch (connection caching, §5.5), so a file costs no round trip of its
+// own for data channel set-up.
+//
+// Downloads pipeline fully: the server starts sending file k+1 as soon as
+// file k is done, because RETR k+1 is already queued. The client reads a
+// file's blocks only after the file's 125/150 reply, so the data of a
+// refused RETR (there is none) can never be mistaken for the next file's.
+//
+// Uploads send a file's blocks only after its 125/150: a STOR the server
+// refuses before reading (no such directory, no permission) reads nothing
+// from the cached connections, and blocks written ahead would be taken
+// for the next file's. The STOR and ALLO of later files are still sent
+// ahead, which leaves one round trip per file (globus-url-copy -pp -fast
+// waits for each 226 before the next ALLO, then for that reply before STOR:
+// three).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/eblock"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// DefaultWindow is how many files of a batch may be in flight on one
+// control connection when BatchOptions.Window is zero. It hides a round
+// trip of about Window times the server's time per file.
+const DefaultWindow = 64
+
+// ErrBatchStopped is the error of the files of a batch that were not
+// transferred because the batch stopped early: its context was cancelled,
+// the control connection broke, or another file's data connections failed
+// (which closes the Conn). errors.Is tells these apart from files the
+// server refused; retry them on a new Conn.
+var ErrBatchStopped = errors.New("client: batch stopped before this file was transferred")
+
+// Get is one file of a GetFiles batch.
+type Get struct {
+	// Path is the file on the server.
+	Path string
+	// Open returns where the file's bytes go (at the file's offsets). It
+	// is called when the server starts sending the file, not before; the
+	// result is closed, when it is an io.Closer, as soon as the file is
+	// complete or has failed. If Open fails the file's data is read and
+	// dropped, and the file gets Open's error.
+	Open func() (io.WriterAt, error)
+}
+
+// Put is one file of a PutFiles batch.
+type Put struct {
+	// Path is the destination on the server.
+	Path string
+	// Size is the number of bytes to send (from offset 0 of what Open
+	// returns). Negative: Open must return an *os.File, whose size is
+	// used.
+	Size int64
+	// Open returns the bytes to send. It is called just before the file's
+	// commands are sent (when it fails, nothing is sent for the file); the
+	// result is closed, when it is an io.Closer, as soon as the file is
+	// complete or has failed.
+	Open func() (io.ReaderAt, error)
+}
+
+// BatchOptions tunes GetFiles and PutFiles. The zero value (or nil) works.
+type BatchOptions struct {
+	// Window is how many files may have their commands sent and not yet
+	// be complete; zero means DefaultWindow, 1 turns pipelining off.
+	Window int
+
+	// Parallel is the number of MODE E data connections; zero means one,
+	// which suits small files (globus-url-copy -fast uses one too).
+	Parallel int
+
+	// TCPBuffer, when positive, is the TCP buffer size for the data
+	// connections (SITE RETRBUFSIZE / STORBUFSIZE and the client's
+	// sockets).
+	TCPBuffer int
+
+	// BlockSize is the payload of the MODE E blocks an upload sends; zero
+	// means eblock.DefaultBlockSize.
+	BlockSize int
+
+	// StreamMode transfers each file in stream mode with a data
+	// connection of its own (what is used anyway when the server refuses
+	// MODE E). Slow for small files; for servers without MODE E.
+	StreamMode bool
+
+	// Done, when not nil, is called once for every file as it completes
+	// (err nil) or fails, with its index in the batch; calls come from
+	// other goroutines, one at a time.
+	Done func(i int, err error)
+}
+
+func (o *BatchOptions) window() int {
+	if o.Window > 0 {
+		return o.Window
+	}
+	return DefaultWindow
+}
+
+// GetFiles downloads a batch of files over this Conn and returns one error
+// per file (nil: the file arrived complete). It uses MODE E with cached
+// data connections and keeps up to Window RETR commands in flight; if the
+// server refuses MODE E (or StreamMode is set) it downloads the files one
+// by one in stream mode.
+//
+// A file the server refuses (550, or 500 for a missing file on GCT) gets
+// a *ReplyError and the batch goes on. A failure of the data connections
+// or of the control connection, or a cancelled ctx, stops the batch and
+// closes the Conn: that file gets the failure and the files not yet done
+// get an error wrapping ErrBatchStopped. The data connections stay open
+// for the next batch in the same direction on this Conn.
+func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []error {
+	var o BatchOptions
+	if opts != nil {
+		o = *opts
+	}
+	errs := make([]error, len(files))
+	if len(files) == 0 {
+		return errs
+	}
+	if c.err != nil {
+		return fillErrs(errs, 0, c.err, nil)
+	}
+	if !o.StreamMode {
+		w, stopWatch := watchAll(ctx, c.nc)
+		err := c.setMode(true)
+		if err == nil {
+			return c.getEBlock(ctx, w, stopWatch, files, &o, errs)
+		}
+		c.endBatch(ctx, stopWatch, err)
+		if c.err != nil {
+			return fillErrs(errs, 0, c.err, o.Done)
+		}
+		c.log.Debug("MODE E refused; downloading in stream mode", "err", err)
+	}
+	for i, g := range files {
+		errs[i] = c.getOne(ctx, g, &o)
+		if o.Done != nil {
+			o.Done(i, errs[i])
+		}
+		if c.err != nil {
+			return fillErrs(errs, i+1, c.err, o.Done)
+		}
+	}
+	return errs
+}
+
+// getOne downloads one file in stream mode.
+func (c *Conn) getOne(ctx context.Context, g Get, o *BatchOptions) error {
+	w, err := g.Open()
+	if err != nil {
+		return err
+	}
+	_, err = c.RetrieveAt(ctx, g.Path, w, &RetrieveOptions{TCPBuffer: o.TCPBuffer})
+	return closeItem(w, err)
+}
+
+// PutFiles uploads a batch of files over this Conn and returns one error
+// per file (nil: the server confirmed the file with 226). It uses MODE E
+// with cached data connections, sends ALLO and STOR of up to Window files
+// ahead, and sends a file's blocks when the server has answered its STOR
+// with 125 or 150 (see the top of pipeline.go). Without MODE E (refused,
+// or StreamMode) the files go one by one in stream mode. Errors are as
+// for GetFiles.
+func (c *Conn) PutFiles(ctx context.Context, files []Put, opts *BatchOptions) []error {
+	var o BatchOptions
+	if opts != nil {
+		o = *opts
+	}
+	errs := make([]error, len(files))
+	if len(files) == 0 {
+		return errs
+	}
+	if c.err != nil {
+		return fillErrs(errs, 0, c.err, nil)
+	}
+	if !o.StreamMode {
+		w, stopWatch := watchAll(ctx, c.nc)
+		err := c.setMode(true)
+		if err == nil {
+			return c.putEBlock(ctx, w, stopWatch, files, &o, errs)
+		}
+		c.endBatch(ctx, stopWatch, err)
+		if c.err != nil {
+			return fillErrs(errs, 0, c.err, o.Done)
+		}
+		c.log.Debug("MODE E refused; uploading in stream mode", "err", err)
+	}
+	for i, p := range files {
+		errs[i] = c.putOne(ctx, p, &o)
+		if o.Done != nil {
+			o.Done(i, errs[i])
+		}
+		if c.err != nil {
+			return fillErrs(errs, i+1, c.err, o.Done)
+		}
+	}
+	return errs
+}
+
+// putOne uploads one file in stream mode.
+func (c *Conn) putOne(ctx context.Context, p Put, o *BatchOptions) error {
+	r, size, err := openPut(p)
+	if err != nil {
+		return err
+	}
+	_, err = c.StoreAt(ctx, p.Path, r, size, &StoreOptions{TCPBuffer: o.TCPBuffer})
+	return closeItem(r, err)
+}
+
+// openPut opens an upload's source and finds its size.
+func openPut(p Put) (io.ReaderAt, int64, error) {
+	r, err := p.Open()
+	if err != nil {
+		return nil, 0, err
+	}
+	size := p.Size
+	if size < 0 {
+		f, ok := r.(*os.File)
+		if !ok {
+			closeItem(r, nil)
+			return nil, 0, fmt.Errorf("client: %s: size unknown (Put.Size < 0 and not an *os.File)", p.Path)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, fmt.Errorf("client: %w", err)
+		}
+		size = fi.Size()
+	}
+	return r, size, nil
+}
+
+// closeItem closes a file's local end, when it can be closed, and
+// returns err or else the close error.
+func closeItem(x any, err error) error {
+	if cl, ok := x.(io.Closer); ok {
+		if cerr := cl.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("client: %w", cerr)
+		}
+	}
+	return err
+}
+
+// fillErrs gives every file from i on that has no result yet an error
+// wrapping ErrBatchStopped and cause.
+func fillErrs(errs []error, i int, cause error, done func(int, error)) []error {
+	for ; i < len(errs); i++ {
+		if errs[i] == nil {
+			errs[i] = stoppedError(cause)
+			if done != nil {
+				done(i, errs[i])
+			}
+		}
+	}
+	return errs
+}
+
+func stoppedError(cause error) error {
+	if cause == nil || errors.Is(cause, ErrBatchStopped) {
+		return ErrBatchStopped
+	}
+	return fmt.Errorf("%w: %w", ErrBatchStopped, cause)
+}
+
+// endBatch ends the watch of a batch's control connection; when the
+// batch broke (err is a *brokenError or ctx is done) the Conn is closed.
+func (c *Conn) endBatch(ctx context.Context, stopWatch func() bool, err error) {
+	fired := stopWatch()
+	var be *brokenError
+	if errors.As(err, &be) || ctx.Err() != nil {
+		c.close()
+		return
+	}
+	if fired {
+		_ = c.nc.SetDeadline(time.Time{})
+	}
+}
+
+// batchOp is one command of a batch in flight: a transfer command of file
+// item, or a set-up command (item < 0, e.g. ALLO) whose reply only needs
+// reading.
+type batchOp struct {
+	item    int
+	line    string
+	started bool          // a 125/150 arrived; set before the op goes to the data side
+	final   Reply         // the final reply, once fin is closed
+	err     error         // the control connection failed before the final reply
+	fin     chan struct{} // closed when final or err is known
+}
+
+// ok reports a positive final reply.
+func (op *batchOp) ok() bool { return op.err == nil && op.final.Class() == 2 }
+
+// failure is the op's error after fin is closed: the control failure, or
+// the negative reply.
+func (op *batchOp) failure() error {
+	switch {
+	case op.err != nil:
+		return op.err
+	case op.final.Class() != 2:
+		return &ReplyError{Reply: op.final}
+	}
+	return nil
+}
+
+// batch is the shared state of one GetFiles or PutFiles call in MODE E.
+type batch struct {
+	c      *Conn
+	ctx    context.Context // cancelled when the batch stops
+	cancel context.CancelCauseFunc
+	slots  chan struct{} // one per file in flight
+	sentc  chan *batchOp // sent commands, to the reply reader
+	startc chan *batchOp // started transfers, to the data side
+	w      *watcher      // the control watch; data connections join it
+
+	// unstarted, when not nil, releases what file i held when its
+	// transfer command was answered without starting (reply reader).
+	unstarted func(i int)
+
+	mu       sync.Mutex
+	errs     []error // guarded by mu
+	finished []bool  // guarded by mu
+	stopErr  error   // guarded by mu: why the batch stopped; nil while it runs
+	done     func(int, error)
+}
+
+func (c *Conn) newBatch(ctx context.Context, w *watcher, errs []error, o *BatchOptions) *batch {
+	bctx, cancel := context.WithCancelCause(ctx)
+	win := o.window()
+	return &batch{
+		c:      c,
+		ctx:    bctx,
+		cancel: cancel,
+		slots:  make(chan struct{}, win),
+		// A command is sent only with a slot, so win (plus the set-up
+		// commands of as many files) bounds what the channels hold.
+		sentc:    make(chan *batchOp, 2*win+2),
+		startc:   make(chan *batchOp, win+1),
+		w:        w,
+		errs:     errs,
+		finished: make([]bool, len(errs)),
+		done:     o.Done,
+	}
+}
+
+// stop ends the batch with cause (the first cause wins): the data side is
+// cancelled and the control connection interrupted, which fails every
+// command in flight. The Conn is closed when the batch returns.
+func (b *batch) stop(cause error) {
+	b.mu.Lock()
+	first := b.stopErr == nil
+	if first {
+		b.stopErr = cause
+	}
+	b.mu.Unlock()
+	if first {
+		b.cancel(cause)
+		_ = b.c.nc.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+func (b *batch) stopped() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopErr
+}
+
+// finish records file i's result and frees its slot.
+func (b *batch) finish(i int, err error) {
+	b.mu.Lock()
+	b.errs[i], b.finished[i] = err, true
+	if b.done != nil {
+		b.done(i, err)
+	}
+	b.mu.Unlock()
+	<-b.slots
+}
+
+// send sends one command and queues it for the reply reader.
+func (b *batch) send(item int, line string) (*batchOp, error) {
+	if err := b.c.send(line); err != nil {
+		err = fmt.Errorf("client: %s: %w", verb(line), err)
+		b.stop(err)
+		return nil, err
+	}
+	op := &batchOp{item: item, line: line, fin: make(chan struct{})}
+	b.sentc <- op
+	return op, nil
+}
+
+// isMarker reports the preliminary replies that accompany a running
+// transfer: 111 restart, 112 performance, 113 status markers.
+func isMarker(r Reply) bool { return r.Code >= 110 && r.Code <= 119 }
+
+// readReplies reads the replies of the sent commands in order. A
+// transfer command's 125/150 hands it to the data side; one that never
+// started is finished here.
+func (b *batch) readReplies() {
+	defer close(b.startc)
+	var broken error
+	for op := range b.sentc {
+		for broken == nil {
+			r, err := b.c.readReply()
+			if err != nil {
+				broken = fmt.Errorf("client: %s: %w", verb(op.line), err)
+				if cause := b.stopped(); cause != nil {
+					broken = cause
+				} else if b.ctx.Err() != nil {
+					broken = fmt.Errorf("client: %s: %w", verb(op.line), context.Cause(b.ctx))
+				}
+				b.stop(broken)
+				break
+			}
+			if r.Class() == 1 {
+				if op.item >= 0 && !op.started && !isMarker(r) {
+					op.started = true
+					b.startc <- op
+				}
+				continue
+			}
+			op.final = r
+			break
+		}
+		if broken != nil {
+			op.err = broken
+		}
+		close(op.fin)
+		if op.item >= 0 && !op.started {
+			err := op.failure()
+			if err == nil {
+				// 2xx without 125/150: no data came, and the data
+				// connections are in an unknown state.
+				err = fmt.Errorf("client: %s: final reply %d without a preliminary reply", verb(op.line), op.final.Code)
+				b.stop(err)
+			} else if op.err != nil {
+				err = stoppedError(op.err)
+			}
+			if b.unstarted != nil {
+				b.unstarted(op.item)
+			}
+			b.finish(op.item, err)
+		} else if op.item < 0 && op.err == nil && op.final.Class() != 2 {
+			b.c.log.Debug("command refused; going on", "cmd", verb(op.line), "code", op.final.Code)
+		}
+	}
+}
+
+// run sends the commands of files 0..n-1 (cmds gives them; ok false skips
+// a file, which must then be finished by cmds) with the reply reader and
+// the data side running, and waits for all of them.
+func (b *batch) run(n int, cmds func(i int) (lines []string, ok bool), data func()) {
+	var wg sync.WaitGroup
+	wg.Go(b.readReplies)
+	wg.Go(data)
+	i := 0
+	for ; i < n; i++ {
+		select {
+		case b.slots <- struct{}{}:
+		case <-b.ctx.Done():
+		}
+		if b.stopped() != nil || b.ctx.Err() != nil {
+			break
+		}
+		lines, ok := cmds(i)
+		if !ok {
+			continue
+		}
+		var err error
+		for k, l := range lines {
+			item := -1
+			if k == len(lines)-1 {
+				item = i
+			}
+			if _, err = b.send(item, l); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			if b.unstarted != nil && len(lines) > 0 {
+				b.unstarted(i)
+			}
+			b.finish(i, err)
+			i++
+			break
+		}
+	}
+	if i < n && b.stopped() == nil {
+		b.stop(context.Cause(b.ctx))
+	}
+	close(b.sentc)
+	wg.Wait()
+	b.cancel(nil)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, ok := range b.finished {
+		if !ok {
+			b.errs[i] = stoppedError(b.stopErr)
+			if b.done != nil {
+				b.done(i, b.errs[i])
+			}
+		}
+	}
+}
+
+// getEBlock is GetFiles in MODE E.
+func (c *Conn) getEBlock(ctx context.Context, w *watcher, stopWatch func() bool, files []Get, o *BatchOptions, errs []error) []error {
+	n := max(o.Parallel, 1)
+	var ln *net.TCPListener
+	var conns []net.Conn
+	err := c.softCommands(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))
+	if err == nil {
+		if len(c.cache) > 0 && c.cacheDir == dirRetrieve {
+			conns, c.cache, c.cacheDir = c.cache, nil, dirNone
+		} else {
+			c.dropCache()
+			ln, err = c.getChannel(n, o.TCPBuffer)
+		}
+	}
+	if err != nil {
+		c.endBatch(ctx, stopWatch, err)
+		return fillErrs(errs, 0, err, o.Done)
+	}
+	if ln != nil {
+		w.add(ln)
+	}
+	b := c.newBatch(ctx, w, errs, o)
+	var keep []net.Conn
+	b.run(len(files), func(i int) ([]string, bool) {
+		line := "RETR " + files[i].Path
+		if err := checkLine(line); err != nil {
+			b.finish(i, err)
+			return nil, false
+		}
+		return []string{line}, true
+	}, func() {
+		keep = b.receiveAll(files, ln, conns)
+	})
+	return c.endBatchData(ctx, stopWatch, b, keep, dirRetrieve)
+}
+
+// getChannel sends what a download's new data connections need (OPTS
+// RETR Parallelism, EPRT/PORT) and returns the listener the server will
+// connect to.
+func (c *Conn) getChannel(n, buf int) (*net.TCPListener, error) {
+	if err := c.exchange2(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+		return nil, err
+	}
+	c.dataBuf = buf
+	ln, err := c.listenData()
+	c.dataBuf = 0
+	if err != nil {
+		return nil, err
+	}
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	ok, err := c.announce(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	if err != nil || !ok {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// endBatchData ends a MODE E batch: the data connections are kept for the
+// next batch when it ran to the end, else the Conn is closed.
+func (c *Conn) endBatchData(ctx context.Context, stopWatch func() bool, b *batch, keep []net.Conn, dir direction) []error {
+	b.mu.Lock()
+	stopErr := b.stopErr
+	b.mu.Unlock()
+	if stopErr != nil {
+		closeConns(keep)
+		stopWatch()
+		c.close()
+		return b.errs
+	}
+	c.endBatch(ctx, stopWatch, nil)
+	if len(keep) > 0 {
+		c.cache, c.cacheDir = keep, dir
+	}
+	return b.errs
+}
+
+// discardWriter takes the blocks of a file whose destination could not be
+// opened.
+type discardWriter struct{}
+
+func (discardWriter) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (discardWriter) Close() error                           { return nil }
+
+// receiveAll is the data side of a download batch: it reads each started
+// file from the data connections in order, the first one from the
+// connections the server opens to ln. It returns the connections to keep.
+func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) []net.Conn {
+	c := b.c
+	defer func() {
+		if ln != nil {
+			ln.Close()
+		}
+	}()
+	for op := range b.startc {
+		if b.stopped() != nil {
+			b.finish(op.item, stoppedError(b.stopped()))
+			continue
+		}
+		g := files[op.item]
+		dst, openErr := g.Open()
+		var sink dsi.Writer = discardWriter{}
+		if openErr == nil {
+			sink = destination(dst)
+		}
+		rcv := eblock.NewReceiver(sink, eblock.ReceiveConfig{Limit: -1})
+		for _, dc := range conns {
+			if !rcv.Add(dc) {
+				dc.Close()
+			}
+		}
+		tctx, cancel := context.WithCancelCause(b.ctx)
+		var wg sync.WaitGroup
+		var noConn *time.Timer
+		if ln != nil {
+			peer := c.controlPeer()
+			wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
+			noConn = time.AfterFunc(c.dialTimeout(), func() {
+				if rcv.Conns() == 0 {
+					cancel(errNoDataConn)
+				}
+			})
+		}
+		err := waitReceiver(tctx, rcv, op)
+		if err != nil {
+			cancel(err)
+		}
+		if _, rerr := rcv.Wait(tctx); err == nil {
+			err = rerr
+		}
+		if ln != nil {
+			noConn.Stop()
+			ln.Close()
+			ln = nil
+		}
+		cancel(nil)
+		wg.Wait()
+		<-op.fin
+		if err == nil {
+			err = op.failure()
+		}
+		if err != nil {
+			// The data connections' state is unknown: the batch ends.
+			closeConns(rcv.All())
+			conns = nil
+			err = fmt.Errorf("client: RETR %s: %w", g.Path, err)
+			b.stop(err)
+			if openErr == nil {
+				closeItem(dst, nil)
+			}
+			b.finish(op.item, err)
+			continue
+		}
+		conns = rcv.Reusable()
+		for _, dc := range rcv.All() {
+			if !containsConn(conns, dc) {
+				dc.Close()
+			}
+		}
+		if openErr != nil {
+			err = openErr
+		} else {
+			err = closeItem(dst, nil)
+		}
+		b.finish(op.item, err)
+	}
+	if b.stopped() != nil {
+		closeConns(conns)
+		return nil
+	}
+	return conns
+}
+
+// waitReceiver waits until the receiver has the whole file, or the
+// transfer's final reply is negative, or ctx is done.
+func waitReceiver(ctx context.Context, rcv *eblock.Receiver, op *batchOp) error {
+	fin := op.fin
+	for {
+		select {
+		case <-rcv.Done():
+			_, err := rcv.Wait(ctx)
+			return err
+		case <-fin:
+			fin = nil
+			if err := op.failure(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// putEBlock is PutFiles in MODE E.
+func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool, files []Put, o *BatchOptions, errs []error) []error {
+	n := max(o.Parallel, 1)
+	var conns []net.Conn
+	var sec *securing
+	err := c.softCommands(bufferCommand("SITE STORBUFSIZE", o.TCPBuffer))
+	if err == nil {
+		if len(c.cache) > 0 && c.cacheDir == dirStore {
+			conns, c.cache, c.cacheDir = c.cache, nil, dirNone
+		} else {
+			c.dropCache()
+			conns, err = c.putChannel(ctx, w, n, o.TCPBuffer)
+			if err == nil && c.dsec != nil {
+				// GCT finishes the handshakes before its first 150; they
+				// run while the commands go out.
+				sec = c.secureAllAsync(ctx, conns)
+			}
+		}
+	}
+	if err != nil {
+		closeConns(conns)
+		c.endBatch(ctx, stopWatch, err)
+		return fillErrs(errs, 0, err, o.Done)
+	}
+	b := c.newBatch(ctx, w, errs, o)
+	srcs := make([]io.ReaderAt, len(files))
+	sizes := make([]int64, len(files))
+	b.unstarted = func(i int) {
+		if srcs[i] != nil {
+			closeItem(srcs[i], nil)
+			srcs[i] = nil
+		}
+	}
+	var keep []net.Conn
+	b.run(len(files), func(i int) ([]string, bool) {
+		p := files[i]
+		line := "STOR " + p.Path
+		if err := checkLine(line); err != nil {
+			b.finish(i, err)
+			return nil, false
+		}
+		r, size, err := openPut(p)
+		if err != nil {
+			b.finish(i, err)
+			return nil, false
+		}
+		// The data side reads these after the op it gets through
+		// startc, which the channel orders after this write.
+		srcs[i], sizes[i] = r, size
+		if size > 0 {
+			return []string{fmt.Sprintf("ALLO %d", size), line}, true
+		}
+		return []string{line}, true
+	}, func() {
+		keep = b.sendAll(files, srcs, sizes, conns, sec, o)
+	})
+	// Sources of files that never started are still open.
+	for i, r := range srcs {
+		if r != nil {
+			closeItem(r, nil)
+			srcs[i] = nil
+		}
+	}
+	return c.endBatchData(ctx, stopWatch, b, keep, dirStore)
+}
+
+// putChannel asks for a passive address and dials n data connections.
+func (c *Conn) putChannel(ctx context.Context, w *watcher, n, buf int) ([]net.Conn, error) {
+	ap, err := c.passive()
+	if err != nil {
+		return nil, err
+	}
+	c.dataBuf = buf
+	defer func() { c.dataBuf = 0 }()
+	conns := make([]net.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			tc, err := c.dialData(ctx, ap)
+			if err == nil {
+				w.add(tc)
+				conns[i] = tc
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	var ok []net.Conn
+	for _, dc := range conns {
+		if dc != nil {
+			ok = append(ok, dc)
+		}
+	}
+	return ok, errors.Join(errs...)
+}
+
+// sendAll is the data side of an upload batch: it sends each started
+// file's blocks over the data connections, in order. It returns the
+// connections to keep.
+func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []net.Conn, sec *securing, o *BatchOptions) []net.Conn {
+	for op := range b.startc {
+		i := op.item
+		src, size := srcs[i], sizes[i]
+		srcs[i] = nil
+		if sec != nil {
+			var herr error
+			conns, herr = sec.wait(false)
+			sec = nil
+			if herr != nil {
+				b.stop(herr)
+			}
+		}
+		if cause := b.stopped(); cause != nil {
+			closeItem(src, nil)
+			b.finish(i, stoppedError(cause))
+			continue
+		}
+		var ranges []xfer.Range
+		if size > 0 {
+			ranges = []xfer.Range{{Start: 0, End: size}}
+		}
+		_, err := eblock.Send(b.ctx, conns, src, ranges, eblock.SendConfig{BlockSize: o.BlockSize})
+		if err != nil {
+			err = fmt.Errorf("client: STOR %s: data connections: %w", files[i].Path, err)
+			b.stop(err)
+		}
+		<-op.fin
+		if err == nil {
+			err = op.failure()
+			if err != nil && op.err == nil {
+				// Refused after it started: what the server read of the
+				// data connections is unknown.
+				b.stop(err)
+			}
+		}
+		b.finish(i, closeItem(src, err))
+	}
+	if sec != nil {
+		conns, _ = sec.wait(true)
+	}
+	if b.stopped() != nil {
+		closeConns(conns)
+		return nil
+	}
+	return conns
+}

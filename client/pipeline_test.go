@@ -1,0 +1,298 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ferrygrid/ferry/client"
+)
+
+// flight is a slog handler that follows a Conn's commands and final
+// replies in order, to see how many commands were in flight at once.
+type flight struct {
+	mu       sync.Mutex
+	cmds     []string
+	out, max int
+}
+
+func (f *flight) Enabled(context.Context, slog.Level) bool { return true }
+func (f *flight) WithAttrs([]slog.Attr) slog.Handler       { return f }
+func (f *flight) WithGroup(string) slog.Handler            { return f }
+func (f *flight) Handle(_ context.Context, rec slog.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec.Attrs(func(a slog.Attr) bool {
+		switch {
+		case rec.Message == "send" && a.Key == "cmd":
+			f.cmds = append(f.cmds, a.Value.String())
+			f.out++
+			f.max = max(f.max, f.out)
+		case rec.Message == "reply" && a.Key == "code" && a.Value.Int64() >= 200:
+			f.out--
+		}
+		return true
+	})
+	return nil
+}
+
+// take returns the commands sent and the most in flight, and forgets both.
+func (f *flight) take() ([]string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cmds, m := f.cmds, f.max
+	f.cmds, f.max = nil, f.out
+	return cmds, m
+}
+
+func count(cmds []string, prefix string) int {
+	n := 0
+	for _, c := range cmds {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// batchSizes are the file sizes of the test batches: empty, tiny, the
+// 16 KB of the small-file benchmark, and a few blocks' worth.
+func batchSize(i int) int {
+	switch i % 7 {
+	case 0:
+		return 0
+	case 1:
+		return 1
+	case 6:
+		return 3<<20 + 17
+	}
+	return 16 << 10
+}
+
+func TestGetFiles(t *testing.T) {
+	peers(t, func(t *testing.T, p peer) {
+		for _, par := range []int{1, 3} {
+			t.Run(fmt.Sprint("p", par), func(t *testing.T) {
+				ctx := testCtx(t)
+				const n = 40
+				const missing = 17
+				want := make([][]byte, n)
+				for i := range n {
+					if i == missing {
+						continue
+					}
+					want[i] = seeded(batchSize(i), uint64(i+100*par))
+					writeServed(t, filepath.Join(p.dir, fmt.Sprintf("g%d-%d", par, i)), want[i])
+				}
+				fl := &flight{}
+				c := login(t, p.addr, &client.Config{Logger: slog.New(fl)})
+				local := t.TempDir()
+				files := make([]client.Get, n)
+				for i := range files {
+					files[i] = client.Get{
+						Path: p.remote(fmt.Sprintf("g%d-%d", par, i)),
+						Open: func() (io.WriterAt, error) { return os.Create(filepath.Join(local, fmt.Sprint(i))) },
+					}
+				}
+				var doneMu sync.Mutex
+				done := map[int]bool{}
+				opts := &client.BatchOptions{Window: 8, Parallel: par, Done: func(i int, err error) {
+					doneMu.Lock()
+					defer doneMu.Unlock()
+					if done[i] {
+						t.Errorf("Done called twice for %d", i)
+					}
+					done[i] = true
+				}}
+				errs := c.GetFiles(ctx, files, opts)
+				checkGot(t, errs, missing, local, want)
+				if len(done) != n {
+					t.Errorf("Done called for %d files, want %d", len(done), n)
+				}
+				cmds, inFlight := fl.take()
+				if inFlight < 4 {
+					t.Errorf("at most %d commands in flight; the RETRs were not pipelined", inFlight)
+				}
+				if k := count(cmds, "RETR "); k != n {
+					t.Errorf("%d RETR sent, want %d", k, n)
+				}
+
+				// A second batch reuses the data connections: no new
+				// PORT/EPRT or OPTS.
+				for i := range files {
+					os.Remove(filepath.Join(local, fmt.Sprint(i)))
+				}
+				opts.Done = nil
+				errs = c.GetFiles(ctx, files[:missing], opts)
+				checkGot(t, errs, -1, local, want[:missing])
+				cmds, _ = fl.take()
+				for _, c := range cmds {
+					if !strings.HasPrefix(c, "RETR ") {
+						t.Errorf("second batch sent %q", c)
+					}
+				}
+			})
+		}
+	})
+}
+
+// checkGot checks a download batch: file bad failed with a negative
+// reply, the others arrived intact.
+func checkGot(t *testing.T, errs []error, bad int, local string, want [][]byte) {
+	t.Helper()
+	for i, err := range errs {
+		if i == bad {
+			var re *client.ReplyError
+			if !errors.As(err, &re) {
+				t.Errorf("missing file %d: err %v, want a negative reply", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("file %d: %v", i, err)
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(local, fmt.Sprint(i)))
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Errorf("file %d: %d bytes (err %v), want %d", i, len(got), err, len(want[i]))
+		}
+	}
+}
+
+func TestPutFiles(t *testing.T) {
+	peers(t, func(t *testing.T, p peer) {
+		for _, par := range []int{1, 2} {
+			t.Run(fmt.Sprint("p", par), func(t *testing.T) {
+				ctx := testCtx(t)
+				const n = 40
+				const refused = 11 // its directory does not exist
+				want := make([][]byte, n)
+				files := make([]client.Put, n)
+				for i := range n {
+					want[i] = seeded(batchSize(i), uint64(i+1000*par))
+					name := fmt.Sprintf("p%d-%d", par, i)
+					if i == refused {
+						name = "no/such/dir/" + name
+					}
+					files[i] = client.Put{Path: p.remote(name), Size: int64(len(want[i])), Open: func() (io.ReaderAt, error) {
+						return bytes.NewReader(want[i]), nil
+					}}
+				}
+				// One source cannot be opened: nothing is sent for it.
+				files[5].Open = func() (io.ReaderAt, error) { return nil, os.ErrPermission }
+				fl := &flight{}
+				c := login(t, p.addr, &client.Config{Logger: slog.New(fl)})
+				errs := c.PutFiles(ctx, files, &client.BatchOptions{Window: 8, Parallel: par})
+				for i, err := range errs {
+					switch {
+					case i == 5:
+						if !errors.Is(err, os.ErrPermission) {
+							t.Errorf("file 5: err %v, want the Open error", err)
+						}
+					case i == refused:
+						var re *client.ReplyError
+						if !errors.As(err, &re) {
+							t.Errorf("refused file: err %v, want a negative reply", err)
+						}
+					case err != nil:
+						t.Errorf("file %d: %v", i, err)
+					default:
+						got := readAll(t, filepath.Join(p.dir, fmt.Sprintf("p%d-%d", par, i)))
+						if !bytes.Equal(got, want[i]) {
+							t.Errorf("file %d: %d bytes on the server, want %d", i, len(got), len(want[i]))
+						}
+					}
+				}
+				cmds, inFlight := fl.take()
+				if inFlight < 4 {
+					t.Errorf("at most %d commands in flight; the STORs were not pipelined", inFlight)
+				}
+				if k := count(cmds, "STOR "); k != n-1 {
+					t.Errorf("%d STOR sent, want %d", k, n-1)
+				}
+				if k := count(cmds, "EPSV") + count(cmds, "PASV"); k != 1 {
+					t.Errorf("%d passive commands, want 1", k)
+				}
+			})
+		}
+	})
+}
+
+// A batch that cannot go on (its context is cancelled) says which files
+// were not transferred, and the Conn is closed.
+func TestBatchStopped(t *testing.T) {
+	f := startFerry(t)
+	p := f.peer()
+	const n = 30
+	for i := range n {
+		writeServed(t, filepath.Join(p.dir, fmt.Sprint("s", i)), seeded(16<<10, uint64(i)))
+	}
+	c := login(t, p.addr, nil)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	local := t.TempDir()
+	files := make([]client.Get, n)
+	for i := range files {
+		files[i] = client.Get{Path: p.remote(fmt.Sprint("s", i)), Open: func() (io.WriterAt, error) {
+			if i == 10 {
+				cancel()
+			}
+			return os.Create(filepath.Join(local, fmt.Sprint(i)))
+		}}
+	}
+	errs := c.GetFiles(ctx, files, &client.BatchOptions{Window: 4})
+	stopped := 0
+	for i, err := range errs {
+		switch {
+		case err == nil && i >= 10:
+			t.Errorf("file %d transferred after the cancel", i)
+		case err != nil && i < 10:
+			t.Errorf("file %d: %v", i, err)
+		case errors.Is(err, client.ErrBatchStopped) || errors.Is(err, context.Canceled):
+			stopped++
+		case err != nil:
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+	if stopped != n-10 {
+		t.Errorf("%d files stopped, want %d", stopped, n-10)
+	}
+	if _, err := c.Do(context.Background(), "NOOP"); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("after a stopped batch: %v, want ErrClosed", err)
+	}
+}
+
+// StreamMode (and servers without MODE E) transfer the files one by one.
+func TestBatchStreamMode(t *testing.T) {
+	f := startFerry(t)
+	p := f.peer()
+	c := login(t, p.addr, nil)
+	ctx := testCtx(t)
+	want := [][]byte{seeded(100, 1), nil, seeded(20000, 2)}
+	puts := make([]client.Put, len(want))
+	gets := make([]client.Get, len(want))
+	local := t.TempDir()
+	for i := range want {
+		puts[i] = client.Put{Path: fmt.Sprint("/m", i), Size: -1, Open: func() (io.ReaderAt, error) {
+			return localFile(t, want[i]), nil
+		}}
+		gets[i] = client.Get{Path: fmt.Sprint("/m", i), Open: func() (io.WriterAt, error) {
+			return os.Create(filepath.Join(local, fmt.Sprint(i)))
+		}}
+	}
+	o := &client.BatchOptions{StreamMode: true}
+	for i, err := range c.PutFiles(ctx, puts, o) {
+		if err != nil {
+			t.Errorf("put %d: %v", i, err)
+		}
+	}
+	checkGot(t, c.GetFiles(ctx, gets, o), -1, local, want)
+}
