@@ -52,7 +52,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
 	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
-	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P)")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs pipelined client batches)")
+	files := fs.Int("files", bench.DefaultSmallFiles, "smallfiles: number of files")
+	fileSize := fs.String("file-size", "16K", "smallfiles: bytes per file")
 	impls := fs.String("impls", "ferry,gct,raw", "comma-separated implementations: ferry, gct, raw (iperf3; mem only)")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	dir := fs.String("dir", "", "`DIR` to make the scratch directory in; the scratch directory is removed at the end (default: the system's temp dir)")
@@ -86,9 +88,16 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("-logins must be at least 1")
 	}
 	cfg.Logins = *logins
+	if *files < 1 {
+		return usagef("-files must be at least 1")
+	}
+	cfg.Files = *files
+	if cfg.FileSize, err = bench.ParseSize(*fileSize); err != nil {
+		return usagef("-file-size: %v", err)
+	}
 	for _, w := range splitList(*workloads) {
 		if !slices.Contains(bench.Workloads, bench.Workload(w)) {
-			return usagef("-workloads: unknown workload %q (mem, disk, gsi)", w)
+			return usagef("-workloads: unknown workload %q (mem, disk, gsi, smallfiles)", w)
 		}
 		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
 	}

@@ -68,7 +68,7 @@ const (
 // Workloads and Impls list the known values in report order. The default
 // run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk, GSI}
+	Workloads = []Workload{Mem, Disk, GSI, SmallFiles}
 	Impls     = []Impl{Ferry, GCT, Raw}
 )
 
@@ -97,6 +97,12 @@ type Config struct {
 	// Logins is how many GSI logins are timed per implementation, with
 	// and without delegation (workload GSI); 0 means 20.
 	Logins int
+
+	// Files and FileSize shape the smallfiles workload's tree; 0 means
+	// DefaultSmallFiles and DefaultSmallFileSize. There, parallelism is
+	// the number of sessions (globus-url-copy -cc).
+	Files    int
+	FileSize int64
 
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
@@ -186,6 +192,11 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 				return samples, err
 			}
 		}
+		if w == SmallFiles {
+			if err := r.writeTree(ctx); err != nil {
+				return samples, err
+			}
+		}
 		if w == GSI {
 			if err := r.makeGSI(); err != nil {
 				return samples, err
@@ -212,9 +223,9 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 						}
 						s.Rep = rep
 						samples = append(samples, s)
-						fmt.Fprintf(r.progress, "bench: %-10s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %s/%s MiB\n",
+						fmt.Fprintf(r.progress, "bench: %-10s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %s/%s MiB%s\n",
 							row, p, rep, cfg.Reps, impl, s.Gbps, s.Wall.Seconds(), s.ClientCPU.Seconds(), s.ServerCPU.Seconds(),
-							rssMiB(s.ClientRSS), rssMiB(s.ServerRSS))
+							rssMiB(s.ClientRSS), rssMiB(s.ServerRSS), filesPerSecond(cfg, s))
 					}
 				}
 			}
@@ -230,7 +241,7 @@ func (c *Config) fill() error {
 		return errors.New("bench: Size must be positive")
 	case len(c.Parallel) == 0 || len(c.Workloads) == 0 || len(c.Impls) == 0:
 		return errors.New("bench: no parallelism, workload or implementation selected")
-	case c.Reps < 0 || c.Logins < 0:
+	case c.Reps < 0 || c.Logins < 0 || c.Files < 0 || c.FileSize < 0:
 		return errors.New("bench: Reps and Logins must not be negative")
 	}
 	for _, p := range c.Parallel {
@@ -240,7 +251,7 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi)", w)
+			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles)", w)
 		}
 	}
 	for _, i := range c.Impls {
@@ -436,6 +447,14 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, context.Cause(c.ctx)
 	}
 	return c.r.Read(p)
+}
+
+// filesPerSecond renders a smallfiles run's rate, or "" for the others.
+func filesPerSecond(cfg Config, s Sample) string {
+	if s.Workload != SmallFiles {
+		return ""
+	}
+	return fmt.Sprintf("  %.0f files/s", float64(cfg.smallFiles())/max(s.Wall.Seconds(), 1e-9))
 }
 
 // gbps returns n bytes over d in Gbit/s.

@@ -25,6 +25,9 @@ const sessionExit = 10 * time.Second
 
 // run makes one run of impl on workload w with parallelism p.
 func (r *runner) run(ctx context.Context, w Workload, impl Impl, p int) (Sample, error) {
+	if w == SmallFiles {
+		return r.runSmall(ctx, impl, p)
+	}
 	s := Sample{Workload: w, Impl: impl, P: p, Bytes: r.cfg.Size}
 	var err error
 	switch impl {
@@ -149,6 +152,7 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		args = []string{"serve", "-listen", "127.0.0.1:0", "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
 		if w == Mem {
 			args = append(args, "-storage", "null")
+
 		} else {
 			args = append(args, "-root", r.served)
 		}
