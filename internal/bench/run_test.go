@@ -28,7 +28,7 @@ func TestRunReference(t *testing.T) {
 	}
 	var progress bytes.Buffer
 	cfg := Config{Size: 32 << 20, Parallel: []int{1, 2}, Reps: 1, Workloads: Workloads,
-		Impls: []Impl{GCT, Raw}, Dir: dir, Timeout: time.Minute, Logins: 2, Progress: &progress}
+		Impls: []Impl{GCT, Raw}, Dir: dir, Timeout: time.Minute, Logins: 2, Files: 40, Progress: &progress}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	samples, err := Run(ctx, cfg)
@@ -37,8 +37,9 @@ func TestRunReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	// mem: gct and raw; disk: gct only; each at 2 p; gsi: 2 rows of gct
-	// at 2 p, and 2 logins with and without delegation.
-	if want := 2*2 + 2 + 2*2 + 2*2; len(samples) != want {
+	// at 2 p, and 2 logins with and without delegation; smallfiles: gct
+	// at 2 p.
+	if want := 2*2 + 2 + 2*2 + 2*2 + 2; len(samples) != want {
 		t.Fatalf("%d samples, want %d", len(samples), want)
 	}
 	checkSamples(t, cfg, samples)
@@ -66,8 +67,12 @@ func checkSamples(t *testing.T, cfg Config, samples []Sample) {
 			}
 			continue
 		}
+		size := cfg.Size
+		if s.Workload == SmallFiles {
+			size = int64(cfg.smallFiles()) * cfg.smallFileSize()
+		}
 		if s.Gbps <= 0 || s.Wall <= 0 || !rssOK(s.ClientRSS) || !rssOK(s.ServerRSS) || s.ClientCPU < 0 || s.ServerCPU < 0 ||
-			s.Bytes != cfg.Size || s.Workload == GSI {
+			s.Bytes != size || s.Workload == GSI {
 			t.Errorf("implausible sample %+v", s)
 		}
 	}
