@@ -82,6 +82,7 @@ func parseWANFlags(e *env, args []string) (*wanOptions, error) {
 	lossDir := fs.String("loss-dir", "to-client", "lossy direction: to-client, to-server or both")
 	fs.BoolVar(&o.cfg.LossACKs, "loss-acks", false, "also drop in the opposite direction (the ACKs) at the same rate")
 	rate := fs.String("rate", "0", "rate limit per direction in bit/s, with an optional K, M, G suffix (decimal); 0 is unlimited")
+	fs.BoolVar(&o.cfg.Calibrate, "calibrate", false, "take the forwarder's own measured latency (half the idle RTT excess, at most 0.5 ms) off each direction's delay")
 	fs.Int64Var(&o.cfg.Seed, "seed", 1, "seed of the loss pattern")
 	var sysctls stringList
 	fs.Var(&sysctls, "sysctl", "`KEY=VALUE` per-namespace sysctl set on both sides, e.g. net.ipv4.tcp_rmem='4096 131072 4194304' (repeatable)")

@@ -25,6 +25,10 @@ type Fidelity struct {
 	Bytes       [2]uint64 // IP bytes forwarded, by Dir, as the segments on a wire would count them
 	WriteErrors uint64    // segments the receiving TUN refused
 	RealTime    bool      // every forwarder thread runs at SCHED_FIFO priority
+
+	// Compensation is what Config.Calibrate took off each direction's
+	// delay; IdleRTT was measured after it.
+	Compensation time.Duration
 }
 
 // Throughput is the average rate forwarded in direction d over Wall, in
@@ -46,7 +50,11 @@ func WriteReport(w io.Writer, cfg Config, f Fidelity) error {
 		rate = fmt.Sprintf("%.0f Mbit/s", float64(cfg.Rate)/1e6)
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("idle RTT      %s (setting %s, %+.3f ms)\n", ms(f.IdleRTT), ms(2*cfg.Delay), float64(f.IdleRTT-2*cfg.Delay)/1e6)
+	p("idle RTT      %s (setting %s, %+.3f ms", ms(f.IdleRTT), ms(2*cfg.Delay), float64(f.IdleRTT-2*cfg.Delay)/1e6)
+	if cfg.Calibrate {
+		p("; calibrated: %s less delay each way", us(f.Compensation))
+	}
+	p(")\n")
 	for _, d := range []Dir{ToClient, ToServer} {
 		setting := 0.0
 		if cfg.lossy(d) {

@@ -87,7 +87,7 @@ func (it *item) drop(i, nseg int) {
 type direction struct {
 	dir     Dir
 	in, out int
-	delay   int64
+	delay   atomic.Int64 // ns; Start may shorten it to calibrate
 	lossy   bool
 	loss    float64
 	rng     *rand.Rand
@@ -230,13 +230,13 @@ func newForwarder(cfg Config, cfd, sfd int) (*forwarder, error) {
 			dir:     dir,
 			in:      io[0],
 			out:     io[1],
-			delay:   int64(cfg.Delay),
 			lossy:   cfg.lossy(dir),
 			loss:    cfg.Loss,
 			rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(d)+1)),
 			ring:    make([]byte, ringSize),
 			scratch: make([]byte, maxRead),
 		}
+		f.dirs[d].delay.Store(int64(cfg.Delay))
 		if err := f.dirs[d].queue.init(1 << 16); err != nil {
 			f.closeQueues()
 			unix.Close(stopfd)
@@ -324,7 +324,7 @@ func (f *forwarder) read(d *direction) {
 		if perr == nil {
 			nseg = p.nseg
 		}
-		it := item{pos: pos, n: int32(n), due: now + d.delay}
+		it := item{pos: pos, n: int32(n), due: now + d.delay.Load()}
 		if d.lossy && f.lossOn.Load() {
 			for i := range nseg {
 				if d.rng.Float64() < d.loss {
