@@ -9,7 +9,7 @@ import (
 // Fidelity is how closely the link has followed its Config: the numbers a
 // benchmark reports beside its results to show the emulation was sound.
 type Fidelity struct {
-	IdleRTT      time.Duration // median of UDP echo probes at Start, before any traffic
+	IdleRTT      time.Duration // minimum of 7 ICMP echo round trips at Start, before any traffic
 	Packets      [2]uint64     // segments forwarded, by Dir (ToClient, ToServer)
 	LossDrops    [2]uint64     // segments dropped on purpose, by Dir
 	QueueDrops   uint64        // packets lost because the forwarder did not keep up (its ring, or the TUN's queue)

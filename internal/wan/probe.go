@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// probeCount is how many timed echoes the idle RTT is the median of (after
-// one untimed warm-up).
+// probeCount is how many timed echoes the idle RTT is the minimum of
+// (after one untimed warm-up). The minimum, like TCP's min_rtt, is the
+// path's own round trip; the others add this machine's scheduling noise.
 const probeCount = 7
 
 // probe measures the idle round-trip time, before any other traffic, with
@@ -80,8 +81,7 @@ func (l *Link) probe(ctx context.Context) (time.Duration, error) {
 	if len(rtts) == 0 {
 		return 0, errors.New("wan: no probe came back")
 	}
-	slices.Sort(rtts)
-	return rtts[len(rtts)/2], nil
+	return slices.Min(rtts), nil
 }
 
 // echoRequest is an ICMP echo request with its checksum.
