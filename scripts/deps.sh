@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run against (the GCT GridFTP server,
-# globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl) on Debian/Ubuntu when any is
+# globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2) on Debian/Ubuntu when any is
 # missing, then downloads the Go modules. Used by "make deps".
 set -euo pipefail
 
@@ -11,6 +11,8 @@ command -v curl >/dev/null || missing+=(curl)
 command -v lftp >/dev/null || missing+=(lftp)
 command -v iperf3 >/dev/null || missing+=(iperf3)
 command -v openssl >/dev/null || missing+=(openssl)
+# ip and tc, for the network namespaces of the WAN emulator (internal/wan).
+{ command -v ip && command -v tc; } >/dev/null || missing+=(iproute2)
 command -v grid-proxy-init >/dev/null || missing+=(globus-proxy-utils)
 command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 
@@ -32,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3 and openssl are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl and iproute2 are installed"
 fi
 
 go mod download
