@@ -364,7 +364,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	}
 	if src.kind != locStdio {
 		if fi, err := statLocal(src); err == nil && fi.IsDir() {
-			return usagef("%s is a directory (copy it with -r)", src)
+			return fmt.Errorf("%s is a directory (copy it with -r)", src)
 		}
 	}
 	if err := resolveDestination(src, &dst); err != nil {
