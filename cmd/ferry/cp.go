@@ -108,7 +108,7 @@ const (
 )
 
 // modeE reports whether the flags ask for MODE E.
-func (f *cpFlags) modeE() bool { return f.parallel > 1 }
+func (f *cpFlags) modeE() bool { return f.parallel > 1 || f.fast }
 
 // resumable reports whether local files are written in place with resume
 // state: MODE E transfers and -rst.
@@ -258,7 +258,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for this long; 0: never")
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
-	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
+	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.BoolVar(&f.stripe, "stripe", false, "server to server: ask the destination for striped passive addresses (SPAS) and send the source SPOR")
 	var sbs sizeFlag
@@ -348,6 +348,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	default:
 		reqs = []job.URLPair{{Src: fs.Arg(0), Dst: fs.Arg(1)}}
 	}
+	for i := range reqs {
+		reqs[i].Src = wildcardURL(reqs[i].Src)
+	}
 	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
 		if f.off > 0 || f.length > 0 {
 			return usagef("-off and -len copy part of one file; they do not go with -r, -f, -sync or wildcards")
@@ -387,6 +390,23 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
 	}
 	return nil
+}
+
+// wildcardURL lets a source URL hold the wildcard "?": in ftp:// and
+// gsiftp:// URLs it would start a query, which FTP has no use for, so it
+// is escaped as a path character (which the wildcard expansion reads as
+// "any one character"; a name with a literal "?" still matches).
+func wildcardURL(arg string) string {
+	scheme, _, ok := strings.Cut(arg, "://")
+	switch strings.ToLower(scheme) {
+	case "ftp", "gsiftp":
+	default:
+		return arg
+	}
+	if !ok || !strings.Contains(arg, "?") {
+		return arg
+	}
+	return strings.ReplaceAll(arg, "?", "%3F")
 }
 
 // statLocal stats a local location; remote ones give an error.
@@ -649,6 +669,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		Parallel:  c.flags.parallel,
 		BlockSize: int(c.flags.blockSize),
 		TCPBuffer: int(c.flags.tcpBuffer),
+		ModeE:     c.flags.fast,
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
 	}
@@ -792,6 +813,7 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		Length:    c.limit(),
 		Parallel:  c.flags.parallel,
 		TCPBuffer: int(c.flags.tcpBuffer),
+		ModeE:     c.flags.fast,
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
 	}

@@ -148,7 +148,11 @@ func (r Remote) Chmod(ctx context.Context, p string, mode fs.FileMode) error {
 	return c.Chmod(ctx, p, mode)
 }
 
-// Symlink uses GCT's SITE SYMLINKFROM target, SITE SYMLINKTO p.
+// Symlink uses GCT's SITE SYMLINKFROM target, SITE SYMLINKTO p. GCT
+// resolves the target from the working directory and refuses one that
+// does not exist, so the session changes into the link's directory
+// first (and back): a relative target then means what it means in the
+// link.
 func (r Remote) Symlink(ctx context.Context, target, p string) error {
 	c, err := r.Conn(ctx)
 	if err != nil {
@@ -157,19 +161,29 @@ func (r Remote) Symlink(ctx context.Context, target, p string) error {
 	if strings.ContainsAny(target, "\r\n") {
 		return fmt.Errorf("link target %q contains a line break", target)
 	}
+	if dir := path.Dir(p); strings.HasPrefix(p, "/") && !strings.HasPrefix(target, "/") {
+		if wd, err := c.Pwd(ctx); err == nil {
+			if err := c.Cwd(ctx, dir); err == nil {
+				defer c.Cwd(ctx, wd)
+			}
+		}
+	}
 	rep, err := c.Do(ctx, "SITE SYMLINKFROM %s", target)
 	if err != nil {
 		return err
 	}
 	if rep.Code != 350 {
-		return fmt.Errorf("the server cannot create symbolic links (SITE SYMLINKFROM: %d %s): %w", rep.Code, rep.Text(), ErrNotSupported)
+		if rep.Code == 502 || rep.Code == 504 || strings.Contains(strings.ToLower(rep.Text()), "unknown") {
+			return fmt.Errorf("the server cannot create symbolic links (SITE SYMLINKFROM: %w): %w", &client.ReplyError{Reply: rep}, ErrNotSupported)
+		}
+		return fmt.Errorf("SITE SYMLINKFROM %s: %w", target, &client.ReplyError{Reply: rep})
 	}
 	rep, err = c.Do(ctx, "SITE SYMLINKTO %s", p)
 	if err != nil {
 		return err
 	}
 	if rep.Class() != 2 {
-		return &client.ReplyError{Reply: rep}
+		return fmt.Errorf("SITE SYMLINKTO: %w", &client.ReplyError{Reply: rep})
 	}
 	return nil
 }
