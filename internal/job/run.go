@@ -153,7 +153,16 @@ func (r *Runner) Run(ctx context.Context, plan *Plan, first Worker) *Summary {
 			st.fail(Pair{Src: d.Src, Dst: d.Dst, Size: -1}, 0, err)
 		}
 	}
-	st.queue = slices.Clone(plan.Pairs)
+	// Links come last: a server such as GCT refuses a link whose target
+	// is not there yet.
+	var links []Pair
+	for _, p := range plan.Pairs {
+		if p.Link != "" {
+			links = append(links, p)
+		} else {
+			st.queue = append(st.queue, p)
+		}
+	}
 	n := r.Workers
 	if n <= 0 {
 		n = DefaultWorkers
@@ -178,6 +187,16 @@ func (r *Runner) Run(ctx context.Context, plan *Plan, first Worker) *Summary {
 		st.fail(p, 0, context.Cause(ctx))
 	}
 	st.queue = nil
+	for _, p := range links {
+		switch {
+		case ctx.Err() != nil:
+			st.fail(p, 0, context.Cause(ctx))
+		case st.underBadDir(p.Dst) != nil:
+			st.fail(p, 0, st.underBadDir(p.Dst))
+		default:
+			st.link(ctx, first, p)
+		}
+	}
 	for _, d := range plan.Deletes {
 		if err := ctx.Err(); err != nil {
 			st.fail(Pair{Dst: d.Loc, Size: -1}, 0, err)
@@ -287,10 +306,6 @@ func (st *run) work(ctx context.Context, w Worker, workers int) {
 		for _, p := range pairs {
 			if err := st.underBadDir(p.Dst); err != nil {
 				st.fail(p, 0, err)
-				continue
-			}
-			if p.Link != "" {
-				st.link(ctx, w, p)
 				continue
 			}
 			ready = append(ready, p)
