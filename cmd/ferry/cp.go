@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,12 +17,13 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/job"
 )
 
 func init() {
 	register(&command{
 		name:    "cp",
-		summary: "copy a file between GridFTP/FTP servers, local files and stdin/stdout",
+		summary: "copy files and trees between GridFTP/FTP servers, local files and stdin/stdout",
 		usage:   "[flags] SRC DST",
 		run:     runCp,
 	})
@@ -106,7 +108,7 @@ const (
 )
 
 // modeE reports whether the flags ask for MODE E.
-func (f *cpFlags) modeE() bool { return f.parallel > 1 }
+func (f *cpFlags) modeE() bool { return f.parallel > 1 || f.fast }
 
 // resumable reports whether local files are written in place with resume
 // state: MODE E transfers and -rst.
@@ -165,34 +167,128 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func runCp(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(commands["cp"], e)
-	usage := fs.Usage
-	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), cpHelp) }
+func runCp(ctx context.Context, e *env, args []string) error { return runCopy(ctx, e, args, false) }
+
+// cpFlagGroups orders the help of ferry cp and ferry sync.
+var cpFlagGroups = []struct {
+	title string
+	names []string
+}{
+	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
+	{"Performance", []string{"p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
+	{"Part of a file", []string{"off", "len"}},
+	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
+	{"Output", []string{"q", "v", "vb"}},
+	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
+}
+
+// printFlagGroups prints the flags of fs in cpFlagGroups' order, as
+// flag.PrintDefaults would, each group under its title; flags in no
+// group come last.
+func printFlagGroups(fs *flag.FlagSet) {
+	w := fs.Output()
+	seen := map[string]bool{}
+	one := func(f *flag.Flag) {
+		seen[f.Name] = true
+		name, usage := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if d := f.DefValue; d != "" && d != "false" && d != "0" {
+			line += fmt.Sprintf(" (default %s)", d)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, g := range cpFlagGroups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, n := range g.names {
+			if f := fs.Lookup(n); f != nil {
+				one(f)
+			}
+		}
+	}
+	var rest []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !seen[f.Name] {
+			rest = append(rest, f)
+		}
+	})
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "\nOther:\n")
+		for _, f := range rest {
+			one(f)
+		}
+	}
+}
+
+// runCopy runs ferry cp, or with syncMode ferry sync (cp -r -sync).
+func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
+	name := "cp"
+	if syncMode {
+		name = "sync"
+	}
+	c0 := commands[name]
+	fs := newFlagSet(c0, e)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: ferry %s %s\n\n%s\n", c0.name, c0.usage, c0.summary)
+		printFlagGroups(fs)
+		if syncMode {
+			fmt.Fprint(w, syncHelp)
+		}
+		fmt.Fprint(w, cpHelp)
+	}
 	var f cpFlags
+	jf := jobFlags{mirror: syncMode}
 	fs.BoolVar(&f.active, "active", false, "active data connections: the client listens (EPRT/PORT)")
-	fs.BoolVar(&f.verbose, "v", false, "print the bytes copied and the rate to stderr")
+	fs.BoolVar(&f.verbose, "v", false, "print each file copied, the bytes and the rate to stderr")
 	fs.BoolVar(&f.quiet, "q", false, "print nothing but errors (overrides -v)")
 	fs.Int64Var(&f.off, "off", 0, "copy from this byte offset of SRC, to the same offset of DST")
 	fs.Int64Var(&f.length, "len", -1, "copy at most this many bytes (-1: to the end)")
 	fs.IntVar(&f.parallel, "p", 1, "parallel data connections; above 1 uses MODE E (extended block mode)")
 	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer size of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
 	fs.Var(&f.blockSize, "bs", "MODE E block size of uploads; 0: 1M")
-	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate, and each data connection's bytes and rate")
+	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate (one file: each data connection's too)")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: how many times to retry")
 	fs.DurationVar(&f.interval, "rst-interval", client.DefaultRetryInterval, "with -rst: wait before the first retry, doubled after each further failure")
 	fs.DurationVar(&f.timeout, "rst-timeout", 0, "with -rst: give up after this long in all; 0: no limit")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for this long; 0: never")
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
-	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
-	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
+	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
+	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.BoolVar(&f.stripe, "stripe", false, "server to server: ask the destination for striped passive addresses (SPAS) and send the source SPOR")
+	var sbs sizeFlag
+	fs.Var(&sbs, "sbs", "striped block size (globus-url-copy -sbs); not supported yet: only 0 (the server's layout)")
+	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
+	fs.BoolVar(&jf.createDirs, "cd", false, "create missing destination directories and their parents (on by default with -r; -cd=false turns it off)")
+	fs.StringVar(&jf.links, "links", "", "symbolic links in the source: follow (copy what they point to; the default, as globus-url-copy), ignore, or copy (recreate the link)")
+	fs.BoolVar(&jf.preserve, "preserve", false, "give copies the source's modification time (MFMT) and permission bits (SITE CHMOD)")
+	fs.StringVar(&jf.listFile, "f", "", "read source/destination URL pairs from `FILE`, one pair a line (\"quoted\" if they hold spaces; # comments); - is stdin")
+	fs.StringVar(&jf.dumpFile, "df", "", "write the pairs that failed to `FILE` in the -f format, to run again with -f; if FILE exists, it is read instead of the other sources (as globus-url-copy); removed when all succeed")
+	fs.IntVar(&jf.concurrency, "cc", 0, fmt.Sprintf("copy this many files at once, each worker with its own sessions; 0: %d for many files", job.DefaultWorkers))
+	fs.BoolVar(&jf.pipeline, "pp", false, "pipeline many small files on each session (accepted; the runner batches same-endpoint files for it)")
+	fs.BoolVar(&jf.sync, "sync", syncMode, "copy only files the destination lacks or that differ at -sync-level")
+	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
+	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
+	fs.BoolVar(&jf.dryRun, "dry-run", false, "print what would be created, copied and deleted, and do nothing")
+	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file and a summary object")
+	listURL := fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "cd" {
+			jf.cdSet = true
+		}
+	})
+	if !jf.cdSet && jf.recursive {
+		jf.createDirs = true
 	}
 	if err := f.gsi.check(); err != nil {
 		return err
@@ -200,15 +296,30 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	if f.parallel < 1 || f.parallel > 64 {
 		return usagef("-p must be 1 to 64")
 	}
+	if sbs != 0 {
+		return usagef("-sbs (striped block size) is not supported yet")
+	}
+	if jf.concurrency < 0 || jf.concurrency > 256 {
+		return usagef("-cc must be 0 to 256")
+	}
+	if jf.syncLevel < 0 || jf.syncLevel > 3 {
+		return usagef("-sync-level must be 0 to 3")
+	}
+	if jf.del && !jf.recursive {
+		return usagef("-delete needs -r (or ferry sync)")
+	}
 	if f.retries < 0 || f.interval < 0 || f.timeout < 0 || f.stallTimeout < 0 {
 		return usagef("-rst-retries, -rst-interval, -rst-timeout and -stall-timeout must not be negative")
 	}
 	f.checksumAlg = strings.ToUpper(f.checksumAlg)
-	if _, err := checksum.New(f.checksumAlg); f.verify && err != nil {
+	if _, err := checksum.New(f.checksumAlg); (f.verify || jf.syncLevel == job.SyncChecksum) && err != nil {
 		return usagef("-checksum-alg: %v", err)
 	}
-	if fs.NArg() != 2 {
-		return usagef("want SRC DST")
+	if *listURL != "" {
+		if fs.NArg() != 0 {
+			return usagef("-list takes no other arguments")
+		}
+		return runList(ctx, e, f, *listURL)
 	}
 	if f.off < 0 {
 		return usagef("-off must not be negative")
@@ -216,13 +327,48 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	if f.length == 0 || f.length < -1 {
 		return usagef("-len must be positive (or -1 for all)")
 	}
-	src, err := parseLocation(fs.Arg(0))
+	var reqs []job.URLPair
+	if jf.dumpFile != "" {
+		if _, err := os.Stat(jf.dumpFile); err == nil {
+			// As globus-url-copy: an existing dump file is the input.
+			jf.listFile = jf.dumpFile
+		}
+	}
+	switch {
+	case jf.listFile != "":
+		if fs.NArg() != 0 && jf.listFile != jf.dumpFile {
+			return usagef("-f takes its pairs from the file; give no SRC DST")
+		}
+		var err error
+		if reqs, err = readListFile(e, jf.listFile); err != nil {
+			return err
+		}
+	case fs.NArg() != 2:
+		return usagef("want SRC DST")
+	default:
+		reqs = []job.URLPair{{Src: fs.Arg(0), Dst: fs.Arg(1)}}
+	}
+	for i := range reqs {
+		reqs[i].Src = wildcardURL(reqs[i].Src)
+	}
+	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
+		if f.off > 0 || f.length > 0 {
+			return usagef("-off and -len copy part of one file; they do not go with -r, -f, -sync or wildcards")
+		}
+		return runJob(ctx, e, f, jf, reqs)
+	}
+	src, err := parseLocation(reqs[0].Src)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	dst, err := parseLocation(fs.Arg(1))
+	dst, err := parseLocation(reqs[0].Dst)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if src.kind != locStdio {
+		if fi, err := statLocal(src); err == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a directory (copy it with -r)", src)
+		}
 	}
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
@@ -244,6 +390,31 @@ func runCp(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
 	}
 	return nil
+}
+
+// wildcardURL lets a source URL hold the wildcard "?": in ftp:// and
+// gsiftp:// URLs it would start a query, which FTP has no use for, so it
+// is escaped as a path character (which the wildcard expansion reads as
+// "any one character"; a name with a literal "?" still matches).
+func wildcardURL(arg string) string {
+	scheme, _, ok := strings.Cut(arg, "://")
+	switch strings.ToLower(scheme) {
+	case "ftp", "gsiftp":
+	default:
+		return arg
+	}
+	if !ok || !strings.Contains(arg, "?") {
+		return arg
+	}
+	return strings.ReplaceAll(arg, "?", "%3F")
+}
+
+// statLocal stats a local location; remote ones give an error.
+func statLocal(l location) (os.FileInfo, error) {
+	if l.kind != locLocal {
+		return nil, errors.New("not local")
+	}
+	return os.Stat(l.path)
 }
 
 // resolveDestination appends SRC's base name to a destination that is a
@@ -282,16 +453,26 @@ func resolveDestination(src location, dst *location) error {
 	return nil
 }
 
-// copier runs one ferry cp.
+// copier runs one ferry cp, or the copies of one worker of a job.
 type copier struct {
 	env      *env
 	flags    cpFlags
 	opts     clientOptions
 	progress *progressPrinter // nil without -vb
+
+	// prog, when not nil, receives the progress of the current copy
+	// (a job's worker); it replaces progress.
+	prog func(client.Progress)
+	// sessions, when not nil, keeps one session per endpoint for the
+	// copies that follow (a job's worker); else each copy hangs up.
+	sessions map[string]*client.Session
 }
 
 // progressFunc is the Progress callback of the transfers.
 func (c *copier) progressFunc() func(client.Progress) {
+	if c.prog != nil {
+		return c.prog
+	}
 	if c.progress == nil {
 		return nil
 	}
@@ -306,13 +487,33 @@ func (c *copier) getenv(k string) string {
 	return os.Getenv(k)
 }
 
-// session returns a restartable session for the remote location l.
-func (c *copier) session(l location) *client.Session {
-	return &client.Session{
+// session returns a restartable session for the remote location l: a
+// new one, or with sessions the one kept for l's endpoint.
+func (c *copier) session(l location) *client.Session { return c.sessionAs(l, "") }
+
+// sessionAs is session for a role: a third-party copy between two paths
+// of one server needs two control connections.
+func (c *copier) sessionAs(l location, role string) *client.Session {
+	key := role + endpointKey(l)
+	if s, ok := c.sessions[key]; ok {
+		return s
+	}
+	s := &client.Session{
 		Dial: func(ctx context.Context) (*client.Conn, error) {
 			return connect(ctx, l, c.opts)
 		},
 		Retry: c.flags.retryPolicy(),
+	}
+	if c.sessions != nil {
+		c.sessions[key] = s
+	}
+	return s
+}
+
+// release ends a copy's use of s: it hangs up unless s is kept.
+func (c *copier) release(ctx context.Context, s *client.Session) {
+	if c.sessions == nil {
+		s.Close(ctx)
 	}
 }
 
@@ -468,6 +669,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		Parallel:  c.flags.parallel,
 		BlockSize: int(c.flags.blockSize),
 		TCPBuffer: int(c.flags.tcpBuffer),
+		ModeE:     c.flags.fast,
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
 	}
@@ -494,7 +696,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		opts.Acknowledged = func(rs client.RangeSet) { _ = saver.update(rs, false) }
 	}
 	s := c.session(dst)
-	defer s.Close(ctx)
+	defer c.release(ctx, s)
 	n, err := s.Upload(ctx, f, size, dst.path, opts)
 	if err != nil {
 		if saver != nil {
@@ -583,7 +785,7 @@ func (c *copier) download(ctx context.Context, src, dst location) (int64, error)
 		return 0, err
 	}
 	s := c.session(src)
-	defer s.Close(ctx)
+	defer c.release(ctx, s)
 	n, err := s.Download(ctx, src.path, sink.f, c.retrieveOptions())
 	if err == nil {
 		if err = sink.commit(); err != nil {
@@ -611,6 +813,7 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		Length:    c.limit(),
 		Parallel:  c.flags.parallel,
 		TCPBuffer: int(c.flags.tcpBuffer),
+		ModeE:     c.flags.fast,
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
 	}
@@ -636,7 +839,7 @@ func (c *copier) downloadStdout(ctx context.Context, src location) (int64, error
 // leaves it behind, and the next run of the same copy resumes from it.
 func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int64, error) {
 	s := c.session(src)
-	defer s.Close(ctx)
+	defer c.release(ctx, s)
 	conn, err := s.Conn(ctx)
 	if err != nil {
 		return 0, err
@@ -728,9 +931,9 @@ func (c *copier) remoteToRemote(ctx context.Context, src, dst location) (int64, 
 // thirdParty moves the file directly between the two servers; with -rst
 // a failure dials both again and resumes.
 func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, error) {
-	ss, ds := c.session(src), c.session(dst)
-	defer ss.Close(ctx)
-	defer ds.Close(ctx)
+	ss, ds := c.session(src), c.sessionAs(dst, "third-party destination ")
+	defer c.release(ctx, ss)
+	defer c.release(ctx, ds)
 	opts := &client.ThirdPartyOptions{
 		Offset:    c.flags.off,
 		Length:    c.limit(),

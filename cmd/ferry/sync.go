@@ -1,0 +1,620 @@
+package main
+
+// Many-file jobs of ferry cp (-r, wildcards, -f, -sync, -delete) and
+// ferry sync: the glue between the command line and internal/job, whose
+// workers copy with the copier of cp.go and keep their sessions.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/job"
+)
+
+func init() {
+	register(&command{
+		name:    "sync",
+		summary: "make a destination tree like a source tree (cp -r -sync; -delete removes extras)",
+		usage:   "[flags] SRC DST",
+		run:     runSync,
+	})
+}
+
+const syncHelp = `
+ferry sync SRC DST is ferry cp -r -sync SRC DST: it copies the files of the
+tree SRC that DST lacks or that differ at -sync-level (default 2: a
+different size, or a destination older than the source), and with -delete
+removes what DST has and SRC has not. -dry-run prints what would change.
+A second run changes nothing. All flags of ferry cp apply.
+`
+
+func runSync(ctx context.Context, e *env, args []string) error {
+	return runCopy(ctx, e, args, true)
+}
+
+// endpointKey names the endpoint of a remote location: its URL prefix
+// with user and password; "" for local files.
+func endpointKey(l location) string {
+	if l.kind != locRemote {
+		return ""
+	}
+	u := url.URL{Scheme: "ftp", Host: l.addr}
+	if l.gsi {
+		u.Scheme = "gsiftp"
+	}
+	switch {
+	case l.hasUser && l.hasPass:
+		u.User = url.UserPassword(l.user, l.pass)
+	case l.hasUser:
+		u.User = url.User(l.user)
+	}
+	return u.String()
+}
+
+// cpJob is one run of a many-file copy.
+type cpJob struct {
+	env   *env
+	flags cpFlags
+	opts  clientOptions
+	// ends maps endpoint keys to a location there, for its connection
+	// settings; filled while planning, read-only while workers run.
+	ends map[string]location
+}
+
+// newWorker makes a worker with its own sessions.
+func (j *cpJob) newWorker() job.Worker {
+	return &cpWorker{j: j, c: &copier{env: j.env, flags: j.flags, opts: j.opts, sessions: map[string]*client.Session{}}}
+}
+
+// cpWorker copies pairs with the copier of ferry cp, keeping one session
+// per endpoint (and role) between copies.
+type cpWorker struct {
+	j *cpJob
+	c *copier
+}
+
+// loc turns a job location into a command-line location.
+func (w *cpWorker) loc(l job.Loc) location {
+	if l.Local() {
+		return location{kind: locLocal, path: l.Path, display: l.Path}
+	}
+	b := w.j.ends[l.End]
+	b.path, b.display = l.Path, l.String()
+	return b
+}
+
+func (w *cpWorker) FS(end string) job.FS {
+	if end == "" {
+		return job.Local{}
+	}
+	s := w.c.session(w.j.ends[end])
+	return job.Remote{Conn: s.Conn}
+}
+
+func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (int64, error) {
+	src, dst := w.loc(p.Src), w.loc(p.Dst)
+	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
+	defer func() { w.c.prog = nil }()
+	n, err := w.c.copy(ctx, src, dst)
+	if err == nil && src.kind == locLocal && p.Size >= 0 {
+		// A file written to while it was read arrives torn.
+		fi, serr := os.Stat(src.path)
+		switch {
+		case serr != nil:
+			err = fmt.Errorf("the source changed while it was copied: %w", serr)
+		case fi.Size() != p.Size || !fi.ModTime().Equal(p.ModTime):
+			err = fmt.Errorf("the source changed while it was copied (size %d, now %d); copy it again", p.Size, fi.Size())
+		}
+	}
+	return n, err
+}
+
+func (w *cpWorker) Close(ctx context.Context) error {
+	for _, s := range w.c.sessions {
+		s.Close(ctx)
+	}
+	w.c.sessions = map[string]*client.Session{}
+	return nil
+}
+
+// jobFlags are the flags of many-file copies.
+type jobFlags struct {
+	recursive   bool
+	createDirs  bool
+	cdSet       bool // -cd given explicitly
+	listFile    string
+	dumpFile    string
+	concurrency int
+	pipeline    bool
+	sync        bool
+	syncLevel   int
+	del         bool
+	dryRun      bool
+	links       string
+	preserve    bool
+	json        bool
+	mirror      bool // ferry sync: a source directory becomes DST
+}
+
+// wanted reports whether the flags ask for a job rather than a single
+// copy.
+func (f *jobFlags) wanted() bool {
+	return f.recursive || f.listFile != "" || f.dumpFile != "" || f.sync || f.del || f.dryRun || f.preserve || f.json || f.links != ""
+}
+
+// isPattern reports whether a command-line location holds wildcards.
+func isPattern(arg string) bool {
+	l, err := parseLocation(arg)
+	return err == nil && l.kind != locStdio && strings.ContainsAny(l.path, "*?[")
+}
+
+// runJob plans and runs the copies reqs.
+func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
+	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}}
+	links := job.LinksFollow
+	if jf.links != "" {
+		var err error
+		if links, err = job.ParseLinkPolicy(jf.links); err != nil {
+			return usagef("-links: %v", err)
+		}
+	}
+	opts := job.Options{
+		Recursive:   jf.recursive,
+		CreateDirs:  jf.createDirs,
+		Links:       links,
+		Sync:        jf.sync,
+		SyncLevel:   jf.syncLevel,
+		ChecksumAlg: f.checksumAlg,
+		Delete:      jf.del,
+		Mirror:      jf.mirror,
+	}
+	first := j.newWorker()
+	defer first.Close(context.WithoutCancel(ctx))
+	plan := &job.Plan{}
+	fromList := jf.listFile != ""
+	for _, r := range reqs {
+		src, err := parseLocation(r.Src)
+		if err == nil {
+			var dst location
+			if dst, err = parseLocation(r.Dst); err == nil {
+				if src.kind == locStdio || dst.kind == locStdio {
+					err = errors.New("standard input and output (-) cannot be used with -r, -f, -sync or wildcards")
+				}
+				if err == nil {
+					err = j.plan(ctx, first, plan, src, dst, opts)
+				}
+			}
+		}
+		if err != nil {
+			if !fromList {
+				return err
+			}
+			plan.Failed = append(plan.Failed, job.Result{Pair: listPair(r), Err: fmt.Errorf("line %d: %w", r.Line, err)})
+		}
+	}
+	if jf.dryRun {
+		return printPlan(e, plan, jf.json, f.verbose)
+	}
+	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
+	defer obs.stop()
+	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.newWorker, Observer: obs, Preserve: jf.preserve}
+	sum := r.Run(ctx, plan, first)
+	obs.stop()
+	if jf.dumpFile != "" {
+		if err := writeDumpFile(jf.dumpFile, sum); err != nil {
+			return err
+		}
+	}
+	obs.summary(sum)
+	if !sum.OK() {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// listPair is the pair of a list line that could not be parsed or
+// planned, kept for -df in the URL form given.
+func listPair(r job.URLPair) job.Pair {
+	loc := func(s string) job.Loc {
+		if l, err := parseLocation(s); err == nil && l.kind == locRemote {
+			return job.Loc{End: endpointKey(l), Path: l.path}
+		} else if err == nil && l.kind == locLocal {
+			return job.Loc{Path: l.path}
+		}
+		return job.Loc{Path: s}
+	}
+	return job.Pair{Src: loc(r.Src), Dst: loc(r.Dst), Size: -1}
+}
+
+// plan adds the copy of src to dst to plan.
+func (j *cpJob) plan(ctx context.Context, w job.Worker, plan *job.Plan, src, dst location, opts job.Options) error {
+	sk, dk := endpointKey(src), endpointKey(dst)
+	if sk != "" {
+		j.ends[sk] = src
+	}
+	if dk != "" {
+		j.ends[dk] = dst
+	}
+	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts}
+	if err := pl.Add(ctx, plan, src.path, dst.path); err != nil {
+		return &opError{what: src.String() + " -> " + dst.String(), err: err}
+	}
+	return nil
+}
+
+// reason renders a failure for the user: a server's reply as "CODE text".
+func reason(err error) string {
+	var oe *opError
+	var re *client.ReplyError
+	if !errors.As(err, &oe) && errors.As(err, &re) {
+		s := err.Error()
+		if s == re.Error() {
+			return describe(err)
+		}
+		return strings.Replace(s, re.Error(), describe(re), 1)
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// printPlan prints what a job would do (-dry-run).
+func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
+	var enc *json.Encoder
+	if asJSON {
+		enc = json.NewEncoder(e.stdout)
+	}
+	out := func(action string, src, dst job.Loc, size int64, extra string) {
+		if enc != nil {
+			rec := map[string]any{"type": "plan", "action": action}
+			if src != (job.Loc{}) {
+				rec["src"] = src.String()
+			}
+			if dst != (job.Loc{}) {
+				rec["dst"] = dst.String()
+			}
+			if size >= 0 && action == "copy" {
+				rec["bytes"] = size
+			}
+			if extra != "" {
+				rec["detail"] = extra
+			}
+			enc.Encode(rec)
+			return
+		}
+		switch action {
+		case "copy":
+			fmt.Fprintf(e.stdout, "copy %s -> %s (%d bytes)\n", src, dst, size)
+		case "link":
+			fmt.Fprintf(e.stdout, "link %s -> %s\n", dst, extra)
+		case "fail":
+			fmt.Fprintf(e.stdout, "fail %s: %s\n", orLoc(src, dst), extra)
+		case "skip", "ignore":
+			fmt.Fprintf(e.stdout, "%s %s\n", action, orLoc(dst, src))
+		default:
+			fmt.Fprintf(e.stdout, "%s %s\n", action, dst)
+		}
+	}
+	var mkdirs int
+	for _, d := range plan.Dirs {
+		if d.Create {
+			mkdirs++
+			out("mkdir", job.Loc{}, d.Dst, -1, "")
+		}
+	}
+	for _, p := range plan.Pairs {
+		if p.Link != "" {
+			out("link", p.Src, p.Dst, -1, p.Link)
+		} else {
+			out("copy", p.Src, p.Dst, p.Size, "")
+		}
+	}
+	for _, d := range plan.Deletes {
+		out("delete", job.Loc{}, d.Loc, -1, "")
+	}
+	if verbose || asJSON {
+		for _, p := range plan.Skipped {
+			out("skip", p.Src, p.Dst, -1, "up to date")
+		}
+		for _, l := range plan.Ignored {
+			out("ignore", l, job.Loc{}, -1, "")
+		}
+	}
+	for _, f := range plan.Failed {
+		out("fail", f.Pair.Src, f.Pair.Dst, -1, reason(f.Err))
+	}
+	if enc != nil {
+		return enc.Encode(map[string]any{"type": "plan-summary", "files": len(plan.Pairs), "bytes": plan.Bytes(),
+			"mkdirs": mkdirs, "deletes": len(plan.Deletes), "skipped": len(plan.Skipped), "failed": len(plan.Failed)})
+	}
+	fmt.Fprintf(e.stdout, "dry run: %d files (%s) to copy, %d directories to create, %d to delete, %d up to date, %d failed\n",
+		len(plan.Pairs), humanBytes(float64(plan.Bytes())), mkdirs, len(plan.Deletes), len(plan.Skipped), len(plan.Failed))
+	return nil
+}
+
+func orLoc(a, b job.Loc) job.Loc {
+	if a != (job.Loc{}) {
+		return a
+	}
+	return b
+}
+
+// writeDumpFile writes the failed pairs of a job to name (-df) in the -f
+// format, or removes name when nothing failed.
+func writeDumpFile(name string, sum *job.Summary) error {
+	if sum.OK() {
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	err = job.WriteList(f, sum.Failed)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write -df file: %w", err)
+	}
+	return nil
+}
+
+// readListFile reads a -f file ("-" is standard input).
+func readListFile(e *env, name string) ([]job.URLPair, error) {
+	var r io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	pairs, err := job.ParseList(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pairs, nil
+}
+
+// jobObserver reports a job's files: failures (and with -v every file)
+// on stderr, or with -json one record per file on stdout; with -vb the
+// total progress every second.
+type jobObserver struct {
+	e      *env
+	f      cpFlags
+	jf     jobFlags
+	files  int
+	bytes  int64
+	enc    *json.Encoder
+	ticker *time.Ticker
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+	pp     *progressPrinter
+
+	mu      sync.Mutex
+	done    int64            // bytes of finished files; guarded by mu
+	running map[string]int64 // bytes of running files; guarded by mu
+}
+
+func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *jobObserver {
+	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[string]int64{}, quit: make(chan struct{})}
+	if jf.json {
+		o.enc = json.NewEncoder(e.stdout)
+	}
+	if f.progress && !f.quiet {
+		o.pp = newProgressPrinter(e.stderr)
+		o.ticker = time.NewTicker(time.Second)
+		o.wg.Go(func() {
+			for {
+				select {
+				case <-o.quit:
+					return
+				case <-o.ticker.C:
+					o.pp.update(client.Progress{Bytes: o.total()})
+				}
+			}
+		})
+	}
+	return o
+}
+
+// stop ends the -vb reports.
+func (o *jobObserver) stop() {
+	o.once.Do(func() {
+		close(o.quit)
+		if o.ticker != nil {
+			o.ticker.Stop()
+		}
+		o.wg.Wait()
+		if o.pp != nil {
+			o.pp.update(client.Progress{Bytes: o.total()})
+			o.pp.done()
+		}
+	})
+}
+
+func (o *jobObserver) total() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.done
+	for _, b := range o.running {
+		n += b
+	}
+	return n
+}
+
+func pairKey(p job.Pair) string { return p.Src.URL() + "\x00" + p.Dst.URL() }
+
+func (o *jobObserver) FileStarted(p job.Pair, size int64) {
+	o.mu.Lock()
+	o.running[pairKey(p)] = 0
+	o.mu.Unlock()
+}
+
+func (o *jobObserver) FileProgress(p job.Pair, bytes int64) {
+	o.mu.Lock()
+	if _, ok := o.running[pairKey(p)]; ok {
+		o.running[pairKey(p)] = bytes
+	}
+	o.mu.Unlock()
+}
+
+func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.running, pairKey(p))
+	o.done += bytes
+	switch {
+	case o.enc != nil:
+		rec := map[string]any{"type": "file", "bytes": bytes, "ok": err == nil}
+		if p.Src != (job.Loc{}) {
+			rec["src"] = p.Src.String()
+		}
+		if p.Dst != (job.Loc{}) {
+			rec["dst"] = p.Dst.String()
+		}
+		if p.Link != "" {
+			rec["link"] = p.Link
+		}
+		if err != nil {
+			rec["error"] = reason(err)
+		}
+		o.enc.Encode(rec)
+	case err != nil && o.f.verbose && !o.f.quiet:
+		fmt.Fprintf(o.e.stderr, "failed: %s: %s\n", pairText(p), reason(err))
+	case err == nil && o.f.verbose && !o.f.quiet:
+		fmt.Fprintf(o.e.stderr, "%s: %d bytes\n", pairText(p), bytes)
+	}
+}
+
+// pairText names a pair in messages.
+func pairText(p job.Pair) string {
+	switch {
+	case p.Src == (job.Loc{}):
+		return p.Dst.String()
+	case p.Dst == (job.Loc{}):
+		return p.Src.String()
+	}
+	return p.Src.String() + " -> " + p.Dst.String()
+}
+
+// maxListedFailures bounds the failures the text summary lists.
+const maxListedFailures = 50
+
+// summary prints the end of a job: one JSON object with -json, else
+// a line of totals and the failures with their reasons on stderr.
+func (o *jobObserver) summary(s *job.Summary) {
+	secs := max(s.Elapsed.Seconds(), 1e-6)
+	failed := append([]job.Result(nil), s.Failed...)
+	sort.SliceStable(failed, func(a, b int) bool { return pairText(failed[a].Pair) < pairText(failed[b].Pair) })
+	if o.enc != nil {
+		fails := make([]map[string]string, 0, len(failed))
+		for _, f := range failed {
+			fails = append(fails, map[string]string{"src": locText(f.Pair.Src), "dst": locText(f.Pair.Dst), "error": reason(f.Err)})
+		}
+		o.mu.Lock()
+		o.enc.Encode(map[string]any{"type": "summary", "files": s.Files, "bytes": s.Bytes, "skipped": s.Skipped,
+			"ignored": s.Ignored, "dirs_created": s.Dirs, "deleted": s.Deleted, "failed": len(failed),
+			"seconds": s.Elapsed.Seconds(), "bytes_per_second": float64(s.Bytes) / secs, "failures": fails})
+		o.mu.Unlock()
+		return
+	}
+	w := o.e.stderr
+	if !o.f.quiet || len(failed) > 0 {
+		fmt.Fprintf(w, "%d files, %s in %v (%s/s)", s.Files, humanBytes(float64(s.Bytes)), s.Elapsed.Round(time.Millisecond), humanBytes(float64(s.Bytes)/secs))
+		if s.Skipped > 0 {
+			fmt.Fprintf(w, ", %d up to date", s.Skipped)
+		}
+		if s.Ignored > 0 {
+			fmt.Fprintf(w, ", %d ignored", s.Ignored)
+		}
+		if s.Dirs > 0 {
+			fmt.Fprintf(w, ", %d directories created", s.Dirs)
+		}
+		if s.Deleted > 0 {
+			fmt.Fprintf(w, ", %d deleted", s.Deleted)
+		}
+		if len(failed) > 0 {
+			fmt.Fprintf(w, ", %d FAILED", len(failed))
+		}
+		fmt.Fprintln(w)
+	}
+	for i, f := range failed {
+		if i == maxListedFailures {
+			more := fmt.Sprintf("... and %d more", len(failed)-i)
+			if o.jf.dumpFile != "" {
+				more += " (all are in " + o.jf.dumpFile + ")"
+			}
+			fmt.Fprintln(w, more)
+			break
+		}
+		fmt.Fprintf(w, "failed: %s: %s\n", pairText(f.Pair), reason(f.Err))
+	}
+}
+
+func locText(l job.Loc) string {
+	if l == (job.Loc{}) {
+		return ""
+	}
+	return l.String()
+}
+
+// runList lists a directory like globus-url-copy -list: the URL, then
+// one name per line, directories with a trailing "/".
+func runList(ctx context.Context, e *env, f cpFlags, arg string) error {
+	l, err := parseLocation(arg)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if l.kind == locStdio {
+		return usagef("-list wants a URL or a local directory")
+	}
+	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}}
+	k := endpointKey(l)
+	if k != "" {
+		j.ends[k] = l
+	}
+	w := j.newWorker()
+	defer w.Close(ctx)
+	fsys := w.FS(k)
+	in, err := fsys.Stat(ctx, l.path)
+	if err != nil {
+		return &opError{what: l.String(), err: err}
+	}
+	entries := []job.Info{in}
+	if in.Type == job.TypeDir {
+		if entries, err = fsys.ReadDir(ctx, l.path); err != nil {
+			return &opError{what: l.String(), err: err}
+		}
+	}
+	sort.Slice(entries, func(a, b int) bool { return entries[a].Name < entries[b].Name })
+	fmt.Fprintln(e.stdout, l.String())
+	for _, en := range entries {
+		name := en.Name
+		if en.Type == job.TypeDir {
+			name += "/"
+		}
+		fmt.Fprintf(e.stdout, "    %s\n", name)
+	}
+	return nil
+}
