@@ -114,9 +114,9 @@ var Profiles = map[string]Profile{
 // columns (a plot's x axis) and S between its rows (a plot's lines).
 type Grid struct {
 	ID, Title string
-	// Published is the table of the published measurements the cells are
-	// compared with (see Published), or "".
-	Published string
+	// PublishedTable is the table of the published measurements the
+	// cells are compared with (see Grid.Published), or "".
+	PublishedTable string
 	X, S      Var
 	// Points are the cells without an implementation, in run order.
 	Points []WANCell
@@ -210,14 +210,14 @@ func steady(c WANCell) WANCell { return timed(c, steadyFor(c.Latency)) }
 func bbcGrid(table, profile string, lats, ps []float64) Grid {
 	base := WANCell{Grid: table, Rate: GigabitRate, Profile: profile, P: 1}
 	return Grid{ID: table, Title: "BBC WHP 178 Table " + table + ": rate vs latency per parallelism (" + profile + ")",
-		Published: table, X: VarLatency, S: VarParallel, RefS: ps[0],
+		PublishedTable: table, X: VarLatency, S: VarParallel, RefS: ps[0],
 		Points: cross(base, VarLatency, VarParallel, lats, ps, steady)}
 }
 
 func bbc53() Grid {
 	base := WANCell{Grid: "5.3", Rate: GigabitRate, Profile: "optimised-16m", P: 4}
 	return Grid{ID: "5.3", Title: "BBC WHP 178 Table 5.3: rate vs latency per TCP buffer (p = 4)",
-		Published: "5.3", X: VarLatency, S: VarBuffer, RefS: 2 << 20,
+		PublishedTable: "5.3", X: VarLatency, S: VarBuffer, RefS: 2 << 20,
 		Points: cross(base, VarLatency, VarBuffer, bbcLatencies, bbcBuffers, steady)}
 }
 
@@ -227,7 +227,7 @@ func bbc54() Grid {
 	// RTT without added delay: no delay is added.
 	base := WANCell{Grid: "5.4", Rate: GigabitRate, Profile: "optimised", P: 1}
 	return Grid{ID: "5.4", Title: "BBC WHP 178 Table 5.4: rate vs packet loss per parallelism (no added latency)",
-		Published: "5.4", X: VarLoss, S: VarParallel, RefS: 1,
+		PublishedTable: "5.4", X: VarLoss, S: VarParallel, RefS: 1,
 		Points: cross(base, VarLoss, VarParallel, bbcLosses, bbcParallelism, func(c WANCell) WANCell { return timed(c, 20*time.Second) })}
 }
 
@@ -297,7 +297,7 @@ func lindenGrid(profile string) Grid {
 		pts = append(pts, sized(c, 256<<20))
 	}
 	return Grid{ID: id, Title: "Lindén: 256 MB, 1 Gbit/s, 55 ms RTT: defaults vs -p 16 -tcp-bs 2000000 (" + profile + ")",
-		Published: "linden", X: VarParallel, Points: pts}
+		PublishedTable: "linden", X: VarParallel, Points: pts}
 }
 
 // bbcReduced is Table 5.2 at 3 × 4 cells.
