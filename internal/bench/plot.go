@@ -76,13 +76,13 @@ var Palette = []color.RGBA{
 
 // The geometry of a plot, in pixels.
 const (
-	plotW, plotH         = 900, 560
-	plotLeft, plotRight  = 80, 690 // the plot area; the legend is to its right
-	plotTop, plotBottom  = 50, 500
-	legendX              = 710
-	tickLen              = 5
-	textScale            = 2 // PNG font pixels per glyph pixel
-	markerRadius float64 = 3
+	plotW, plotH                = 900, 560
+	plotLeft, plotRight         = 80, 690 // the plot area; the legend is to its right
+	plotTop, plotBottom         = 50, 500
+	legendX                     = 710
+	tickLen                     = 5
+	textScale                   = 2 // PNG font pixels per glyph pixel
+	markerRadius        float64 = 3
 )
 
 var (
@@ -225,7 +225,7 @@ func (p *Plot) SVG(w io.Writer) error {
 	fmt.Fprintf(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13">`+"\n", plotW, plotH, plotW, plotH)
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
-	fmt.Fprintf(b, `<text x="%d" y="28" text-anchor="middle" font-size="16" font-weight="bold">%s</text>`+"\n", (plotLeft+plotRight)/2, xmlText(p.Title))
+	fmt.Fprintf(b, `<text x="%d" y="28" text-anchor="middle" font-size="16" font-weight="bold">%s</text>`+"\n", plotW/2, xmlText(p.Title))
 	for _, t := range l.yticks {
 		y := l.py(t)
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", plotLeft, y, plotRight, y)
@@ -301,7 +301,7 @@ func (p *Plot) PNG(w io.Writer) error {
 	l := p.layout()
 	img := image.NewRGBA(image.Rect(0, 0, plotW, plotH))
 	fillRect(img, img.Bounds(), white)
-	drawText(img, (plotLeft+plotRight)/2, 20, p.Title, black, anchorMiddle, false)
+	drawText(img, plotW/2, 20, p.Title, black, anchorMiddle, false)
 	for _, t := range l.yticks {
 		y := l.py(t)
 		line(img, plotLeft, y, plotRight, y, grey, 1, nil)

@@ -117,7 +117,7 @@ type Grid struct {
 	// PublishedTable is the table of the published measurements the
 	// cells are compared with (see Grid.Published), or "".
 	PublishedTable string
-	X, S      Var
+	X, S           Var
 	// Points are the cells without an implementation, in run order.
 	Points []WANCell
 	// RefS selects the points that iperf3 also runs, as the raw TCP
@@ -310,12 +310,12 @@ func bbcReduced() Grid {
 	return g
 }
 
-// ciGrid is two short cells for the test suite.
+// ciGrid is two short cells for the test suite: fixed duration, the
+// path of the BBC grids.
 func ciGrid() Grid {
 	c := WANCell{Grid: "ci", Rate: 100_000_000, Latency: 5 * time.Millisecond, Loss: 0.1, P: 2, Profile: "optimised", X: 2}
-	c = sized(c, 8<<20)
-	c.Duration = 20 * time.Second
-	return Grid{ID: "ci", Title: "CI: 8 MiB, 100 Mbit/s, 10 ms RTT, 0.1 % loss, p = 2", X: VarParallel, NoRef: true, Points: []WANCell{c}}
+	return Grid{ID: "ci", Title: "CI: 4 s, 100 Mbit/s, 10 ms RTT, 0.1 % loss, p = 2", X: VarParallel, NoRef: true,
+		Points: []WANCell{timed(c, 4*time.Second)}}
 }
 
 // Presets are the named grids of "ferry bench wan -preset".

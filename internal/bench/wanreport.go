@@ -282,7 +282,14 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 	if len(g.Points) > 0 {
 		c := g.Points[0]
 		prof := Profiles[c.Profile]
-		kind := "fixed duration " + c.Duration.String()
+		lo, hi := c.Duration, c.Duration
+		for _, pt := range g.Points {
+			lo, hi = min(lo, pt.Duration), max(hi, pt.Duration)
+		}
+		kind := "fixed duration " + lo.String()
+		if hi != lo {
+			kind += "–" + hi.String() + " (longer at 50 ms RTT and more)"
+		}
 		if !c.fixedDuration() {
 			kind = "fixed size"
 			if g.X != VarSize {
