@@ -117,8 +117,8 @@ func TestWriteWANMarkdown(t *testing.T) {
 		"# Ferry and GCT over an emulated WAN: preset bbc-reduced",
 		"`ferry bench wan -preset bbc-reduced -out x`",
 		"| parallel TCP connections (-p) \\ one-way latency (ms) | 1 | 10 | 30 | 50 |",
-		"| 1 |  | 533 | 960 |  |", // Ferry: 1e9 and 3e9 bytes in 15 and 25 s (the report does not judge)
-		"| 1 |  | 533 | failed |  |", // GCT
+		"| 1 |  | 533 | 960 |  |",       // Ferry: 1e9 and 3e9 bytes in 15 and 25 s (the report does not judge)
+		"| 1 |  | 533 | failed |  |",    // GCT
 		"| 4 | 920 | 864 | 764 | 541 |", // published, every cell
 		"gct at one-way latency (ms) 30, parallel TCP connections (-p) 1 failed: bench: globus-url-copy: exit status 1:",
 		"ferry at one-way latency (ms) 30, parallel TCP connections (-p) 1: 7 queue drops",
