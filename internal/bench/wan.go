@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -428,7 +429,16 @@ func (r *wanRunner) runGridFTP(ctx context.Context, link network, res *WANResult
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, err := startServerCmd(sctx, string(c.Impl)+" server", prepare(link.Command(sctx, wan.Server, path, args...)))
+	var srvCmd *exec.Cmd
+	if c.Impl == GCT {
+		if err := r.writeHosts(link); err != nil {
+			return err
+		}
+		srvCmd = r.gctCommand(sctx, link, wan.Server, path, args...)
+	} else {
+		srvCmd = link.Command(sctx, wan.Server, path, args...)
+	}
+	srv, err := startServerCmd(sctx, string(c.Impl)+" server", prepare(srvCmd))
 	if err != nil {
 		return err
 	}
@@ -478,7 +488,13 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 	c := res.Cell
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := prepare(link.Command(cctx, wan.Client, path, args...))
+	var cmd *exec.Cmd
+	if c.Impl == GCT {
+		cmd = r.gctCommand(cctx, link, wan.Client, path, args...)
+	} else {
+		cmd = link.Command(cctx, wan.Client, path, args...)
+	}
+	prepare(cmd)
 	stderr := &tail{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	start := time.Now()
@@ -528,6 +544,32 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 	res.Ended, res.Bytes, res.Elapsed = EndStopped, n, elapsed
 	res.Mbps = mbps(n, elapsed)
 	return nil
+}
+
+// writeHosts writes the hosts file of GCT's programs: the link's two
+// addresses and this host's name. GCT looks up the name of the address it
+// listens on; in a namespace without a route to a DNS server the look-up
+// fails with EAI_AGAIN (not "no such name"), and the server does not start.
+func (r *wanRunner) writeHosts(link network) error {
+	name, _ := os.Hostname()
+	hosts := fmt.Sprintf("127.0.0.1 localhost %s\n%s ferrybench-client\n%s ferrybench-server\n",
+		name, link.Addr(wan.Client), link.Addr(wan.Server))
+	if err := writeMode(r.hosts(), []byte(hosts), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// hosts is the path of the hosts file of GCT's programs.
+func (r *wanRunner) hosts() string { return filepath.Join(r.served, "hosts") }
+
+// gctCommand runs a GCT program in side's namespace and in a mount
+// namespace of its own in which the hosts file of writeHosts is
+// /etc/hosts. unshare and sh exec, so the program keeps their PID.
+func (r *wanRunner) gctCommand(ctx context.Context, link network, side wan.Side, path string, args ...string) *exec.Cmd {
+	const script = `mount --bind "$0" /etc/hosts && exec "$@"`
+	return link.Command(ctx, side, "unshare", append([]string{"--mount", "--propagation", "private",
+		"sh", "-c", script, r.hosts(), path}, args...)...)
 }
 
 // bytesReceived matches the payload counter of a TCP socket in ss -i.
