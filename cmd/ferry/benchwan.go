@@ -120,7 +120,7 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	abs, _ := filepath.Abs(*out)
 	fmt.Fprintf(e.stderr, "bench: wrote %s\n", filepath.Join(abs, p.Name+".md"))
 	if failed > 0 {
-		return fmt.Errorf("bench: %d of %d cells failed (see %s.md)", failed, len(results), p.Name)
+		return fmt.Errorf("%d of %d cells failed (see %s)", failed, len(results), filepath.Join(abs, p.Name+".md"))
 	}
 	return nil
 }
