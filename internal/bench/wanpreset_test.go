@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -153,3 +154,19 @@ func TestSizedDuration(t *testing.T) {
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }
+
+func TestRunWANErrors(t *testing.T) {
+	ok := WANCell{Grid: "g", Impl: GCT, P: 1, Rate: GigabitRate, Profile: "optimised", Size: 1, Duration: time.Second}
+	for name, cfg := range map[string]WANConfig{
+		"unknown impl":    {Cells: []WANCell{func() WANCell { c := ok; c.Impl = "scp"; return c }()}},
+		"bad p":           {Cells: []WANCell{func() WANCell { c := ok; c.P = 0; return c }()}},
+		"no duration":     {Cells: []WANCell{func() WANCell { c := ok; c.Duration = 0; return c }()}},
+		"unknown profile": {Cells: []WANCell{func() WANCell { c := ok; c.Profile = "fast"; return c }()}},
+		"bad cc":          {Cells: []WANCell{ok}, CC: "vegas"},
+		"no ferry":        {Cells: []WANCell{func() WANCell { c := ok; c.Impl = Ferry; return c }()}},
+	} {
+		if _, err := RunWAN(t.Context(), cfg); err == nil || !strings.HasPrefix(err.Error(), "bench: ") {
+			t.Errorf("%s: RunWAN = %v, want a bench: error", name, err)
+		}
+	}
+}
