@@ -125,6 +125,9 @@ type Grid struct {
 	// first point. NoRef: none.
 	RefS  float64
 	NoRef bool
+	// NoPlot leaves the grid out of the plots: its points differ in more
+	// than X (Lindén's two configurations).
+	NoPlot bool
 }
 
 // Preset is a named set of grids.
@@ -297,7 +300,7 @@ func lindenGrid(profile string) Grid {
 		pts = append(pts, sized(c, 256<<20))
 	}
 	return Grid{ID: id, Title: "Lindén: 256 MB, 1 Gbit/s, 55 ms RTT: defaults vs -p 16 -tcp-bs 2000000 (" + profile + ")",
-		PublishedTable: "linden", X: VarParallel, Points: pts}
+		PublishedTable: "linden", X: VarParallel, NoPlot: true, Points: pts}
 }
 
 // bbcReduced is Table 5.2 at 3 × 4 cells.

@@ -338,12 +338,19 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 				used = append(used, i)
 			}
 		}
+		ratio := has("Ferry", Ferry) && has("GCT", GCT)
+		if ratio {
+			head = append(head, "Ferry / GCT")
+		}
 		row(b, head)
 		row(b, align(len(head)-1))
 		for _, x := range xs {
 			r := []string{g.X.Format(x)}
 			for _, i := range used {
 				r = append(r, cell(sources[i].name, sources[i].impl, x, 0))
+			}
+			if ratio {
+				r = append(r, rateRatio(results, g, x, 0))
 			}
 			row(b, r)
 		}
@@ -367,6 +374,23 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 				if slices.ContainsFunc(r[1:], func(v string) bool { return v != "" }) {
 					row(b, r)
 				}
+			}
+			b.WriteString("\n")
+		}
+		if has("Ferry", Ferry) && has("GCT", GCT) {
+			b.WriteString("Ferry / GCT (above 1: Ferry faster):\n\n")
+			head := []string{g.S.Label() + " \\ " + g.X.Label()}
+			for _, x := range xs {
+				head = append(head, g.X.Format(x))
+			}
+			row(b, head)
+			row(b, align(len(xs)))
+			for _, s := range ss {
+				r := []string{g.S.Format(s)}
+				for _, x := range xs {
+					r = append(r, rateRatio(results, g, x, s))
+				}
+				row(b, r)
 			}
 			b.WriteString("\n")
 		}
@@ -397,6 +421,16 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 	}
 }
 
+// rateRatio renders Ferry's rate over GCT's at a point of g.
+func rateRatio(results []WANResult, g Grid, x, s float64) string {
+	f, _ := pointValue(results, g, "Ferry", Ferry, x, s)
+	c, _ := pointValue(results, g, "GCT", GCT, x, s)
+	if math.IsNaN(f) || math.IsNaN(c) || c == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f/c, 'f', 2, 64)
+}
+
 // firstLine returns the first line of s.
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -408,7 +442,7 @@ func firstLine(s string) string {
 // plottable reports whether g has a curve to draw: two x values or more.
 func (g Grid) plottable() bool {
 	xs, _ := g.values()
-	return len(xs) >= 2
+	return len(xs) >= 2 && !g.NoPlot
 }
 
 // Plot returns the plot of g's results in the shape of the papers'

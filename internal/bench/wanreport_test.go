@@ -120,6 +120,7 @@ func TestWriteWANMarkdown(t *testing.T) {
 		"| 1 |  | 533 | 960 |  |",       // Ferry: 1e9 and 3e9 bytes in 15 and 25 s (the report does not judge)
 		"| 1 |  | 533 | failed |  |",    // GCT
 		"| 4 | 920 | 864 | 764 | 541 |", // published, every cell
+		"Ferry / GCT (above 1: Ferry faster):\n\n| parallel TCP connections (-p) \\ one-way latency (ms) | 1 | 10 | 30 | 50 |\n| --- | --: | --: | --: | --: |\n| 1 |  | 1.00 |  |  |",
 		"gct at one-way latency (ms) 30, parallel TCP connections (-p) 1 failed: bench: globus-url-copy: exit status 1:",
 		"ferry at one-way latency (ms) 30, parallel TCP connections (-p) 1: 7 queue drops",
 		"![BBC WHP 178 Table 5.2 (reduced): rate vs latency per parallelism (optimised)](5.2-reduced.svg)",
@@ -330,5 +331,40 @@ func TestListeningOn(t *testing.T) {
 	}
 	if listeningOn([]byte(table), 2819) {
 		t.Error("2819 (0x0B03) is established, not listening")
+	}
+}
+
+func TestWriteWANMarkdownList(t *testing.T) {
+	p, _ := PresetByName("linden")
+	p.Grids = p.Grids[:1]
+	var results []WANResult
+	for _, c := range p.Expand([]Impl{Ferry, GCT}) {
+		r := WANResult{Cell: c, Ended: EndComplete, Bytes: c.Size, Elapsed: 10 * time.Second}
+		if c.Impl == GCT {
+			r.Elapsed = 20 * time.Second
+		}
+		r.Mbps = mbps(r.Bytes, r.Elapsed)
+		r.Theory = Bounds(TheoryInput{P: c.P, RTT: 2 * c.Latency, Rate: c.Rate, Buffer: c.clampedBuffer(), BufferMax: 4 << 20, RmemMax: 1 << 20})
+		results = append(results, r)
+	}
+	p.Join(results)
+	var b strings.Builder
+	if err := WriteWANMarkdown(&b, p, results, ReportMeta{Start: time.Now()}, true); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	// 256 MiB in 10 s = 214.7 Mbit/s; in 20 s 107.4; bounds: 0.66 MiB
+	// per 55 ms = 100.7 (W); 16 × 1.32 × 131071 per 55 ms = 403.1 (W).
+	for _, want := range []string{
+		"| parallel TCP connections (-p) | Ferry | GCT | published | theory | Ferry / GCT |",
+		"| 1 | 215 | 107 | 4.00 | 101 W | 2.00 |",
+		"| 16 | 215 | 107 | 84.0 | 403 W | 2.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "![") {
+		t.Error("a plot link for a grid of two configurations")
 	}
 }
