@@ -8,9 +8,12 @@ import (
 // The constants of the throughput bounds of a WAN cell.
 const (
 	// mtu and mss are the packet size on the emulated link and the TCP
-	// payload of a full packet (20 bytes IP, 20 TCP, 12 of timestamps).
-	mtu = 1500
-	mss = 1448
+	// payload of a full packet (20 bytes IP, 20 TCP, 12 of timestamps);
+	// framing is what Ethernet adds to a packet (header, FCS, preamble,
+	// gap), which the link's rate counts.
+	mtu     = 1500
+	mss     = 1448
+	framing = 38
 
 	// mathisC is the constant of the Mathis et al. bound
 	// MSS/RTT × C/√p, sqrt(3/2) for periodic loss with delayed ACKs off.
@@ -46,7 +49,7 @@ type TheoryInput struct {
 	P    int           // TCP connections
 	RTT  time.Duration // round-trip time the connections see
 	Loss float64       // packet loss in percent, on the data direction
-	Rate int64         // link rate in bit/s (IP packets)
+	Rate int64         // link rate in bit/s, as Ethernet counts it
 
 	// Buffer is the SO_RCVBUF asked for (-tcp-bs) after the harness's
 	// clamp, 0 when autotuned; BufferMax is net.core.rmem_max, which
@@ -58,7 +61,7 @@ type TheoryInput struct {
 
 // Theory is the throughput a cell's parameters allow, in Mbit/s (10^6).
 type Theory struct {
-	// Link is the goodput of a saturated link: Rate × MSS/MTU.
+	// Link is the goodput of a saturated link: Rate × MSS/(MTU+framing).
 	Link float64
 	// Window is p × W / RTT with W this kernel's send window:
 	// explicitWindowFactor × the effective SO_RCVBUF, or
@@ -90,7 +93,7 @@ func Bounds(in TheoryInput) Theory {
 	if rtt <= 0 {
 		rtt = idleOverhead.Seconds()
 	}
-	t := Theory{Link: float64(in.Rate) * mss / mtu / 1e6, Mathis: math.Inf(1)}
+	t := Theory{Link: float64(in.Rate) * mss / (mtu + framing) / 1e6, Mathis: math.Inf(1)}
 	var w, textbook float64
 	if in.Buffer > 0 {
 		b := float64(max(EffectiveBuffer(in.Buffer, in.BufferMax), minRcvBuf))

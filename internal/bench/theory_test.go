@@ -7,7 +7,7 @@ import (
 )
 
 func TestBounds(t *testing.T) {
-	link := 975.3 * 1448 / 1500 // Mbit/s: 941.49
+	link := 1000 * 1448.0 / 1538 // Mbit/s: 941.48
 	for _, tc := range []struct {
 		name                            string
 		in                              TheoryInput
@@ -64,8 +64,9 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// linkWant is the link goodput by hand: the rate's full packets' payload.
-func (in TheoryInput) linkWant() float64 { return float64(in.Rate) / 1e6 * 1448 / 1500 }
+// linkWant is the link goodput by hand: the payload of the full packets
+// the rate carries with Ethernet's 38 bytes of framing each.
+func (in TheoryInput) linkWant() float64 { return float64(in.Rate) / 1e6 * 1448 / 1538 }
 
 func TestBoundsWithoutRTT(t *testing.T) {
 	// No delay and no measured RTT: the emulator's idle overhead is the

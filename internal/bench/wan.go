@@ -39,7 +39,7 @@ type WANCell struct {
 	Buffer  int64         // TCP buffer asked for (-tcp-bs, iperf3 -w); 0: autotuned
 	Latency time.Duration // one-way delay
 	Loss    float64       // packet loss in percent, on the data (server to client) direction
-	Rate    int64         // link rate in bit/s
+	Rate    int64         // link rate in bit/s, as Ethernet counts it (framing included)
 	Profile string        // the socket-limit profile (see Profiles)
 	// Size is the bytes to pull; Duration bounds the transfer: a cell
 	// that has not finished by then is stopped and its rate is the bytes
@@ -258,8 +258,10 @@ func (r *wanRunner) runCell(ctx context.Context, i int, c WANCell) (res WANResul
 	res = WANResult{Cell: c, Ended: EndFailed, Published: math.NaN(), BufferAsked: c.clampedBuffer()}
 	res.BufferEff = EffectiveBuffer(res.BufferAsked, r.rmemMax)
 	res.Load1 = loadAverage()
-	link, err := r.cfg.start(ctx, wan.Config{Delay: c.Latency, Loss: c.Loss, LossDir: wan.ToClient, Rate: c.Rate,
-		Seed: r.cfg.Seed + int64(i), Name: "ferrybench"})
+	// Calibrate: the emulator takes its own latency off the delay, so that
+	// the idle RTT is 2 × Latency, as the papers' emulators set it.
+	link, err := r.cfg.start(ctx, wan.Config{Delay: c.Latency, Loss: c.Loss / 100, LossDir: wan.ToClient, Rate: c.Rate,
+		Seed: r.cfg.Seed + int64(i), Calibrate: true, Name: "ferrybench"})
 	if err != nil {
 		res.Err = fmt.Sprintf("starting the link: %v", err)
 		return res

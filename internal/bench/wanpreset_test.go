@@ -137,9 +137,9 @@ func TestProfileClamp(t *testing.T) {
 
 func TestSizedDuration(t *testing.T) {
 	// 16 MB at 4.7 Mbit/s, 64 KB window at 31.5 ms: link-bound at
-	// 4.7 × 1448/1500 Mbit/s = 29.6 s; stopped after 3 × that + 30 s.
+	// 4.7 × 1448/1538 Mbit/s = 30.4 s; stopped after 3 × that + 30 s.
 	c := sized(WANCell{P: 4, Rate: 4_700_000, Latency: 15750 * time.Microsecond, Buffer: 32 << 10, Profile: "legacy-64k"}, 16<<20)
-	need := 16 << 20 * 8 / (4.7 * 1448 / 1500) / 1e6
+	need := 16 << 20 * 8 / (4.7 * 1448 / 1538) / 1e6
 	if want := time.Duration((3*need + 30) * float64(time.Second)); absDur(c.Duration-want) > 10*time.Millisecond {
 		t.Errorf("Duration %v, want %v", c.Duration, want)
 	}

@@ -34,14 +34,15 @@ const (
 
 // Config describes a link.
 type Config struct {
-	Delay    time.Duration
-	Loss     float64
-	LossDir  Dir
-	LossACKs bool
-	Rate     int64 // bit/s
-	Seed     int64
-	Sysctls  map[string]string
-	Name     string
+	Delay     time.Duration
+	Loss      float64 // probability, 0..1
+	LossDir   Dir
+	LossACKs  bool
+	Rate      int64 // bit/s as Ethernet counts it (1e9: htb at 975300 kbit of IP bytes)
+	Seed      int64
+	Sysctls   map[string]string
+	Calibrate bool
+	Name      string
 }
 
 // Link is a running emulated link.
