@@ -400,12 +400,14 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 		if r.Cell.Grid != g.ID {
 			continue
 		}
+		where := fmt.Sprintf("%s at %s %s", r.Cell.Impl, g.X.Label(), g.X.Format(r.Cell.X))
+		if g.S != VarNone {
+			where += fmt.Sprintf(", %s %s", g.S.Label(), g.S.Format(r.Cell.S))
+		}
 		if r.Ended == EndFailed {
-			flagged = append(flagged, fmt.Sprintf("%s at %s %s, %s %s failed: %s", r.Cell.Impl, g.X.Label(), g.X.Format(r.Cell.X),
-				g.S.Label(), g.S.Format(r.Cell.S), firstLine(r.Err)))
+			flagged = append(flagged, where+" failed: "+firstLine(r.Err))
 		} else if v := r.Validity(); len(v) > 0 {
-			flagged = append(flagged, fmt.Sprintf("%s at %s %s, %s %s: %s", r.Cell.Impl, g.X.Label(), g.X.Format(r.Cell.X),
-				g.S.Label(), g.S.Format(r.Cell.S), strings.Join(v, ", ")))
+			flagged = append(flagged, where+": "+strings.Join(v, ", "))
 		}
 	}
 	if len(flagged) > 0 {
