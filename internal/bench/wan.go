@@ -525,8 +525,10 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 		return context.Cause(ctx)
 	case <-timer.C:
 	}
+	// The count is of one moment during ss's run: take the middle.
+	before := time.Since(start)
 	n, cerr := receivedBytes(ctx, link)
-	elapsed := time.Since(start)
+	elapsed := before + (time.Since(start)-before)/2
 	select {
 	case err := <-done: // it ended while the count ran
 		if err == nil {
