@@ -15,8 +15,8 @@ import (
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "benchmark Ferry against GCT and raw TCP on loopback",
-		usage:   "loopback [flags]",
+		summary: "benchmark Ferry against GCT and raw TCP on loopback or an emulated WAN",
+		usage:   "loopback [flags] | wan -preset NAME [flags]",
 		run:     runBench,
 	})
 }
@@ -49,6 +49,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = args[0], args[1:]
 	}
+	if mode == "wan" {
+		return runBenchWAN(ctx, e, args)
+	}
 	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
 	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
@@ -65,7 +68,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if mode != "loopback" {
-		return usagef("want 'ferry bench loopback [flags]' (loopback is the only benchmark)")
+		return usagef("want 'ferry bench loopback [flags]' or 'ferry bench wan -preset NAME [flags]'")
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

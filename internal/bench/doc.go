@@ -1,5 +1,22 @@
-// Package bench is the loopback data-plane benchmark behind
-// "ferry bench loopback": it moves the same bytes with Ferry (ferry serve +
+// Package bench is the data-plane benchmark behind "ferry bench loopback"
+// and "ferry bench wan".
+//
+// # WAN
+//
+// "ferry bench wan" (RunWAN, Presets, WriteWANOutputs) re-runs published
+// GridFTP measurements over an emulated WAN (internal/wan): a preset is a
+// set of grids of cells, a cell one implementation (Ferry, GCT or iperf3)
+// pulling data through a link of its own with a given latency, loss, rate,
+// parallelism, TCP buffer and socket-limit profile, for a fixed size or a
+// fixed duration. Each result carries the theoretical bounds (Bounds) and
+// the emulator's fidelity figures; the report puts the rates beside the
+// published ones (the BBC WHP 178 tables are embedded) and draws the
+// papers' figures as SVG and PNG with the standard library (Plot). The
+// method is in docs/bench/wan/README.md.
+//
+// # Loopback
+//
+// "ferry bench loopback" moves the same bytes with Ferry (ferry serve +
 // ferry cp), with the Grid Community Toolkit (globus-gridftp-server +
 // globus-url-copy) and with raw TCP (iperf3, the ceiling), and reports
 // throughput, CPU time and peak memory of both ends.

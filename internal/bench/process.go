@@ -155,6 +155,13 @@ func startServer(ctx context.Context, name, dir string, env []string, path strin
 	cmd := command(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Env = env
+	return startServerCmd(ctx, name, cmd)
+}
+
+// startServerCmd starts cmd, a server in a process group of its own, and
+// waits for its "Server listening at HOST:PORT" line. The caller must call
+// stop.
+func startServerCmd(ctx context.Context, name string, cmd *exec.Cmd) (*server, error) {
 	s := &server{name: name, cmd: cmd, log: &tail{}, exited: make(chan struct{})}
 	w := &portWatcher{w: s.log, found: make(chan int, 1)}
 	cmd.Stdout, cmd.Stderr = w, s.log

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/bench"
+)
+
+const benchWANHelp = `
+"ferry bench wan" runs the grids of a preset over an emulated WAN (two
+network namespaces joined by a userspace forwarder that delays and drops
+packets, with an htb rate limit): per cell it starts a link, sets the
+profile's socket limits in each namespace and the congestion control, starts
+the server in the server namespace (ferry serve -storage null, or
+globus-gridftp-server serving /dev/zero), pulls with the client in the
+client namespace (ferry cp or globus-url-copy to /dev/null; iperf3 -R for
+the raw TCP reference), closes the link and records its fidelity. Ferry and
+GCT alternate cell by cell. It must run as root, one cell at a time, on an
+otherwise idle machine.
+
+It writes NAME.csv (every cell), NAME.md (tables beside the published
+numbers and the theoretical bounds) and a GRID.svg and GRID.png per grid to
+-out, after every cell. Method: docs/bench/wan/README.md. Presets:
+`
+
+func runBenchWAN(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(commands["bench"], e)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(fs.Output(), benchWANHelp)
+		for _, p := range bench.Presets {
+			fmt.Fprintf(fs.Output(), "  %-12s %s\n", p.Name, p.About)
+		}
+	}
+	preset := fs.String("preset", "", "the `NAME` of the grids to run (see below)")
+	out := fs.String("out", "", "`DIR` for the CSV, the Markdown report and the plots (required unless -list)")
+	impls := fs.String("impls", "ferry,gct,iperf3", "comma-separated implementations: ferry, gct, iperf3 (the reference cells)")
+	grids := fs.String("grids", "", "comma-separated grid IDs of the preset to run (default: all)")
+	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
+	cc := fs.String("cc", "cubic", "congestion control of both namespaces: cubic, bbr or reno")
+	seed := fs.Int64("seed", 1, "seed of the emulated loss (cell i uses seed+i)")
+	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: the system's temp dir)")
+	list := fs.Bool("list", false, "print the cells and the estimated time, and run nothing")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	p, err := bench.PresetByName(*preset)
+	if err != nil {
+		return usagef("-preset: %v", err)
+	}
+	if *grids != "" {
+		want := splitList(*grids)
+		var keep []bench.Grid
+		for _, g := range p.Grids {
+			if slices.Contains(want, g.ID) {
+				keep = append(keep, g)
+			}
+		}
+		if len(keep) != len(want) {
+			return usagef("-grids: preset %s has grids %s", p.Name, gridIDs(p))
+		}
+		p.Grids = keep
+	}
+	var sel []bench.Impl
+	for _, i := range splitList(*impls) {
+		if !slices.Contains(bench.WANImpls, bench.Impl(i)) {
+			return usagef("-impls: unknown implementation %q (ferry, gct, iperf3)", i)
+		}
+		sel = append(sel, bench.Impl(i))
+	}
+	cells := p.Expand(sel)
+	if *list {
+		for i, c := range cells {
+			fmt.Fprintf(e.stdout, "%3d %-20s %-6s p=%-2d bs=%-6s lat=%-6s loss=%-5g rate=%-9s %-13s %s\n", i+1, c.Grid, c.Impl, c.P,
+				bench.VarBuffer.Format(float64(c.Buffer)), c.Latency, c.Loss, fmt.Sprintf("%gM", float64(c.Rate)/1e6), c.Profile, cellLimit(c))
+		}
+		fmt.Fprintf(e.stdout, "%d cells, about %v\n", len(cells), bench.EstimatedTime(cells).Round(time.Minute))
+		return nil
+	}
+	if *out == "" {
+		return usagef("-out is required")
+	}
+	cfg := bench.WANConfig{Ferry: *ferry, Cells: cells, CC: *cc, Seed: *seed, Dir: *dir, Progress: e.stderr}
+	if cfg.Ferry == "" && slices.Contains(sel, bench.Ferry) {
+		if cfg.Ferry, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
+		}
+	}
+	meta := bench.ReportMeta{Command: "ferry bench wan " + strings.Join(args, " "), Start: time.Now(), CC: *cc}
+	var results []bench.WANResult
+	var writeErr error
+	cfg.OnResult = func(r bench.WANResult) {
+		results = append(results, r)
+		writeErr = bench.WriteWANOutputs(*out, p, results, meta)
+	}
+	fmt.Fprintf(e.stderr, "bench: %d cells, about %v\n", len(cells), bench.EstimatedTime(cells).Round(time.Minute))
+	_, runErr := bench.RunWAN(ctx, cfg)
+	if runErr != nil {
+		return runErr
+	}
+	if writeErr != nil {
+		return writeErr
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Ended == bench.EndFailed {
+			failed++
+		}
+	}
+	abs, _ := filepath.Abs(*out)
+	fmt.Fprintf(e.stderr, "bench: wrote %s\n", filepath.Join(abs, p.Name+".md"))
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cells failed (see %s)", failed, len(results), filepath.Join(abs, p.Name+".md"))
+	}
+	return nil
+}
+
+// gridIDs lists a preset's grid IDs.
+func gridIDs(p bench.Preset) string {
+	ids := make([]string, len(p.Grids))
+	for i, g := range p.Grids {
+		ids[i] = g.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// cellLimit says how a cell ends.
+func cellLimit(c bench.WANCell) string {
+	if c.Size >= 1<<40 {
+		return "for " + c.Duration.String()
+	}
+	return fmt.Sprintf("%s (stop at %v)", bench.FormatSize(c.Size), c.Duration)
+}
