@@ -36,12 +36,6 @@ func TestBenchWANCI(t *testing.T) {
 	code := runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}, []string{
 		"bench", "wan", "-preset", "ci", "-ferry", bin, "-out", out})
 	t.Logf("stderr:\n%s", stderr.String())
-	// The stand-in of internal/wan on the benchmark's own branch (until
-	// the emulator is merged) fails every link with this text; the real
-	// emulator never does.
-	if strings.Contains(stderr.String(), "emulator not merged") {
-		t.Skip("internal/wan is the stand-in: the emulator is not merged")
-	}
 	if code != 0 {
 		t.Fatalf("exit status %d", code)
 	}
