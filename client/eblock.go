@@ -265,7 +265,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	// handshake before it sends 150.
 	acceptFrom := func(ln *net.TCPListener) {
 		w.add(ln)
-		peer := c.controlPeer()
+		peer := c.dataPeer()
 		wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
 	}
 	c.dataBuf = o.TCPBuffer

@@ -188,7 +188,7 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
-	fs.BoolVar(&f.stripe, "stripe", false, "server to server: ask the destination for striped passive addresses (SPAS) and send the source SPOR")
+	fs.BoolVar(&f.stripe, "stripe", false, "striped: server to server, ask the destination for striped passive addresses (SPAS) and send the source SPOR; downloads accept data connections from a striped server's movers")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
@@ -227,7 +227,7 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}}
+	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi}}
 	if f.progress && !f.quiet {
 		c.progress = newProgressPrinter(e.stderr)
 	}

@@ -250,6 +250,11 @@ func cmdEPSV(ctx context.Context, s *session, arg string) wire.Reply {
 		s.log.Warn("passive listen failed", "err", err)
 		return ok(425, "Cannot open passive connection.")
 	}
+	if _, striped := s.dtp.(StripedDTP); striped && ap.Addr() != localAddrPort(s.conn).Addr() {
+		// A striped server's first data node is another host: name it
+		// (the form GCT uses with its epsv_ip option).
+		return ok(229, "Entering Extended Passive Mode (%s)", wire.FormatEPRT(ap))
+	}
 	return ok(229, "Entering Extended Passive Mode (|||%d|)", ap.Port())
 }
 
@@ -625,6 +630,14 @@ func (s *session) optsRetr(opt string) wire.Reply {
 	}
 	s.parallel, s.stripeBS, s.layout, s.retrMarks = parallel, bs, layout, marks
 	return ok(200, "OPTS Command Successful.")
+}
+
+// localAddrPort is the control connection's local address.
+func localAddrPort(c net.Conn) netip.AddrPort {
+	if a, isTCP := c.LocalAddr().(*net.TCPAddr); isTCP {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // remoteAddrPort is the control peer's address (invalid if it is not TCP).

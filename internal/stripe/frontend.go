@@ -82,9 +82,10 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for _, a := range cfg.Movers {
-		ms := &moverState{addr: a, err: errors.New("not yet connected"), since: time.Now()}
-		p.movers = append(p.movers, ms)
-		p.wg.Go(func() { p.monitor(ms) })
+		p.movers = append(p.movers, &moverState{addr: a, err: errors.New("not yet connected"), since: time.Now()})
+	}
+	for i := range p.movers {
+		p.wg.Go(func() { p.monitor(i) })
 	}
 	return p, nil
 }
@@ -121,8 +122,8 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 }
 
 // monitor keeps a link to one mover, logging when it goes up or down.
-func (p *Pool) monitor(ms *moverState) {
-	i := p.index(ms)
+func (p *Pool) monitor(i int) {
+	ms := p.movers[i]
 	backoff := 100 * time.Millisecond
 	for p.ctx.Err() == nil {
 		l, err := p.dial(p.ctx, i)
@@ -152,15 +153,6 @@ func (p *Pool) monitor(ms *moverState) {
 		}
 		backoff = min(2*backoff, p.cfg.MaxBackoff)
 	}
-}
-
-func (p *Pool) index(ms *moverState) int {
-	for i, m := range p.movers {
-		if m == ms {
-			return i
-		}
-	}
-	return -1
 }
 
 func (p *Pool) setHealth(ms *moverState, up bool, err error) {
