@@ -454,7 +454,14 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 	for k := range movers {
 		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path))}
 	}
-	return f.run(ctx, movers, msgs, notify)
+	n, err := f.run(ctx, movers, msgs, notify)
+	if err == nil && len(movers) > 1 && req.Size >= 0 && req.Restart.Len() == 0 && n < req.Size {
+		// Every stripe saw its EOF, yet bytes announced with ALLO are
+		// missing: a sender that ended some stripes early. Never call
+		// that complete.
+		err = &xfer.DataError{Err: fmt.Errorf("the stripes ended after %d of the %d bytes announced (ALLO)", n, req.Size)}
+	}
+	return n, err
 }
 
 func (f *Frontend) all() []int {

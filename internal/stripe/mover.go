@@ -303,7 +303,9 @@ func (s *moverSession) start(ctx context.Context, msg *Msg) {
 		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
 		if err != nil {
 			reply.Kind, reply.Text = classify(err)
-			s.log.Info("transfer failed", "path", msg.Job.Path, "bytes", n, "err", err)
+			s.log.Info("transfer failed", "op", msg.Type, "path", msg.Job.Path, "bytes", n, "err", err)
+		} else {
+			s.log.Info("transfer", "op", msg.Type, "path", msg.Job.Path, "bytes", n, "stripe", msg.Job.Index, "stripes", max(msg.Job.Senders, 1))
 		}
 		s.l.send(reply)
 	}()
