@@ -114,6 +114,11 @@ func startCluster(t *testing.T, n int) *cluster {
 // startFrontend runs a striped server over root using the movers at addrs.
 func startFrontend(t *testing.T, root string, st dsi.Storage, addrs []string) *cluster {
 	t.Helper()
+	return startFrontendAt(t, "127.0.0.1:0", root, st, addrs)
+}
+
+func startFrontendAt(t *testing.T, listen, root string, st dsi.Storage, addrs []string) *cluster {
+	t.Helper()
 	c := &cluster{root: root}
 	var err error
 	c.srv, err = server.New(server.Config{
@@ -123,7 +128,13 @@ func startFrontend(t *testing.T, root string, st dsi.Storage, addrs []string) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var l net.Listener
+	for range 50 {
+		if l, err = net.Listen("tcp", listen); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +339,56 @@ func resumeDownload(t *testing.T, c *cluster, want []byte, moverAddr string, bac
 		t.Errorf("the failed attempt's error does not name mover %s: %v", moverAddr, firstErr)
 	}
 	t.Logf("first attempt: %v; done after %v", firstErr, time.Since(start).Round(time.Millisecond))
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Fatal("resumed download: contents differ")
+	}
+}
+
+// TestFrontendRestartMidTransfer: the frontend dies during a download
+// (its movers stop their parts when the links drop); a new frontend on
+// the same address serves the resumed download to identical contents.
+func TestFrontendRestartMidTransfer(t *testing.T) {
+	root, st := newRoot(t)
+	g := newGated(st, 1<<20)
+	defer g.release()
+	m0 := startMover(t, "127.0.0.2:0", st, secret)
+	m1 := startMover(t, "127.0.0.3:0", g, secret)
+	movers := []string{m0.addr, m1.addr}
+	c := startFrontend(t, root, st, movers)
+	c.waitUp(t, 2)
+	want := randomFile(t, filepath.Join(root, "src.bin"), 6<<20+11)
+	first := c.srv
+	go func() {
+		select {
+		case <-g.reached:
+			first.Close()
+			g.release()
+		case <-time.After(20 * time.Second):
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var firstErr error
+	var once sync.Once
+	s := &client.Session{Dial: func(ctx context.Context) (*client.Conn, error) { return c.dial(ctx) },
+		Retry: client.RetryPolicy{Retries: 20, Interval: 100 * time.Millisecond, MaxInterval: 500 * time.Millisecond,
+			OnRetry: func(attempt int, err error, wait time.Duration) {
+				once.Do(func() {
+					firstErr = err
+					next := startFrontendAt(t, c.addr, root, st, movers)
+					next.waitUp(t, 2)
+				})
+			}}}
+	defer s.Close(ctx)
+	out := filepath.Join(t.TempDir(), "down.bin")
+	f, _ := os.Create(out)
+	defer f.Close()
+	if _, err := s.Download(ctx, "/src.bin", f, &client.RetrieveOptions{Parallel: 2}); err != nil {
+		t.Fatalf("download with resume: %v (first error %v)", err, firstErr)
+	}
+	if firstErr == nil {
+		t.Error("the download never failed")
+	}
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
 		t.Fatal("resumed download: contents differ")
 	}
