@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/testutil/gct"
 )
 
 // mover is a running "ferry mover" on its own loopback address.
@@ -298,5 +300,48 @@ func TestStripedFaults(t *testing.T) {
 	}
 	if !strings.Contains(s.log.String(), "mover down") || !strings.Contains(s.log.String(), "mover up") {
 		t.Errorf("the frontend's log has no mover health changes:\n%s", s.log)
+	}
+}
+
+// TestStripedGCT: third-party copies between a striped Ferry (two movers)
+// and a striped GCT server (a frontend with -r and two data nodes with
+// -dn on their own data addresses), both ways: SPAS on the destination
+// answers two addresses and the source gets SPOR with both, so each
+// sending node feeds the receiving nodes directly.
+func TestStripedGCT(t *testing.T) {
+	sroot := t.TempDir()
+	s := startStriped(t, sroot, 2)
+	groot := gct.Dir(t)
+	p1, p2 := gct.FreePort(t), gct.FreePort(t)
+	gct.Launch(t, groot, p1, "-dn", "-data-interface", "127.0.0.4")
+	gct.Launch(t, groot, p2, "-dn", "-data-interface", "127.0.0.5")
+	g := gct.Launch(t, groot, gct.FreePort(t), "-r", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", p1, p2))
+	gurl := func(name string) string { return "ftp://" + g.Addr + filepath.Join(groot, name) }
+	const size = 9<<20 + 7
+	want := writeRandom(t, filepath.Join(sroot, "src.bin"), size, 9)
+	writeRandom(t, filepath.Join(groot, "src.bin"), size, 9)
+	for _, tc := range []struct {
+		name     string
+		tool     []string
+		src, dst string
+		file     string
+	}{
+		{"guc-ferry-gct", []string{"globus-url-copy", "-stripe", "-dbg"}, s.url("/src.bin"), gurl("a.bin"), filepath.Join(groot, "a.bin")},
+		{"guc-gct-ferry", []string{"globus-url-copy", "-stripe", "-dbg"}, gurl("src.bin"), s.url("/b.bin"), filepath.Join(sroot, "b.bin")},
+		{"ferry-ferry-gct", []string{ferryBin, "cp", "-q", "-stripe", "-p", "2"}, s.url("/src.bin"), gurl("c.bin"), filepath.Join(groot, "c.bin")},
+		{"ferry-gct-ferry", []string{ferryBin, "cp", "-q", "-stripe", "-p", "2"}, gurl("src.bin"), s.url("/d.bin"), filepath.Join(sroot, "d.bin")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", "", tc.tool[0], append(append([]string{}, tc.tool[1:]...), tc.src, tc.dst)...)
+			if r.code != 0 {
+				t.Fatalf("%s: %v", tc.name, r)
+			}
+			sameFile(t, tc.file, want)
+			if tc.tool[0] == "globus-url-copy" {
+				if !regexp.MustCompile(`SPOR \S+ \S+`).MatchString(r.stdout + r.stderr) {
+					t.Errorf("the source did not get SPOR with two addresses")
+				}
+			}
+		})
 	}
 }
