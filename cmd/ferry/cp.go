@@ -85,8 +85,9 @@ type cpFlags struct {
 	parallel     int
 	tcpBuffer    sizeFlag
 	blockSize    sizeFlag
-	progress     bool // -vb
-	restart      bool // -rst
+	sbs          sizeFlag // -sbs
+	progress     bool     // -vb
+	restart      bool     // -rst
 	retries      int
 	interval     time.Duration
 	timeout      time.Duration
@@ -178,6 +179,7 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&f.parallel, "p", 1, "parallel data connections; above 1 uses MODE E (extended block mode)")
 	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer size of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
 	fs.Var(&f.blockSize, "bs", "MODE E block size of uploads; 0: 1M")
+	fs.Var(&f.sbs, "sbs", "with -stripe: stripe block size of uploads (blocked layout) and of third-party copies; 0: 1M")
 	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate, and each data connection's bytes and rate")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: how many times to retry")
@@ -188,7 +190,7 @@ func runCp(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "keep MODE E data connections open and reuse them for the next transfer")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
-	fs.BoolVar(&f.stripe, "stripe", false, "striped: server to server, ask the destination for striped passive addresses (SPAS) and send the source SPOR; downloads accept data connections from a striped server's movers")
+	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
@@ -464,12 +466,15 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		size = min(size, n)
 	}
 	opts := &client.StoreOptions{
-		Offset:    off,
-		Parallel:  c.flags.parallel,
-		BlockSize: int(c.flags.blockSize),
-		TCPBuffer: int(c.flags.tcpBuffer),
-		Reuse:     c.flags.fast,
-		Progress:  c.progressFunc(),
+		Offset:          off,
+		Parallel:        c.flags.parallel,
+		ModeE:           c.flags.stripe,
+		BlockSize:       int(c.flags.blockSize),
+		Striped:         c.flags.stripe,
+		StripeBlockSize: int64(c.flags.sbs),
+		TCPBuffer:       int(c.flags.tcpBuffer),
+		Reuse:           c.flags.fast,
+		Progress:        c.progressFunc(),
 	}
 	var saver *stateSaver
 	if c.flags.resumable() {
@@ -610,6 +615,7 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		Offset:    c.flags.off,
 		Length:    c.limit(),
 		Parallel:  c.flags.parallel,
+		ModeE:     c.flags.stripe,
 		TCPBuffer: int(c.flags.tcpBuffer),
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
@@ -732,13 +738,14 @@ func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, erro
 	defer ss.Close(ctx)
 	defer ds.Close(ctx)
 	opts := &client.ThirdPartyOptions{
-		Offset:    c.flags.off,
-		Length:    c.limit(),
-		Parallel:  c.flags.parallel,
-		ModeE:     c.flags.fast || c.flags.stripe,
-		Striped:   c.flags.stripe,
-		TCPBuffer: int(c.flags.tcpBuffer),
-		Progress:  c.progressFunc(),
+		Offset:          c.flags.off,
+		Length:          c.limit(),
+		Parallel:        c.flags.parallel,
+		ModeE:           c.flags.fast || c.flags.stripe,
+		Striped:         c.flags.stripe,
+		StripeBlockSize: int64(c.flags.sbs),
+		TCPBuffer:       int(c.flags.tcpBuffer),
+		Progress:        c.progressFunc(),
 	}
 	n, err := ss.ThirdParty(ctx, src.path, ds, dst.path, opts)
 	if err != nil {

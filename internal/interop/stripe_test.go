@@ -134,8 +134,8 @@ func (s *striped) waitUp(t *testing.T, n int) {
 
 // moved reports how many bytes each mover logged for path since mark[i]
 // (the log length at an earlier point).
-func (s *striped) moved(path string, mark []int) []int64 {
-	re := regexp.MustCompile(`msg=transfer .*op=send path=` + regexp.QuoteMeta(path) + ` bytes=(\d+)`)
+func (s *striped) moved(op, path string, mark []int) []int64 {
+	re := regexp.MustCompile(`msg=transfer .*op=` + op + ` path=` + regexp.QuoteMeta(path) + ` bytes=(\d+)`)
 	got := make([]int64, len(s.movers))
 	for i, m := range s.movers {
 		l := m.log.String()[mark[i]:]
@@ -182,30 +182,7 @@ func TestStripedGlobusURLCopy(t *testing.T) {
 			mark := s.marks()
 			mustRun(t, "", "", "globus-url-copy", append(append([]string{}, tc.flags...), s.url("/src.bin"), "file://"+got)...)
 			sameFile(t, got, want)
-			// Every mover sent its share (their logs reach us through a
-			// pipe: wait a little for the lines).
-			var sent []int64
-			for range 50 {
-				sent = s.moved("/src.bin", mark)
-				var sum int64
-				for _, n := range sent {
-					sum += n
-				}
-				if sum == size {
-					break
-				}
-				time.Sleep(40 * time.Millisecond)
-			}
-			var sum int64
-			for i, n := range sent {
-				if n == 0 {
-					t.Errorf("mover %d sent nothing", i)
-				}
-				sum += n
-			}
-			if sum != size {
-				t.Errorf("movers sent %d bytes in all, want %d", sum, size)
-			}
+			s.checkShares(t, "send", "/src.bin", mark, size)
 			if strings.Contains(strings.Join(tc.flags, " "), "-sbs") {
 				return // see the test's comment
 			}
@@ -214,12 +191,48 @@ func TestStripedGlobusURLCopy(t *testing.T) {
 			sameFile(t, filepath.Join(root, up), want)
 		})
 	}
-	// ferry cp -stripe: downloads accept the movers' connections.
+	// ferry cp -stripe: downloads accept the movers' connections; uploads
+	// send to every SPAS address, each mover receives its stripes.
 	got := filepath.Join(local, "ferry-cp")
+	mark := s.marks()
 	ferry(t, "cp", "-q", "-stripe", "-p", "2", s.url("/src.bin"), got)
 	sameFile(t, got, want)
-	ferry(t, "cp", "-q", "-stripe", "-p", "2", got, s.url("/up-ferry-cp"))
-	sameFile(t, filepath.Join(root, "up-ferry-cp"), want)
+	s.checkShares(t, "send", "/src.bin", mark, size)
+	for _, sbs := range []string{"0", "65536"} {
+		mark = s.marks()
+		up := "/up-ferry-cp-" + sbs
+		ferry(t, "cp", "-q", "-stripe", "-sbs", sbs, "-p", "2", got, s.url(up))
+		sameFile(t, filepath.Join(root, up), want)
+		s.checkShares(t, "receive", up, mark, size)
+	}
+}
+
+// checkShares checks that every mover moved part of path (op: send or
+// receive) since mark, size bytes in all. Their logs reach us through a
+// pipe: wait a little for the lines.
+func (s *striped) checkShares(t *testing.T, op, path string, mark []int, size int64) {
+	t.Helper()
+	var moved []int64
+	var sum int64
+	for range 50 {
+		moved = s.moved(op, path, mark)
+		sum = 0
+		for _, n := range moved {
+			sum += n
+		}
+		if sum == size {
+			break
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	for i, n := range moved {
+		if n == 0 {
+			t.Errorf("%s %s: mover %d moved nothing", op, path, i)
+		}
+	}
+	if sum != size {
+		t.Errorf("%s %s: movers moved %d bytes in all, want %d", op, path, sum, size)
+	}
 }
 
 // TestStripedThirdParty: third-party copies between a striped Ferry and
@@ -244,6 +257,7 @@ func TestStripedThirdParty(t *testing.T) {
 		{"guc-plain-striped", []string{"globus-url-copy", "-stripe", "-p", "2"}, plain.url("/src.bin"), s.url("/b.bin"), filepath.Join(sroot, "b.bin")},
 		{"ferry-striped-plain", []string{ferryBin, "cp", "-q", "-stripe", "-p", "2"}, s.url("/src.bin"), plain.url("/c.bin"), filepath.Join(proot, "c.bin")},
 		{"ferry-plain-striped", []string{ferryBin, "cp", "-q", "-stripe", "-p", "2"}, plain.url("/src.bin"), s.url("/d.bin"), filepath.Join(sroot, "d.bin")},
+		{"ferry-striped-plain-sbs", []string{ferryBin, "cp", "-q", "-stripe", "-sbs", "65536"}, s.url("/src.bin"), plain.url("/e.bin"), filepath.Join(proot, "e.bin")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustRun(t, "", "", tc.tool[0], append(append([]string{}, tc.tool[1:]...), tc.src, tc.dst)...)
