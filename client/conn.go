@@ -61,6 +61,11 @@ type Config struct {
 	// (or PORT) instead of connecting to the server after EPSV (or PASV).
 	Active bool
 
+	// StripedServer accepts data connections from any host, not only the
+	// server's control address: a striped server's data movers connect
+	// from their own hosts (MODE E downloads, where the client listens).
+	StripedServer bool
+
 	// DataInterface is the local address to listen on in active mode. The
 	// zero Addr means the local address of the control connection.
 	DataInterface netip.Addr
@@ -85,15 +90,16 @@ type Config struct {
 // Cancelling a transfer sends ABOR and then closes the Conn, because GCT
 // ends the session after ABOR of a running transfer.
 type Conn struct {
-	nc     net.Conn
-	raw    *bufio.Reader // nc's bytes; under rr, and under GSI's unwrapping
-	rr     *wire.ReplyReader
-	gsi    *gsiState     // nil without GSI
-	dsec   *dcsec.Config // data connection security; nil: plain TCP
-	log    *slog.Logger
-	dialer *net.Dialer
-	active bool
-	dataIf netip.Addr
+	nc      net.Conn
+	raw     *bufio.Reader // nc's bytes; under rr, and under GSI's unwrapping
+	rr      *wire.ReplyReader
+	gsi     *gsiState     // nil without GSI
+	dsec    *dcsec.Config // data connection security; nil: plain TCP
+	log     *slog.Logger
+	dialer  *net.Dialer
+	active  bool
+	dataIf  netip.Addr
+	anyData bool // StripedServer: data connections may come from any host
 
 	feat   map[string]string
 	noEPSV bool // EPSV was refused; use PASV
@@ -152,13 +158,14 @@ func NewConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn, error) {
 	raw := bufio.NewReader(nc)
 	c := &Conn{
-		nc:     nc,
-		raw:    raw,
-		rr:     wire.NewReplyReader(raw),
-		log:    cfg.Logger.With("remote", nc.RemoteAddr().String()),
-		dialer: cfg.Dialer,
-		active: cfg.Active,
-		dataIf: cfg.DataInterface,
+		nc:      nc,
+		raw:     raw,
+		rr:      wire.NewReplyReader(raw),
+		log:     cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		dialer:  cfg.Dialer,
+		active:  cfg.Active,
+		dataIf:  cfg.DataInterface,
+		anyData: cfg.StripedServer,
 	}
 	stop := watch(ctx, nc)
 	// 120 "service ready in nnn minutes" may precede 220.

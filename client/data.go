@@ -43,6 +43,16 @@ func (d *dataChan) closeListener() {
 	}
 }
 
+// dataPeer is the host data connections must come from: the server's
+// end of the control connection, or any host (invalid) for a striped
+// server.
+func (c *Conn) dataPeer() netip.Addr {
+	if c.anyData {
+		return netip.Addr{}
+	}
+	return c.controlPeer()
+}
+
 // controlPeer is the IP address of the server's end of the control
 // connection.
 func (c *Conn) controlPeer() netip.Addr {
@@ -178,7 +188,7 @@ func (c *Conn) openActive(w *watcher) (*dataChan, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dataChan{ln: ln, peer: c.controlPeer(), wait: c.dialer.Timeout}
+	d := &dataChan{ln: ln, peer: c.dataPeer(), wait: c.dialer.Timeout}
 	if d.wait <= 0 {
 		d.wait = DefaultDialTimeout
 	}

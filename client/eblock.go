@@ -265,7 +265,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	// handshake before it sends 150.
 	acceptFrom := func(ln *net.TCPListener) {
 		w.add(ln)
-		peer := c.controlPeer()
+		peer := c.dataPeer()
 		wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
 	}
 	c.dataBuf = o.TCPBuffer
@@ -630,7 +630,7 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	n := max(o.Parallel, 1)
 	w, stopWatch := watchAll(ctx, c.nc)
 	c.dataBuf = o.TCPBuffer
-	conns, err := c.storeSetup(ctx, w, n, size, o, rest, command)
+	conns, stripes, err := c.storeSetup(ctx, w, n, size, o, rest, command)
 	c.dataBuf = 0
 	if err != nil {
 		closeConns(conns)
@@ -680,13 +680,28 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	var sendErr error
 	wg.Go(func() {
 		defer close(sendDone)
-		_, sendErr = eblock.Send(tctx, conns, src, missing, eblock.SendConfig{
-			BlockSize: o.BlockSize,
-			Base:      base,
-			Close:     !o.Reuse,
-			Sent:      &sent,
-			ConnSent:  counters,
-		})
+		// Each stripe is its own MODE E transfer: its blocks, its
+		// connections, its EOF.
+		parts := dealStripes(missing, stripes, base, o.StripeBlockSize)
+		per := len(conns) / stripes
+		errs := make([]error, stripes)
+		var swg sync.WaitGroup
+		for i := range stripes {
+			swg.Go(func() {
+				_, errs[i] = eblock.Send(tctx, conns[i*per:(i+1)*per], src, parts[i], eblock.SendConfig{
+					BlockSize: o.BlockSize,
+					Base:      base,
+					Close:     !o.Reuse,
+					Sent:      &sent,
+					ConnSent:  counters[i*per : (i+1)*per],
+				})
+				if errs[i] != nil {
+					cancel(errs[i])
+				}
+			})
+		}
+		swg.Wait()
+		sendErr = errors.Join(errs...)
 	})
 	fin, gotFin, failure := waitBoth(tctx, sendDone, func() error { return sendErr }, replyc)
 	if failed(fin, gotFin, failure) {
@@ -709,33 +724,41 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 
 // storeSetup runs the commands of a MODE E upload up to the transfer
 // command's preliminary reply and returns the data connections.
-func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o *StoreOptions, rest RangeSet, command string) ([]net.Conn, error) {
+func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o *StoreOptions, rest RangeSet, command string) (conns []net.Conn, stripes int, err error) {
 	if err := c.setMode(true); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
 	if s := o.MarkerInterval / time.Second; s >= 1 {
 		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
 	}
 	if err := c.softCommands(soft); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var conns []net.Conn
-	reused := o.Reuse && len(c.cache) > 0 && c.cacheDir == dirStore
+	stripes = 1
+	reused := o.Reuse && len(c.cache) > 0 && c.cacheDir == dirStore && !o.Striped
 	if reused {
 		conns, c.cache, c.cacheDir = c.cache, nil, dirNone
 	} else {
 		c.dropCache()
-		ap, err := c.passive()
-		if err != nil {
-			return nil, err
+		var addrs []netip.AddrPort
+		if o.Striped {
+			addrs, err = c.passiveAddrs(true)
+		} else {
+			var ap netip.AddrPort
+			ap, err = c.passive()
+			addrs = []netip.AddrPort{ap}
 		}
-		conns = make([]net.Conn, n)
-		errs := make([]error, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		stripes = len(addrs)
+		conns = make([]net.Conn, n*stripes)
+		errs := make([]error, n*stripes)
 		var wg sync.WaitGroup
-		for i := range n {
+		for i := range n * stripes {
 			wg.Go(func() {
-				tc, err := c.dialData(ctx, ap)
+				tc, err := c.dialData(ctx, addrs[i/n])
 				if err == nil {
 					w.add(tc)
 					conns[i] = tc
@@ -751,32 +774,59 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 					ok = append(ok, dc)
 				}
 			}
-			return ok, err
+			return ok, stripes, err
 		}
 	}
 	if size > 0 {
 		if err := c.exchange2(fmt.Sprintf("ALLO %d", size), 2); err != nil {
-			return conns, err
+			return conns, stripes, err
 		}
 	}
 	if err := c.restCommand(rest); err != nil {
-		return conns, err
+		return conns, stripes, err
 	}
 	if c.dsec == nil || reused {
-		return conns, c.exchange2(command, 1)
+		return conns, stripes, c.exchange2(command, 1)
 	}
 	// GCT finishes the data channels' security handshakes before it sends
 	// 150: run them while waiting for the reply.
 	sec := c.secureAllAsync(ctx, conns)
-	err := c.exchange2(command, 1)
+	err = c.exchange2(command, 1)
 	conns, herr := sec.wait(err != nil)
 	switch {
 	case err != nil:
-		return conns, withHandshakeError(err, herr)
+		return conns, stripes, withHandshakeError(err, herr)
 	case herr != nil:
-		return conns, &brokenError{err: herr, abort: true}
+		return conns, stripes, &brokenError{err: herr, abort: true}
 	}
-	return conns, nil
+	return conns, stripes, nil
+}
+
+// dealStripes deals ranges to k stripes in blocks of bs (0: 1 MiB)
+// round-robin, counting blocks from base (GFD.020 Blocked layout).
+func dealStripes(ranges []Range, k int, base, bs int64) [][]Range {
+	parts := make([][]Range, max(k, 1))
+	if k <= 1 {
+		parts[0] = ranges
+		return parts
+	}
+	if bs <= 0 {
+		bs = 1 << 20
+	}
+	for _, r := range ranges {
+		for off := r.Start; off < r.End; {
+			blk := (off - base) / bs
+			end := min(base+(blk+1)*bs, r.End)
+			s := int(blk % int64(k))
+			if n := len(parts[s]); n > 0 && parts[s][n-1].End == off {
+				parts[s][n-1].End = end
+			} else {
+				parts[s] = append(parts[s], Range{Start: off, End: end})
+			}
+			off = end
+		}
+	}
+	return parts
 }
 
 // withHandshakeError puts a data channel handshake's failure in front of

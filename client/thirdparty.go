@@ -44,6 +44,11 @@ type ThirdPartyOptions struct {
 	// gets SPOR when the destination answers with several addresses.
 	Striped bool
 
+	// StripeBlockSize, when positive, asks the source for the blocked
+	// stripe layout with this block (OPTS RETR StripeLayout=Blocked;
+	// BlockSize=N;), like globus-url-copy -sbs. MODE E only.
+	StripeBlockSize int64
+
 	// TCPBuffer, when positive, is sent as SITE RETRBUFSIZE to the source
 	// and SITE STORBUFSIZE to the destination (refusals are ignored).
 	TCPBuffer int
@@ -344,7 +349,11 @@ func (t *thirdParty) srcSetup(addrs []netip.AddrPort, rest RangeSet, retrCmd str
 	}
 	if o.modeE() {
 		n := max(o.Parallel, 1)
-		if err := src.exchange2(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+		opts := fmt.Sprintf("Parallelism=%d,%d,%d;", n, n, n)
+		if o.StripeBlockSize > 0 {
+			opts = fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", o.StripeBlockSize) + opts
+		}
+		if err := src.exchange2("OPTS RETR "+opts, 2); err != nil {
 			return err
 		}
 	}

@@ -91,6 +91,13 @@ type StoreOptions struct {
 	// globus-url-copy -bs); zero means eblock.DefaultBlockSize.
 	BlockSize int
 
+	// Striped asks for striped passive addresses (SPAS) and sends to every
+	// stripe: Parallel connections each, the file dealt in blocks of
+	// StripeBlockSize (zero: 1 MiB) round-robin, each stripe with its own
+	// EOF (a striped server's movers each receive their part).
+	Striped         bool
+	StripeBlockSize int64
+
 	// TCPBuffer, when positive, is the TCP buffer size in bytes for the
 	// data connections: SITE STORBUFSIZE to the server (a refusal is
 	// ignored) and SO_SNDBUF/SO_RCVBUF on the client's sockets.

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/dtp"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/pi"
+	"github.com/ferrygrid/ferry/internal/stripe"
 	"github.com/ferrygrid/ferry/internal/version"
 )
 
@@ -100,15 +102,29 @@ type Config struct {
 	// when the server runs as root). A nil storage with a nil error means
 	// Storage; an error refuses the login.
 	UserStorage func(ctx context.Context, localUser string) (dsi.Storage, error)
+	// Movers makes the server a striped frontend: the data of every
+	// transfer moves through these data movers ("host:port" of ferry mover),
+	// one stripe each, which must serve the same tree as Storage (a shared
+	// file system). SPAS answers one address per mover; PASV, EPSV and
+	// stream mode use the first.
+	Movers []string
+	// MoverSecret is the shared secret the movers and the frontend prove to
+	// each other. Required with Movers.
+	MoverSecret []byte
+	// MoverHeartbeat is how often the frontend and the movers ping each
+	// other; MoverTimeout how long a silent mover lives before its transfer
+	// fails. Zero means 2s and five heartbeats.
+	MoverHeartbeat, MoverTimeout time.Duration
 	// Logger receives server and session events; nil discards.
 	Logger *slog.Logger
 }
 
 // Server is a GridFTP server. Create it with New.
 type Server struct {
-	cfg Config
-	pi  pi.Config
-	log *slog.Logger
+	cfg    Config
+	pi     pi.Config
+	log    *slog.Logger
+	movers *stripe.Pool // nil unless striped
 
 	ctx    context.Context // cancelled by Shutdown: sessions end after their command
 	cancel context.CancelFunc
@@ -143,6 +159,18 @@ func New(cfg Config) (*Server, error) {
 	sec, err := cfg.security()
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Movers) > 0 {
+		s.movers, err = stripe.NewPool(stripe.PoolConfig{
+			Movers:           cfg.Movers,
+			Secret:           cfg.MoverSecret,
+			Heartbeat:        cfg.MoverHeartbeat,
+			HeartbeatTimeout: cfg.MoverTimeout,
+			Logger:           s.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
 	}
 	s.pi = pi.Config{
 		Banner:                  banner,
@@ -197,7 +225,7 @@ func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, e
 	if !a.Writable {
 		st = dsi.ReadOnly(st)
 	}
-	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable}, nil
+	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable, Home: path.Clean("/" + a.Home)}, nil
 }
 
 // authorizeCert maps a certificate identity to an account: through the
@@ -257,6 +285,13 @@ func (cfg *Config) security() (*pi.Security, error) {
 func (s *Server) newDTP(control net.Conn) pi.DTP {
 	local, _ := control.LocalAddr().(*net.TCPAddr)
 	remote, _ := control.RemoteAddr().(*net.TCPAddr)
+	if s.movers != nil {
+		sc := stripe.SessionConfig{AllowForeign: s.cfg.AllowForeignDataAddress, Stall: s.cfg.StallTimeout}
+		if remote != nil {
+			sc.ControlPeer = remote.AddrPort()
+		}
+		return s.movers.NewFrontend(sc)
+	}
 	cfg := dtp.Config{
 		ListenIP:          s.cfg.DataInterface,
 		PortLow:           s.cfg.PortLow,
@@ -391,11 +426,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.closeMovers()
 		return nil
 	case <-ctx.Done():
 		s.Close()
 		<-done
 		return ctx.Err()
+	}
+}
+
+// MoverStatus is one line per data mover of a striped server (nil if not
+// striped): stripe, address, health.
+func (s *Server) MoverStatus() []string {
+	if s.movers == nil {
+		return nil
+	}
+	return s.movers.Status()
+}
+
+func (s *Server) closeMovers() {
+	if s.movers != nil {
+		s.movers.Close()
 	}
 }
 
@@ -411,5 +462,6 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.closeMovers()
 	return nil
 }

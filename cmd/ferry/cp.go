@@ -87,8 +87,9 @@ type cpFlags struct {
 	parallel     int
 	tcpBuffer    sizeFlag
 	blockSize    sizeFlag
-	progress     bool // -vb
-	restart      bool // -rst
+	sbs          sizeFlag // -sbs
+	progress     bool     // -vb
+	restart      bool     // -rst
 	retries      int
 	interval     time.Duration
 	timeout      time.Duration
@@ -250,6 +251,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.IntVar(&f.parallel, "p", 1, "parallel data connections; above 1 uses MODE E (extended block mode)")
 	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer size of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
 	fs.Var(&f.blockSize, "bs", "MODE E block size of uploads; 0: 1M")
+	fs.Var(&f.sbs, "sbs", "with -stripe: stripe block size of uploads (blocked layout) and of third-party copies; 0: 1M")
 	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate (one file: each data connection's too)")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: how many times to retry")
@@ -260,9 +262,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
-	fs.BoolVar(&f.stripe, "stripe", false, "server to server: ask the destination for striped passive addresses (SPAS) and send the source SPOR")
-	var sbs sizeFlag
-	fs.Var(&sbs, "sbs", "striped block size (globus-url-copy -sbs); not supported yet: only 0 (the server's layout)")
+	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
 	fs.BoolVar(&jf.createDirs, "cd", false, "create missing destination directories and their parents (on by default with -r; -cd=false turns it off)")
 	fs.StringVar(&jf.links, "links", "", "symbolic links in the source: follow (copy what they point to; the default, as globus-url-copy), ignore, or copy (recreate the link)")
@@ -296,8 +296,8 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if f.parallel < 1 || f.parallel > 64 {
 		return usagef("-p must be 1 to 64")
 	}
-	if sbs != 0 {
-		return usagef("-sbs (striped block size) is not supported yet")
+	if f.sbs != 0 && !f.stripe {
+		return usagef("-sbs needs -stripe")
 	}
 	if jf.concurrency < 0 || jf.concurrency > 256 {
 		return usagef("-cc must be 0 to 256")
@@ -373,7 +373,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}}
+	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi}}
 	if f.progress && !f.quiet {
 		c.progress = newProgressPrinter(e.stderr)
 	}
@@ -665,13 +665,15 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		size = min(size, n)
 	}
 	opts := &client.StoreOptions{
-		Offset:    off,
-		Parallel:  c.flags.parallel,
-		BlockSize: int(c.flags.blockSize),
-		TCPBuffer: int(c.flags.tcpBuffer),
-		ModeE:     c.flags.fast,
-		Reuse:     c.flags.fast,
-		Progress:  c.progressFunc(),
+		Offset:          off,
+		Parallel:        c.flags.parallel,
+		BlockSize:       int(c.flags.blockSize),
+		TCPBuffer:       int(c.flags.tcpBuffer),
+		ModeE:           c.flags.fast || c.flags.stripe,
+		Striped:         c.flags.stripe,
+		StripeBlockSize: int64(c.flags.sbs),
+		Reuse:           c.flags.fast,
+		Progress:        c.progressFunc(),
 	}
 	var saver *stateSaver
 	if c.flags.resumable() {
@@ -813,7 +815,7 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		Length:    c.limit(),
 		Parallel:  c.flags.parallel,
 		TCPBuffer: int(c.flags.tcpBuffer),
-		ModeE:     c.flags.fast,
+		ModeE:     c.flags.fast || c.flags.stripe,
 		Reuse:     c.flags.fast,
 		Progress:  c.progressFunc(),
 	}
@@ -935,13 +937,14 @@ func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, erro
 	defer c.release(ctx, ss)
 	defer c.release(ctx, ds)
 	opts := &client.ThirdPartyOptions{
-		Offset:    c.flags.off,
-		Length:    c.limit(),
-		Parallel:  c.flags.parallel,
-		ModeE:     c.flags.fast || c.flags.stripe,
-		Striped:   c.flags.stripe,
-		TCPBuffer: int(c.flags.tcpBuffer),
-		Progress:  c.progressFunc(),
+		Offset:          c.flags.off,
+		Length:          c.limit(),
+		Parallel:        c.flags.parallel,
+		ModeE:           c.flags.fast || c.flags.stripe,
+		Striped:         c.flags.stripe,
+		StripeBlockSize: int64(c.flags.sbs),
+		TCPBuffer:       int(c.flags.tcpBuffer),
+		Progress:        c.progressFunc(),
 	}
 	n, err := ss.ThirdParty(ctx, src.path, ds, dst.path, opts)
 	if err != nil {

@@ -39,6 +39,8 @@ func init() {
 type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
 	cert, key, gridmap                                                    string
+	movers, moverSecret                                                   string
+	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser                            bool
 	idle, stall                                                           time.Duration
 	maxSessions                                                           int
@@ -64,6 +66,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
 	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused")
+	fs.StringVar(&f.movers, "movers", "", "striped server: data movers `HOST:PORT,...` (ferry mover), one stripe each, serving the same tree as -root")
+	fs.StringVar(&f.moverSecret, "mover-secret", "", "`FILE` holding the shared secret of the movers (required with -movers)")
+	fs.DurationVar(&f.moverHeartbeat, "mover-heartbeat", 2*time.Second, "how often the frontend and the movers ping each other")
+	fs.DurationVar(&f.moverTimeout, "mover-timeout", 10*time.Second, "a mover silent this long is dead: its transfer fails")
 	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
 }
 
@@ -185,6 +191,22 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.StallTimeout = f.stall
 	cfg.MaxSessions = f.maxSessions
 	cfg.AllowForeignDataAddress = f.allowForeign
+	if f.movers != "" {
+		for _, m := range strings.Split(f.movers, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				if _, _, err := net.SplitHostPort(m); err != nil {
+					return cfg, usagef("bad -movers entry %q: %v", m, err)
+				}
+				cfg.Movers = append(cfg.Movers, m)
+			}
+		}
+		secret, err := readSecret(f.moverSecret)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.MoverSecret = secret
+		cfg.MoverHeartbeat, cfg.MoverTimeout = f.moverHeartbeat, f.moverTimeout
+	}
 	return cfg, nil
 }
 

@@ -367,9 +367,10 @@ func credentials(l location, getenv func(string) string) (user, pass string, err
 // clientOptions are the connection settings shared by the client
 // subcommands.
 type clientOptions struct {
-	active bool
-	getenv func(string) string // nil means os.Getenv
-	gsi    *gsiFlags           // GSI options for gsiftp://; nil means the defaults
+	active  bool
+	striped bool                // the server may be striped: accept data from its movers' hosts
+	getenv  func(string) string // nil means os.Getenv
+	gsi     *gsiFlags           // GSI options for gsiftp://; nil means the defaults
 }
 
 // connect dials a remote location and logs in: for gsiftp:// with GSI and
@@ -380,7 +381,7 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	cfg := &client.Config{Active: o.active}
+	cfg := &client.Config{Active: o.active, StripedServer: o.striped}
 	var user, pass string
 	var err error
 	if l.gsi {

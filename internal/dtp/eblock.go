@@ -31,34 +31,41 @@ var ErrWrongDirection = errors.New("in MODE E the sending side connects: use POR
 var errCachedOtherWay = errors.New("the cached data connections carry data the other way; set up a new data channel")
 
 // senderConns returns the connections a MODE E send uses, one set per
-// stripe: the cached ones, or n new connections to each active address.
-func (d *Local) senderConns(ctx context.Context, n int) (stripes [][]net.Conn, reused bool, err error) {
+// part of the plan: the cached ones, or n new connections to each part's
+// address. A striped sender's data node (req.Senders > 1) never reuses
+// cached connections: the next transfer may deal the file differently.
+func (d *Local) senderConns(ctx context.Context, req *xfer.Request, ranges []xfer.Range) (plan []sendPart, stripes [][]net.Conn, reused bool, err error) {
+	striped := req.Senders > 1
 	d.mu.Lock()
 	switch {
-	case len(d.cache) > 0 && d.cacheDir == dirSend:
+	case len(d.cache) > 0 && d.cacheDir == dirSend && !striped:
 		stripes, d.cache, d.cacheDir = d.cache, nil, dirNone
+		plan = planSend(ranges, len(stripes), req)
 		d.mu.Unlock()
-		return stripes, true, nil
-	case len(d.cache) > 0:
+		return plan, stripes, true, nil
+	case len(d.cache) > 0 && d.cacheDir != dirSend:
 		d.mu.Unlock()
-		return nil, false, &xfer.DataError{Open: true, Err: errCachedOtherWay}
+		return nil, nil, false, &xfer.DataError{Open: true, Err: errCachedOtherWay}
 	case d.ln != nil:
 		d.mu.Unlock()
-		return nil, false, &xfer.DataError{Open: true, Err: ErrWrongDirection}
+		return nil, nil, false, &xfer.DataError{Open: true, Err: ErrWrongDirection}
 	case len(d.remotes) == 0:
 		d.mu.Unlock()
-		return nil, false, xfer.ErrNoDataAddress
+		return nil, nil, false, xfer.ErrNoDataAddress
 	}
+	d.dropCacheLocked()
 	remotes, sec := d.remotes, d.sec
 	d.mu.Unlock()
 
-	n = max(n, 1)
+	plan = planSend(ranges, len(remotes), req)
+	n := max(req.Parallelism, 1)
 	dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
 	defer cancel()
-	stripes = make([][]net.Conn, len(remotes))
-	errs := make([]error, len(remotes)*n)
+	stripes = make([][]net.Conn, len(plan))
+	errs := make([]error, len(plan)*n)
 	var wg sync.WaitGroup
-	for s, remote := range remotes {
+	for s, part := range plan {
+		remote := remotes[part.remote]
 		stripes[s] = make([]net.Conn, n)
 		for i := range n {
 			// Each connection dials and does its own handshake, in parallel.
@@ -81,9 +88,51 @@ func (d *Local) senderConns(ctx context.Context, n int) (stripes [][]net.Conn, r
 				}
 			}
 		}
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	return stripes, false, nil
+	return plan, stripes, false, nil
+}
+
+// sendPart is what one set of connections of a send carries: ranges for
+// the receiving stripe remote. eofCount is the connection count its EOF
+// announces (0: its own connections), noEOF leaves the EOF to another
+// sender of the same receiving stripe.
+type sendPart struct {
+	remote   int
+	ranges   []xfer.Range
+	eofCount int
+	noEOF    bool
+}
+
+// planSend deals the transfer's ranges to the receiving stripes. A single
+// sender sends part i to stripe i. A striped sender's data node deals the
+// file into k = max(senders, receivers) parts, sends the parts whose
+// number is its index modulo senders, part v to stripe v modulo receivers;
+// when several nodes feed one receiving stripe, the one with the lowest
+// part sends the EOF, counting everybody's connections.
+func planSend(ranges []xfer.Range, receivers int, req *xfer.Request) []sendPart {
+	senders := max(req.Senders, 1)
+	if senders == 1 {
+		parts := stripeRanges(ranges, receivers, req)
+		plan := make([]sendPart, receivers)
+		for i := range plan {
+			plan[i] = sendPart{remote: i, ranges: parts[i]}
+		}
+		return plan
+	}
+	k := max(senders, receivers)
+	parts := stripeRanges(ranges, k, req)
+	n := max(req.Parallelism, 1)
+	var plan []sendPart
+	for v := req.SenderIndex; v < k; v += senders {
+		r := v % receivers
+		feeders := 0
+		for w := r; w < k; w += receivers {
+			feeders++
+		}
+		plan = append(plan, sendPart{remote: r, ranges: parts[v], eofCount: feeders * n, noEOF: v >= receivers})
+	}
+	return plan
 }
 
 func firstErr(errs []error) error {
@@ -117,7 +166,7 @@ func closeAll(conns []net.Conn) {
 }
 
 func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
-	stripes, reused, err := d.senderConns(ctx, req.Parallelism)
+	plan, stripes, reused, err := d.senderConns(ctx, req, sendRanges(req, src.Size()))
 	if err != nil {
 		return 0, err
 	}
@@ -130,16 +179,19 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return all })
 	// Each stripe is its own MODE E transfer: its share of the blocks, its
 	// own connections, its own EOF and EOD count (protocol.md §5.2).
-	parts := stripeRanges(sendRanges(req, src.Size()), len(stripes), req)
+	striped := req.Senders > 1
 	var total atomic.Int64
 	errs := make([]error, len(stripes))
 	var wg sync.WaitGroup
 	for i, conns := range stripes {
 		wg.Go(func() {
-			n, err := eblock.Send(ctx, conns, src, parts[i], eblock.SendConfig{
+			n, err := eblock.Send(ctx, conns, src, plan[i].ranges, eblock.SendConfig{
 				BlockSize: req.BlockSize,
 				Base:      req.Offset,
 				Sent:      &sent,
+				EOFCount:  plan[i].eofCount,
+				NoEOF:     plan[i].noEOF,
+				Close:     striped,
 			})
 			total.Add(n)
 			if err != nil {
@@ -155,7 +207,9 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 		closeAll(all)
 		return total.Load(), classify(ctx, err)
 	}
-	d.keep(stripes, dirSend)
+	if !striped {
+		d.keep(stripes, dirSend)
+	}
 	return total.Load(), nil
 }
 

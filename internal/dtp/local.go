@@ -228,6 +228,10 @@ func (d *Local) reset() {
 	d.dropCacheLocked()
 }
 
+// Reset drops the passive listener, the active addresses and cached
+// connections (a striped frontend moved the data channel elsewhere).
+func (d *Local) Reset() { d.reset() }
+
 // DropCache closes cached MODE E connections (DCAU, PROT changes).
 func (d *Local) DropCache() {
 	d.mu.Lock()

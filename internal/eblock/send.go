@@ -32,6 +32,13 @@ type SendConfig struct {
 	// ConnSent, when longer than i, is increased by the payload bytes of
 	// each block written on conns[i] (per-stream progress).
 	ConnSent []atomic.Int64
+	// EOFCount, when positive, is the connection count the EOF announces
+	// instead of len(conns): the receiving stripe also gets connections
+	// from other senders (a striped server's data nodes).
+	EOFCount int
+	// NoEOF leaves the EOF to another sender of the same receiving stripe;
+	// every connection ends with EOD only.
+	NoEOF bool
 }
 
 // blockQueue hands out the blocks of ranges to the sending goroutines.
@@ -119,7 +126,10 @@ func firstError(errs []error) error {
 }
 
 func sendConn(c net.Conn, idx int, src io.ReaderAt, q *blockQueue, bs int64, cfg *SendConfig, total *atomic.Int64, nconns int) error {
-	carriesEOF := idx == 0
+	carriesEOF := idx == 0 && !cfg.NoEOF
+	if cfg.EOFCount > 0 {
+		nconns = cfg.EOFCount
+	}
 	var hdr [HeaderSize]byte
 	rw, zeroCopy := src.(dsi.RangeWriterTo)
 	var buf []byte

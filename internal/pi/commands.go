@@ -133,6 +133,9 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	s.acct = acct
 	s.fs = acct.Storage
+	if h, homed := s.dtp.(interface{ SetHome(string) }); homed {
+		h.SetHome(acct.Home)
+	}
 	s.log = s.log.With("user", acct.Name)
 	s.log.Info("logged in")
 	if s.sec == secGSI {
@@ -247,6 +250,11 @@ func cmdEPSV(ctx context.Context, s *session, arg string) wire.Reply {
 		s.log.Warn("passive listen failed", "err", err)
 		return ok(425, "Cannot open passive connection.")
 	}
+	if _, striped := s.dtp.(StripedDTP); striped && ap.Addr() != localAddrPort(s.conn).Addr() {
+		// A striped server's first data node is another host: name it
+		// (the form GCT uses with its epsv_ip option).
+		return ok(229, "Entering Extended Passive Mode (%s)", wire.FormatEPRT(ap))
+	}
 	return ok(229, "Entering Extended Passive Mode (|||%d|)", ap.Port())
 }
 
@@ -272,26 +280,39 @@ func cmdEPRT(ctx context.Context, s *session, arg string) wire.Reply {
 	return s.setActive(ctx, []netip.AddrPort{ap})
 }
 
-// cmdSPAS is striped passive (GFD.020 §4.1): one address line per stripe;
-// this server has one. An argument asks for EPRT-form lines.
+// cmdSPAS is striped passive (GFD.020 §4.1): one address line per stripe
+// (one for a single-host server, one per data node for a StripedDTP). An
+// argument asks for EPRT-form lines.
 func cmdSPAS(ctx context.Context, s *session, arg string) wire.Reply {
 	if s.epsvAll {
 		return ok(503, "EPSV ALL in effect; use EPSV.")
 	}
-	ap, err := s.dtp.Passive(ctx, arg == "")
+	var addrs []netip.AddrPort
+	var err error
+	if sd, striped := s.dtp.(StripedDTP); striped {
+		addrs, err = sd.PassiveStripes(ctx, arg == "")
+	} else {
+		var ap netip.AddrPort
+		ap, err = s.dtp.Passive(ctx, arg == "")
+		addrs = []netip.AddrPort{ap}
+	}
 	if err != nil {
 		s.log.Warn("passive listen failed", "err", err)
-		return ok(425, "Cannot open passive connection.")
+		return ok(425, "Cannot open passive connection: %v.", err)
 	}
-	line := " " + wire.FormatEPRT(ap)
-	if arg == "" {
-		hp, err := wire.FormatPORT(ap)
-		if err != nil {
-			return ok(425, "Cannot open passive connection: %v.", err)
+	lines := []string{"Entering Striped Passive Mode."}
+	for _, ap := range addrs {
+		line := " " + wire.FormatEPRT(ap)
+		if arg == "" {
+			hp, err := wire.FormatPORT(ap)
+			if err != nil {
+				return ok(425, "Cannot open passive connection: %v.", err)
+			}
+			line = " " + hp
 		}
-		line = " " + hp
+		lines = append(lines, line)
 	}
-	return wire.Reply{Code: 229, Lines: []string{"Entering Striped Passive Mode.", line, "End"}}
+	return wire.Reply{Code: 229, Lines: append(lines, "End")}
 }
 
 // cmdSPOR is striped active (GFD.020 §4.2): one address per receiving stripe.
@@ -609,6 +630,14 @@ func (s *session) optsRetr(opt string) wire.Reply {
 	}
 	s.parallel, s.stripeBS, s.layout, s.retrMarks = parallel, bs, layout, marks
 	return ok(200, "OPTS Command Successful.")
+}
+
+// localAddrPort is the control connection's local address.
+func localAddrPort(c net.Conn) netip.AddrPort {
+	if a, isTCP := c.LocalAddr().(*net.TCPAddr); isTCP {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // remoteAddrPort is the control peer's address (invalid if it is not TCP).

@@ -208,6 +208,7 @@ func init() {
 		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
 		"CLIENTINFO": {run: siteOK, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
 		"TASKID":     {run: siteOK, help: "SITE TASKID <sp> taskid"},
+		"STRIPES":    {run: siteSTRIPES, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
 	}
 	// Every GCT spelling of the buffer-size command sets both buffers.
 	for _, name := range []string{"SBUF", "RETRBUFSIZE", "RBUFSZ", "RBUFSIZ", "STORBUFSIZE", "SBUFSZ", "SBUFSIZ"} {
@@ -302,4 +303,17 @@ func baseName(p string) string {
 		return "/"
 	}
 	return path.Base(p)
+}
+
+// siteSTRIPES reports a striped server's data nodes (one line each).
+func siteSTRIPES(ctx context.Context, s *session, arg string) wire.Reply {
+	sr, striped := s.dtp.(interface{ StripeStatus() []string })
+	if !striped {
+		return ok(200, "Not striped: one data node, this host.")
+	}
+	lines := []string{"Data nodes:"}
+	for _, l := range sr.StripeStatus() {
+		lines = append(lines, " "+l)
+	}
+	return wire.Reply{Code: 200, Lines: append(lines, "End.")}
 }

@@ -51,6 +51,17 @@ type DTP interface {
 	Close() error
 }
 
+// StripedDTP is a DTP whose data nodes listen on several hosts: SPAS
+// announces one address per node. A DTP may also implement
+// SetHome(storagePath string), called after login with Account.Home, and
+// StripeStatus() []string, the lines of SITE STRIPES.
+type StripedDTP interface {
+	DTP
+	// PassiveStripes prepares every node to accept the next transfer's
+	// data connections and returns their addresses, in stripe order.
+	PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrPort, error)
+}
+
 // Account is a logged-in user's view of the server.
 type Account struct {
 	// Name is the user name reported by SITE WHOAMI and in logs.
@@ -61,6 +72,9 @@ type Account struct {
 	// Writable reports whether the account may change the storage; it
 	// shapes the Perm fact of listings.
 	Writable bool
+	// Home is where the user's root lies in the server's storage, for data
+	// movers that open files themselves (a striped server's data nodes).
+	Home string
 }
 
 // ErrLoginDenied is returned by Config.Login for bad credentials.

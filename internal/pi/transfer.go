@@ -41,7 +41,7 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 				}
 			}
 		case xfer.EventProgress:
-			s.send(wire.PerfMarker{Time: ev.Time, Stripe: ev.Stripe, Bytes: ev.Bytes, Stripes: 1}.Reply())
+			s.send(wire.PerfMarker{Time: ev.Time, Stripe: ev.Stripe, Bytes: ev.Bytes, Stripes: max(ev.Stripes, 1)}.Reply())
 		case xfer.EventRanges:
 			var rs xfer.RangeSet
 			for _, r := range ev.Ranges {
@@ -309,6 +309,7 @@ func (s *session) listing(ctx context.Context, arg string, kind listingKind) wir
 	}
 	req := s.newRequest(p)
 	req.Type = xfer.TypeImage // lines already end in CRLF
+	req.Listing = true
 	src := &memReader{Reader: bytes.NewReader(buf)}
 	_, _, err = s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, src, notify)

@@ -48,6 +48,13 @@ type Request struct {
 	// BlockSize); a zero StripeBlockSize means DefaultStripeBlockSize.
 	StripeLayout    Layout
 	StripeBlockSize int64
+	// Senders and SenderIndex describe one data node of a striped sender:
+	// the file is dealt to max(Senders, receiving stripes) stripes and this
+	// DTP sends those whose number is SenderIndex modulo Senders. Senders
+	// <= 1 means a single sender that sends everything.
+	Senders, SenderIndex int
+	// Listing marks generated data (LIST, NLST, MLSD) rather than a file.
+	Listing bool
 	// Size is the announced size of incoming data (ALLO), or -1: a MODE E
 	// block reaching past it is refused.
 	Size int64
@@ -87,10 +94,11 @@ const (
 // Event is one step of a running transfer, reported by a data mover to
 // whoever watches the transfer (the PI's markers, history, progress displays).
 type Event struct {
-	Kind   EventKind
-	Time   time.Time
-	Reused bool    // EventStarted: cached data connections were reused
-	Stripe int     // EventProgress
-	Bytes  int64   // EventProgress: cumulative bytes on Stripe
-	Ranges []Range // EventRanges: newly committed ranges
+	Kind    EventKind
+	Time    time.Time
+	Reused  bool    // EventStarted: cached data connections were reused
+	Stripe  int     // EventProgress
+	Stripes int     // EventProgress: how many stripes the transfer has; 0 means 1
+	Bytes   int64   // EventProgress: cumulative bytes on Stripe
+	Ranges  []Range // EventRanges: newly committed ranges
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/dsi/null"
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/stripe"
+)
+
+func init() {
+	register(&command{
+		name:    "mover",
+		summary: "run a data mover (data node) of a striped server",
+		usage:   "[flags]",
+		run:     runMover,
+	})
+}
+
+func runMover(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(commands["mover"], e)
+	listen := fs.String("listen", ":2812", "address `HOST:PORT` the frontend (ferry serve -movers) connects to")
+	root := fs.String("root", ".", "served `DIR` (posix storage): the same tree as the frontend's, e.g. a shared file system")
+	storage := fs.String("storage", "posix", "storage back-end: posix, memory, or null")
+	secretFile := fs.String("secret", "", "`FILE` holding the shared secret (the frontend's -mover-secret)")
+	dataIface := fs.String("data-interface", "", "`ADDR` for data connections (default: the address the frontend connected to)")
+	portRange := fs.String("port-range", "", "passive data ports `LOW,HIGH` (default: $GLOBUS_TCP_PORT_RANGE, else any)")
+	heartbeat := fs.Duration("heartbeat", 2*time.Second, "how often to ping the frontend")
+	timeout := fs.Duration("timeout", 10*time.Second, "a frontend silent this long is gone: its transfer stops")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("bad -log-level %q", *logLevel)
+	}
+	secret, err := readSecret(*secretFile)
+	if err != nil {
+		return err
+	}
+	m := &stripe.Mover{
+		Secret:           secret,
+		Heartbeat:        *heartbeat,
+		HeartbeatTimeout: *timeout,
+		Logger:           slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
+	}
+	switch *storage {
+	case "posix":
+		dir, err := filepath.Abs(*root)
+		if err != nil {
+			return err
+		}
+		if m.Storage, err = posix.New(dir); err != nil {
+			return err
+		}
+	case "memory":
+		m.Storage = memory.New()
+	case "null":
+		m.Storage = null.New()
+	default:
+		return usagef("unknown -storage %q (posix, memory, null)", *storage)
+	}
+	if *dataIface != "" {
+		if m.DataIP, err = netip.ParseAddr(*dataIface); err != nil {
+			return usagef("bad -data-interface: %v", err)
+		}
+	}
+	pr := *portRange
+	if pr == "" {
+		pr = os.Getenv("GLOBUS_TCP_PORT_RANGE")
+	}
+	if pr != "" {
+		if m.PortLow, m.PortHigh, err = parsePortRange(pr); err != nil {
+			return usagef("bad port range %q: %v", pr, err)
+		}
+	}
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Mover listening at %s\n", l.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- m.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.Shutdown(sctx)
+	if err := <-errc; !errors.Is(err, stripe.ErrMoverClosed) {
+		return err
+	}
+	return nil
+}
+
+// readSecret reads a shared-secret file: its content, surrounding white
+// space removed; at least 16 bytes, and not readable by others.
+func readSecret(file string) ([]byte, error) {
+	if file == "" {
+		return nil, usagef("give the shared secret of the frontend and its movers with -mover-secret (serve) or -secret (mover)")
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s: the secret file must not be readable by others (chmod 600)", file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 16 {
+		return nil, fmt.Errorf("%s: the secret must be at least 16 bytes (e.g. head -c 32 /dev/urandom | base64 > %s)", file, file)
+	}
+	return b, nil
+}

@@ -1,0 +1,566 @@
+package stripe_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/stripe"
+	"github.com/ferrygrid/ferry/internal/testutil/leak"
+	"github.com/ferrygrid/ferry/server"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if err := leak.Check("github.com/ferrygrid/ferry/internal/stripe"); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var secret = []byte("test-secret-0123456789abcdef")
+
+// Short heartbeats make dead and hung movers show quickly.
+const (
+	heartbeat = 50 * time.Millisecond
+	hbTimeout = time.Second
+)
+
+// moverProc is an in-process mover on its own loopback address.
+type moverProc struct {
+	addr string
+	m    *stripe.Mover
+	done chan error
+}
+
+func startMover(t *testing.T, addr string, st dsi.Storage, sec []byte, opts ...func(*stripe.Mover)) *moverProc {
+	t.Helper()
+	var l net.Listener
+	var err error
+	for range 50 { // a just-closed listener's port may take a moment
+		if l, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := &moverProc{addr: l.Addr().String(), done: make(chan error, 1),
+		m: &stripe.Mover{Storage: st, Secret: sec, Heartbeat: heartbeat, HeartbeatTimeout: hbTimeout}}
+	for _, o := range opts {
+		o(mp.m)
+	}
+	go func() { mp.done <- mp.m.Serve(l) }()
+	t.Cleanup(mp.kill)
+	return mp
+}
+
+// kill stops the mover at once, as a crash would (its links drop).
+func (mp *moverProc) kill() {
+	mp.m.Close()
+	<-mp.done
+	mp.done <- stripe.ErrMoverClosed // later kills return at once
+}
+
+type cluster struct {
+	root   string
+	srv    *server.Server
+	addr   string
+	movers []*moverProc
+}
+
+// newRoot is a served tree and its posix storage.
+func newRoot(t *testing.T) (string, dsi.Storage) {
+	root := t.TempDir()
+	st, err := posix.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, st
+}
+
+// startCluster runs a striped server over a new root with n movers on
+// 127.0.0.2, 127.0.0.3, ...
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	root, st := newRoot(t)
+	var movers []*moverProc
+	var addrs []string
+	for i := range n {
+		mp := startMover(t, net.JoinHostPort("127.0.0."+string(rune('2'+i)), "0"), st, secret)
+		movers = append(movers, mp)
+		addrs = append(addrs, mp.addr)
+	}
+	c := startFrontend(t, root, st, addrs)
+	c.movers = movers
+	return c
+}
+
+// startFrontend runs a striped server over root using the movers at addrs.
+func startFrontend(t *testing.T, root string, st dsi.Storage, addrs []string) *cluster {
+	t.Helper()
+	return startFrontendAt(t, "127.0.0.1:0", root, st, addrs)
+}
+
+func startFrontendAt(t *testing.T, listen, root string, st dsi.Storage, addrs []string) *cluster {
+	t.Helper()
+	c := &cluster{root: root}
+	var err error
+	c.srv, err = server.New(server.Config{
+		Storage: st, Anonymous: true, AnonymousWrite: true, AllowForeignDataAddress: true,
+		Movers: addrs, MoverSecret: secret, MoverHeartbeat: heartbeat, MoverTimeout: hbTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l net.Listener
+	for range 50 {
+		if l, err = net.Listen("tcp", listen); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.addr = l.Addr().String()
+	served := make(chan struct{})
+	go func() { c.srv.Serve(l); close(served) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		<-served
+	})
+	return c
+}
+
+// waitUp waits until n movers are up (bounded).
+func (c *cluster) waitUp(t *testing.T, n int) {
+	t.Helper()
+	for range 200 {
+		up := 0
+		for _, l := range c.srv.MoverStatus() {
+			if strings.Contains(l, " up since") {
+				up++
+			}
+		}
+		if up == n {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("movers not up: %q", c.srv.MoverStatus())
+}
+
+func (c *cluster) dial(ctx context.Context) (*client.Conn, error) {
+	conn, err := client.Dial(ctx, c.addr, &client.Config{StripedServer: true, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Login(ctx, "anonymous", "x"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func randomFile(t *testing.T, name string, size int) []byte {
+	t.Helper()
+	b := make([]byte, size)
+	rand.Read(b)
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStripedRoundTrip: MODE E downloads through three movers (each sends
+// its stripes: blocked and partitioned), uploads through the first, and a
+// listing; the bytes are identical.
+func TestStripedRoundTrip(t *testing.T) {
+	c := startCluster(t, 3)
+	c.waitUp(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := randomFile(t, filepath.Join(c.root, "src.bin"), 5<<20+7)
+	conn, err := c.dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, opts := range []string{"StripeLayout=Blocked;BlockSize=65536;", "StripeLayout=Partitioned;"} {
+		if r, err := conn.Do(ctx, "OPTS RETR %s", opts); err != nil || r.Code != 200 {
+			t.Fatalf("OPTS RETR %s: %v %v", opts, r, err)
+		}
+		var stripes sync.Map
+		out := filepath.Join(t.TempDir(), "down.bin")
+		f, _ := os.Create(out)
+		_, err := conn.RetrieveAt(ctx, "/src.bin", f, &client.RetrieveOptions{Parallel: 2, Progress: func(p client.Progress) {
+			for i, n := range p.Streams {
+				if n > 0 {
+					stripes.Store(i, true)
+				}
+			}
+		}})
+		f.Close()
+		if err != nil {
+			t.Fatalf("download (%s): %v", opts, err)
+		}
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+			t.Fatalf("download (%s): contents differ", opts)
+		}
+	}
+	if _, err := conn.StoreAt(ctx, "/up.bin", bytes.NewReader(want), int64(len(want)), &client.StoreOptions{Parallel: 2}); err != nil {
+		t.Fatalf("upload: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(c.root, "up.bin")); !bytes.Equal(got, want) {
+		t.Fatal("upload: contents differ")
+	}
+	r, err := conn.Do(ctx, "SITE STRIPES")
+	if err != nil || r.Code != 200 || strings.Count(r.Text(), " up since") != 3 {
+		t.Errorf("SITE STRIPES: %v %v", r, err)
+	}
+	names, err := conn.NameList(ctx, "/")
+	if err != nil || len(names) != 2 {
+		t.Errorf("listing through the first mover: %q %v", names, err)
+	}
+}
+
+// gated is a storage whose readers block at Limit until Open closes.
+type gated struct {
+	dsi.Storage
+	limit   int64
+	reached chan struct{} // closed when a read blocks
+	open    chan struct{} // closing it lets reads go on
+	once    sync.Once
+}
+
+func newGated(st dsi.Storage, limit int64) *gated {
+	return &gated{Storage: st, limit: limit, reached: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (g *gated) release() {
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+func (g *gated) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	r, err := g.Storage.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return gatedReader{Reader: r, g: g}, nil
+}
+
+// gatedReader embeds only dsi.Reader: no zero-copy path around the gate.
+type gatedReader struct {
+	dsi.Reader
+	g *gated
+}
+
+func (r gatedReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > r.g.limit {
+		r.g.once.Do(func() { close(r.g.reached) })
+		<-r.g.open
+	}
+	return r.Reader.ReadAt(p, off)
+}
+
+// TestMoverKilledMidTransfer: a mover that dies during a download fails
+// it with a reply naming the mover; when the mover is back, a resumed
+// download (REST of what arrived) gives identical contents.
+func TestMoverKilledMidTransfer(t *testing.T) {
+	root, st := newRoot(t)
+	g := newGated(st, 1<<20)
+	defer g.release()
+	m0 := startMover(t, "127.0.0.2:0", st, secret)
+	m1 := startMover(t, "127.0.0.3:0", g, secret)
+	c := startFrontend(t, root, st, []string{m0.addr, m1.addr})
+	c.waitUp(t, 2)
+	want := randomFile(t, filepath.Join(root, "src.bin"), 6<<20+11)
+	go func() {
+		select {
+		case <-g.reached:
+			m1.kill()
+			g.release()
+		case <-time.After(20 * time.Second):
+		}
+	}()
+	resumeDownload(t, c, want, m1.addr, func() {
+		startMover(t, m1.addr, st, secret)
+	})
+}
+
+// resumeDownload downloads src.bin with retries: the first attempt must
+// fail naming the mover at moverAddr; back() brings the mover back.
+func resumeDownload(t *testing.T, c *cluster, want []byte, moverAddr string, back func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var firstErr error
+	var once sync.Once
+	s := &client.Session{Dial: c.dial, Retry: client.RetryPolicy{Retries: 20, Interval: 100 * time.Millisecond, MaxInterval: 500 * time.Millisecond,
+		OnRetry: func(attempt int, err error, wait time.Duration) {
+			once.Do(func() {
+				firstErr = err
+				back()
+			})
+		}}}
+	defer s.Close(ctx)
+	out := filepath.Join(t.TempDir(), "down.bin")
+	f, _ := os.Create(out)
+	defer f.Close()
+	start := time.Now()
+	if _, err := s.Download(ctx, "/src.bin", f, &client.RetrieveOptions{Parallel: 2}); err != nil {
+		t.Fatalf("download with resume: %v (first error %v)", err, firstErr)
+	}
+	if firstErr == nil || !strings.Contains(firstErr.Error(), moverAddr) {
+		t.Errorf("the failed attempt's error does not name mover %s: %v", moverAddr, firstErr)
+	}
+	t.Logf("first attempt: %v; done after %v", firstErr, time.Since(start).Round(time.Millisecond))
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Fatal("resumed download: contents differ")
+	}
+}
+
+// TestFrontendRestartMidTransfer: the frontend dies during a download
+// (its movers stop their parts when the links drop); a new frontend on
+// the same address serves the resumed download to identical contents.
+func TestFrontendRestartMidTransfer(t *testing.T) {
+	root, st := newRoot(t)
+	g := newGated(st, 1<<20)
+	defer g.release()
+	m0 := startMover(t, "127.0.0.2:0", st, secret)
+	m1 := startMover(t, "127.0.0.3:0", g, secret)
+	movers := []string{m0.addr, m1.addr}
+	c := startFrontend(t, root, st, movers)
+	c.waitUp(t, 2)
+	want := randomFile(t, filepath.Join(root, "src.bin"), 6<<20+11)
+	first := c.srv
+	go func() {
+		select {
+		case <-g.reached:
+			first.Close()
+			g.release()
+		case <-time.After(20 * time.Second):
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var firstErr error
+	var once sync.Once
+	s := &client.Session{Dial: func(ctx context.Context) (*client.Conn, error) { return c.dial(ctx) },
+		Retry: client.RetryPolicy{Retries: 20, Interval: 100 * time.Millisecond, MaxInterval: 500 * time.Millisecond,
+			OnRetry: func(attempt int, err error, wait time.Duration) {
+				once.Do(func() {
+					firstErr = err
+					next := startFrontendAt(t, c.addr, root, st, movers)
+					next.waitUp(t, 2)
+				})
+			}}}
+	defer s.Close(ctx)
+	out := filepath.Join(t.TempDir(), "down.bin")
+	f, _ := os.Create(out)
+	defer f.Close()
+	if _, err := s.Download(ctx, "/src.bin", f, &client.RetrieveOptions{Parallel: 2}); err != nil {
+		t.Fatalf("download with resume: %v (first error %v)", err, firstErr)
+	}
+	if firstErr == nil {
+		t.Error("the download never failed")
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Fatal("resumed download: contents differ")
+	}
+}
+
+// freezer is a TCP proxy in front of a mover that can stop forwarding
+// without closing anything: the mover looks hung (as under SIGSTOP).
+type freezer struct {
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	frozen chan struct{} // closed while frozen... replaced on thaw
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newFreezer(t *testing.T, target func() string) *freezer {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fz := &freezer{l: l}
+	fz.wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			m, err := net.Dial("tcp", target())
+			if err != nil {
+				c.Close()
+				continue
+			}
+			fz.mu.Lock()
+			fz.conns = append(fz.conns, c, m)
+			fz.mu.Unlock()
+			fz.wg.Go(func() { fz.pipe(m, c) })
+			fz.wg.Go(func() { fz.pipe(c, m) })
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		fz.thaw()
+		fz.mu.Lock()
+		for _, c := range fz.conns {
+			c.Close()
+		}
+		fz.mu.Unlock()
+		fz.wg.Wait()
+	})
+	return fz
+}
+
+func (fz *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		fz.mu.Lock()
+		fr := fz.frozen
+		fz.mu.Unlock()
+		if fr != nil {
+			<-fr // hold the bytes while frozen
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (fz *freezer) freeze() {
+	fz.mu.Lock()
+	defer fz.mu.Unlock()
+	if fz.frozen == nil {
+		fz.frozen = make(chan struct{})
+	}
+}
+
+func (fz *freezer) thaw() {
+	fz.mu.Lock()
+	defer fz.mu.Unlock()
+	if fz.frozen != nil {
+		close(fz.frozen)
+		fz.frozen = nil
+	}
+}
+
+// TestMoverHangsMidTransfer: a mover that stops answering (its link goes
+// silent) fails the transfer within the heartbeat timeout with a reply
+// naming it, never a hung session; once it answers again the download
+// resumes to identical contents.
+func TestMoverHangsMidTransfer(t *testing.T) {
+	root, st := newRoot(t)
+	g := newGated(st, 1<<20)
+	defer g.release()
+	m0 := startMover(t, "127.0.0.2:0", st, secret)
+	m1 := startMover(t, "127.0.0.3:0", g, secret)
+	fz := newFreezer(t, func() string { return m1.addr })
+	proxied := fz.l.Addr().String()
+	c := startFrontend(t, root, st, []string{m0.addr, proxied})
+	c.waitUp(t, 2)
+	want := randomFile(t, filepath.Join(root, "src.bin"), 6<<20+11)
+	go func() {
+		select {
+		case <-g.reached:
+			fz.freeze()
+		case <-time.After(20 * time.Second):
+		}
+	}()
+	resumeDownload(t, c, want, proxied, func() {
+		fz.thaw()
+		g.release()
+	})
+}
+
+// TestWrongSecret: a mover with another secret is never used: the
+// frontend reports it down with the reason, and a transfer that needs it
+// fails with a 4xx reply naming it; the mover logs its refusal.
+func TestWrongSecret(t *testing.T) {
+	root, st := newRoot(t)
+	var log syncBuffer
+	good := startMover(t, "127.0.0.2:0", st, secret)
+	bad := startMover(t, "127.0.0.3:0", st, []byte("another-secret-0123456789"), func(m *stripe.Mover) {
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	c := startFrontend(t, root, st, []string{good.addr, bad.addr})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var status []string
+	for range 200 {
+		status = c.srv.MoverStatus()
+		if strings.Contains(status[1], "shared secret") {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !strings.Contains(status[1], "down") || !strings.Contains(status[1], "does not know the shared secret") {
+		t.Errorf("status of the mover with the wrong secret: %q", status)
+	}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r, err := conn.Do(ctx, "SPAS")
+	if err != nil || r.Code/100 != 4 || !strings.Contains(r.Text(), bad.addr) {
+		t.Errorf("SPAS with a mover that failed authentication: %v %v", r, err)
+	}
+	if !strings.Contains(log.String(), "refused a frontend") {
+		t.Errorf("the mover did not log the refusal:\n%s", log.String())
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,23 @@
+// Package stripe makes a striped server: one protocol interpreter on a head
+// node (the frontend) and a data mover on each data node (GFD.020 §4 striping;
+// the Globus striped server's PI/DTP split).
+//
+// Pool is the frontend's side: it keeps a link to every mover, watches its
+// health (heartbeats, reconnect with backoff) and hands each control session
+// a Frontend, which implements the PI's DTP interface by driving the movers:
+// SPAS makes every mover listen (one address per stripe), SPOR/PORT sends
+// every mover the receivers' addresses, PASV/EPSV and stream mode use the
+// first mover. Mover is the data node's server (net/http shape: Serve,
+// Shutdown): for each frontend session it runs a local DTP (internal/dtp)
+// restricted to its stripe and reads or writes its part of the file
+// through its storage, which must show the same tree as the frontend's (a
+// shared file system).
+//
+// The frontend–mover protocol (msg.go, no I/O) is framed JSON: a 4-byte
+// length, a type byte, a JSON body. A connection starts with a versioned,
+// mutually authenticated hello: both sides prove knowledge of a shared
+// secret with an HMAC over both nonces and their role; a mover never obeys
+// a peer that has not proved it. Both sides then send heartbeats; a peer
+// silent for the heartbeat timeout is dead, which fails a running transfer
+// with an error naming the mover instead of hanging the session.
+package stripe

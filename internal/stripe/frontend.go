@@ -1,0 +1,641 @@
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// PoolConfig configures a Pool.
+type PoolConfig struct {
+	// Movers are the data movers' addresses ("host:port"), in stripe order.
+	Movers []string
+	// Secret is the shared secret both sides prove. Required.
+	Secret []byte
+	// Heartbeat is how often links ping; HeartbeatTimeout how long a
+	// silent mover lives. Zero means 2s and five heartbeats.
+	Heartbeat, HeartbeatTimeout time.Duration
+	// DialTimeout bounds connecting to a mover; 0 means 5s.
+	DialTimeout time.Duration
+	// MaxBackoff bounds the wait between reconnections to a mover that
+	// is down; 0 means 5s.
+	MaxBackoff time.Duration
+	// Logger receives mover health changes; nil discards.
+	Logger *slog.Logger
+}
+
+// Pool is the frontend's view of its movers: it watches their health over
+// a monitor link each (reconnecting with backoff) and makes a Frontend for
+// each control session.
+type Pool struct {
+	cfg    PoolConfig
+	hb     heartbeat
+	log    *slog.Logger
+	movers []*moverState
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	frontends map[*Frontend]struct{}
+}
+
+// moverState is one mover's health.
+type moverState struct {
+	addr  string
+	mu    sync.Mutex
+	up    bool
+	err   error     // why it is down
+	since time.Time // of the last change
+}
+
+// NewPool starts watching the movers of cfg.
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	if len(cfg.Movers) == 0 || len(cfg.Movers) > 64 {
+		return nil, errors.New("stripe: a pool needs 1 to 64 movers")
+	}
+	if len(cfg.Secret) == 0 {
+		return nil, errors.New("stripe: a pool needs the movers' shared secret")
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	p := &Pool{cfg: cfg, hb: heartbeat{cfg.Heartbeat, cfg.HeartbeatTimeout}.withDefaults(), log: cfg.Logger, frontends: map[*Frontend]struct{}{}}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	for _, a := range cfg.Movers {
+		p.movers = append(p.movers, &moverState{addr: a, err: errors.New("not yet connected"), since: time.Now()})
+	}
+	for i := range p.movers {
+		p.wg.Go(func() { p.monitor(i) })
+	}
+	return p, nil
+}
+
+// Close stops watching, ends every Frontend's links and waits.
+func (p *Pool) Close() error {
+	p.cancel()
+	p.mu.Lock()
+	fs := make([]*Frontend, 0, len(p.frontends))
+	for f := range p.frontends {
+		fs = append(fs, f)
+	}
+	p.mu.Unlock()
+	for _, f := range fs {
+		f.Close()
+	}
+	p.wg.Wait()
+	return nil
+}
+
+// dial connects and authenticates to mover i.
+func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
+	addr := p.movers[i].addr
+	d := net.Dialer{Timeout: p.cfg.DialTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mover %s unreachable: %w", addr, err)
+	}
+	if err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("mover %s: %w", addr, err)
+	}
+	return newLink(c, "mover "+addr, p.hb), nil
+}
+
+// monitor keeps a link to one mover, logging when it goes up or down.
+func (p *Pool) monitor(i int) {
+	ms := p.movers[i]
+	backoff := 100 * time.Millisecond
+	for p.ctx.Err() == nil {
+		l, err := p.dial(p.ctx, i)
+		if err == nil {
+			p.setHealth(ms, true, nil)
+			start := time.Now()
+			select {
+			case <-l.dead:
+				err = l.Err()
+			case <-p.ctx.Done():
+			}
+			l.close()
+			if p.ctx.Err() != nil {
+				return
+			}
+			if time.Since(start) > p.cfg.MaxBackoff {
+				backoff = 100 * time.Millisecond
+			}
+		}
+		p.setHealth(ms, false, err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, p.cfg.MaxBackoff)
+	}
+}
+
+func (p *Pool) setHealth(ms *moverState, up bool, err error) {
+	ms.mu.Lock()
+	changed := ms.up != up || ms.since.IsZero()
+	first := !up && !ms.up && ms.err != nil && ms.err.Error() == "not yet connected"
+	ms.up, ms.err = up, err
+	if changed {
+		ms.since = time.Now()
+	}
+	ms.mu.Unlock()
+	switch {
+	case up && changed:
+		p.log.Info("mover up", "mover", ms.addr)
+	case !up && (changed || first):
+		p.log.Warn("mover down", "mover", ms.addr, "err", err)
+	}
+}
+
+// Status is one line per mover: stripe, address, health, since when.
+func (p *Pool) Status() []string {
+	lines := make([]string, len(p.movers))
+	for i, ms := range p.movers {
+		ms.mu.Lock()
+		state := "up"
+		if !ms.up {
+			state = fmt.Sprintf("down (%v)", ms.err)
+		}
+		lines[i] = fmt.Sprintf("stripe %d %s %s since %s", i, ms.addr, state, ms.since.UTC().Format(time.RFC3339))
+		ms.mu.Unlock()
+	}
+	return lines
+}
+
+// Up reports how many movers are up.
+func (p *Pool) Up() int {
+	n := 0
+	for _, ms := range p.movers {
+		ms.mu.Lock()
+		if ms.up {
+			n++
+		}
+		ms.mu.Unlock()
+	}
+	return n
+}
+
+// SessionConfig describes the control session a Frontend serves.
+type SessionConfig struct {
+	// ControlPeer is the client's address: data connections come only from
+	// its host unless AllowForeign.
+	ControlPeer  netip.AddrPort
+	AllowForeign bool
+	// Stall fails a transfer whose data connections move nothing this
+	// long; 0 means the movers' default.
+	Stall time.Duration
+}
+
+// NewFrontend returns the DTP of one control session.
+func (p *Pool) NewFrontend(cfg SessionConfig) *Frontend {
+	f := &Frontend{pool: p, cfg: cfg, links: make([]*link, len(p.movers)), listening: map[int]bool{}}
+	p.mu.Lock()
+	p.frontends[f] = struct{}{}
+	p.mu.Unlock()
+	return f
+}
+
+// Frontend is a control session's DTP on a striped server: it implements
+// the PI's DTP interface (and StripedDTP) by driving the movers over one
+// link each, opened when first needed. Like any DTP it is called from one
+// goroutine at a time; Close may come from anywhere.
+type Frontend struct {
+	pool *Pool
+	cfg  SessionConfig
+
+	mu     sync.Mutex // guards links and closed against Close
+	links  []*link
+	closed bool
+
+	home      string
+	buf       int
+	sec       *dcsec.Config
+	listening map[int]bool     // movers with a passive listener
+	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
+	seq       atomic.Uint64
+}
+
+// errSecurity: DCAU/PROT would need the session's credentials on every mover.
+var errSecurity = errors.New("data channel security (DCAU/PROT) is not supported by this striped server; send DCAU N")
+
+// SetHome sets where the user's root lies in the movers' storage.
+func (f *Frontend) SetHome(home string) { f.home = home }
+
+// StripeStatus is the movers' health, one line each (SITE STRIPES).
+func (f *Frontend) StripeStatus() []string { return f.pool.Status() }
+
+// SetBuffer sets the TCP buffer of data sockets the movers make from now on.
+func (f *Frontend) SetBuffer(size int) { f.buf = size }
+
+// SetSecurity records the data channel security; only plain TCP (nil) is
+// supported, other settings fail the next transfers with a clear reply.
+func (f *Frontend) SetSecurity(cfg *dcsec.Config) { f.sec = cfg }
+
+// Close ends the session's links; the movers drop its listeners and
+// connections.
+func (f *Frontend) Close() error {
+	f.mu.Lock()
+	links := f.links
+	f.links = make([]*link, len(links))
+	f.closed = true
+	f.mu.Unlock()
+	for _, l := range links {
+		if l != nil {
+			l.close()
+		}
+	}
+	f.pool.mu.Lock()
+	delete(f.pool.frontends, f)
+	f.pool.mu.Unlock()
+	return nil
+}
+
+// link returns the session's live link to mover i, connecting if needed.
+func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
+	f.mu.Lock()
+	l := f.links[i]
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, net.ErrClosed
+	}
+	if l != nil && l.Err() == nil {
+		return l, nil
+	}
+	if l != nil {
+		l.close()
+		delete(f.listening, i) // a new link is a new session on the mover
+	}
+	l, err := f.pool.dial(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.send(&Msg{Type: TypeSession, ControlPeer: f.cfg.ControlPeer, AllowForeign: f.cfg.AllowForeign, Stall: f.cfg.Stall}); err != nil {
+		l.close()
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		l.close()
+		return nil, net.ErrClosed
+	}
+	f.links[i] = l
+	return l, nil
+}
+
+// call sends a request to mover i and waits for its reply.
+func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
+	l, err := f.link(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	m.Seq = f.seq.Add(1)
+	if err := l.send(m); err != nil {
+		return nil, err
+	}
+	for range 1 << 16 { // bounded: stale messages of an aborted transfer
+		r, err := l.recv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r.Seq != m.Seq {
+			continue
+		}
+		if r.Type == TypeError {
+			return nil, fmt.Errorf("mover %s: %s", f.pool.movers[i].addr, r.Text)
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("mover %s: no reply", f.pool.movers[i].addr)
+}
+
+// reset makes every mover drop its listener except keep.
+func (f *Frontend) reset(keep map[int]bool) {
+	for i := range f.listening {
+		if keep[i] {
+			continue
+		}
+		f.mu.Lock()
+		l := f.links[i]
+		f.mu.Unlock()
+		if l != nil {
+			l.send(&Msg{Type: TypeReset})
+		}
+		delete(f.listening, i)
+	}
+}
+
+// Passive (PASV, EPSV) makes the first mover listen, as a striped GCT
+// server does.
+func (f *Frontend) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error) {
+	addrs, err := f.listen(ctx, ipv4, 1)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return addrs[0], nil
+}
+
+// PassiveStripes (SPAS) makes every mover listen: one address per stripe.
+func (f *Frontend) PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrPort, error) {
+	return f.listen(ctx, ipv4, len(f.pool.movers))
+}
+
+func (f *Frontend) listen(ctx context.Context, ipv4 bool, n int) ([]netip.AddrPort, error) {
+	f.active = nil
+	keep := map[int]bool{}
+	for i := range n {
+		keep[i] = true
+	}
+	f.reset(keep)
+	addrs := make([]netip.AddrPort, n)
+	for i := range n {
+		r, err := f.call(ctx, i, &Msg{Type: TypePassive, IPv4: ipv4, Buffer: f.buf})
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = r.Addr
+		f.listening[i] = true
+	}
+	return addrs, nil
+}
+
+// Active (PORT, EPRT, SPOR) records the receivers' addresses; the movers
+// get them with the transfer.
+func (f *Frontend) Active(ctx context.Context, addrs []netip.AddrPort) error {
+	if len(addrs) == 0 {
+		return errors.New("stripe: no data address")
+	}
+	f.reset(nil)
+	f.active = append([]netip.AddrPort(nil), addrs...)
+	return nil
+}
+
+// Send moves the file (or listing) to the data channel: every mover sends
+// its stripes of a MODE E file to active receivers; listings, stream mode
+// and passive set-ups go through the first mover.
+func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
+	if f.sec != nil {
+		return 0, &xfer.DataError{Open: true, Err: errSecurity}
+	}
+	if len(f.active) == 0 && len(f.listening) == 0 {
+		return 0, xfer.ErrNoDataAddress
+	}
+	var data []byte
+	if req.Listing {
+		if src.Size() > MaxFrame/2 {
+			return 0, &xfer.StorageError{Err: fmt.Errorf("listing of %d bytes is too long for a striped server", src.Size())}
+		}
+		data = make([]byte, src.Size())
+		if _, err := src.ReadAt(data, 0); err != nil && err != io.EOF {
+			return 0, &xfer.StorageError{Err: err}
+		}
+	}
+	movers := []int{0}
+	if len(f.active) > 0 && req.Mode == xfer.ModeEBlock && !req.Listing {
+		movers = f.all()
+	}
+	msgs := make([]*Msg, len(movers))
+	for k := range movers {
+		r := *req
+		if len(movers) > 1 {
+			r.Senders, r.SenderIndex = len(movers), k
+		}
+		msgs[k] = &Msg{Type: TypeSend, Buffer: f.buf, Addrs: f.active, Job: jobOf(&r, f.moverPath(req.Path)), Data: data}
+	}
+	return f.run(ctx, movers, msgs, notify)
+}
+
+// Receive moves the data channel's bytes into the file: every listening
+// mover writes what reaches it, at its offsets, through its own storage;
+// dst (the frontend's own handle on the file) is not written.
+func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
+	if f.sec != nil {
+		return 0, &xfer.DataError{Open: true, Err: errSecurity}
+	}
+	var movers []int
+	for i := range f.pool.movers {
+		if f.listening[i] {
+			movers = append(movers, i)
+		}
+	}
+	switch {
+	case len(movers) == 0 && len(f.active) == 0:
+		return 0, xfer.ErrNoDataAddress
+	case len(movers) == 0 || req.Mode == xfer.ModeStream:
+		movers = []int{0}
+	}
+	msgs := make([]*Msg, len(movers))
+	for k := range movers {
+		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path))}
+	}
+	n, err := f.run(ctx, movers, msgs, notify)
+	if err == nil && len(movers) > 1 && req.Size >= 0 && req.Restart.Len() == 0 && n < req.Size {
+		// Every stripe saw its EOF, yet bytes announced with ALLO are
+		// missing: a sender that ended some stripes early. Never call
+		// that complete.
+		err = &xfer.DataError{Err: fmt.Errorf("the stripes ended after %d of the %d bytes announced (ALLO)", n, req.Size)}
+	}
+	return n, err
+}
+
+func (f *Frontend) all() []int {
+	ids := make([]int, len(f.pool.movers))
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
+
+func (f *Frontend) moverPath(p string) string {
+	return path.Join("/", f.home, p)
+}
+
+// run starts msgs[k] on movers[k] and gathers their events until all are
+// done. The first failure stops the others; a mover that dies or stops
+// answering fails the transfer with an error naming it.
+func (f *Frontend) run(ctx context.Context, movers []int, msgs []*Msg, notify func(xfer.Event)) (int64, error) {
+	seq := f.seq.Add(1)
+	links := make([]*link, len(movers))
+	for k, i := range movers {
+		l, err := f.link(ctx, i)
+		if err != nil {
+			f.abort(links[:k], seq)
+			return 0, &xfer.DataError{Open: true, Err: err}
+		}
+		links[k] = l
+		msgs[k].Seq = seq
+		if err := l.send(msgs[k]); err != nil {
+			f.abort(links[:k], seq)
+			return 0, &xfer.DataError{Open: true, Err: err}
+		}
+	}
+	stripes := 0
+	if len(movers) > 1 {
+		stripes = len(movers)
+	}
+	var started atomic.Int32
+	var total atomic.Int64
+	errs := make([]error, len(movers))
+	var failed sync.Once
+	stopAll := make(chan struct{})
+	var wg sync.WaitGroup
+	for k, l := range links {
+		wg.Go(func() {
+			n, err := f.follow(ctx, l, seq, movers[k], stopAll, func(ev xfer.Event) {
+				switch ev.Kind {
+				case xfer.EventStarted:
+					if int(started.Add(1)) == len(movers) {
+						notify(ev)
+					}
+				case xfer.EventProgress:
+					ev.Stripe, ev.Stripes = k, stripes
+					notify(ev)
+				case xfer.EventRanges:
+					notify(ev)
+				}
+			})
+			total.Add(n)
+			if err != nil {
+				errs[k] = err
+				failed.Do(func() { close(stopAll) })
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return total.Load(), context.Cause(ctx)
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStopped) {
+			return total.Load(), err
+		}
+	}
+	return total.Load(), nil
+}
+
+// errStopped marks a mover stopped because another one failed.
+var errStopped = errors.New("stopped")
+
+// follow waits for mover i's transfer seq to end, passing its events on.
+// When ctx ends or stop closes it aborts the mover's transfer and waits a
+// heartbeat timeout for it to confirm.
+func (f *Frontend) follow(ctx context.Context, l *link, seq uint64, i int, stop <-chan struct{}, notify func(xfer.Event)) (int64, error) {
+	addr := f.pool.movers[i].addr
+	waitCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	aborted := false
+	abort := func() {
+		if aborted {
+			return
+		}
+		aborted = true
+		l.send(&Msg{Type: TypeAbort})
+		t := time.AfterFunc(l.hb.timeout, func() { cancel(errors.New("no answer to abort")) })
+		context.AfterFunc(waitCtx, func() { t.Stop() })
+	}
+	stopCtx, stopCancel := context.WithCancel(ctx)
+	defer stopCancel()
+	go func() {
+		select {
+		case <-stop:
+			stopCancel()
+		case <-stopCtx.Done():
+		}
+	}()
+	for range 1 << 24 { // bounded: events of one transfer
+		var m *Msg
+		var err error
+		if aborted {
+			m, err = l.recv(waitCtx)
+		} else {
+			m, err = l.recv(stopCtx)
+			if err != nil && l.Err() == nil {
+				abort()
+				continue
+			}
+		}
+		if err != nil {
+			if aborted && l.Err() == nil {
+				l.close() // the mover did not confirm: start afresh next time
+			}
+			if ctx.Err() != nil {
+				return 0, context.Cause(ctx)
+			}
+			if aborted {
+				return 0, errStopped
+			}
+			return 0, &xfer.DataError{Err: fmt.Errorf("%w", err)}
+		}
+		if m.Seq != seq {
+			continue
+		}
+		switch m.Type {
+		case TypeEvent:
+			if m.Event != nil && !aborted {
+				notify(*m.Event)
+			}
+		case TypeDone:
+			if m.Text == "" && m.Kind == KindOther {
+				return m.N, nil
+			}
+			if aborted && m.Kind == KindAborted {
+				return m.N, errStopped
+			}
+			return m.N, moverError(addr, m)
+		case TypeError:
+			return 0, moverError(addr, m)
+		}
+	}
+	return 0, &xfer.DataError{Err: fmt.Errorf("mover %s: too many events", addr)}
+}
+
+// moverError rebuilds a mover's failure as the error the PI maps to a reply.
+func moverError(addr string, m *Msg) error {
+	err := fmt.Errorf("mover %s: %s", addr, m.Text)
+	switch m.Kind {
+	case KindOpen:
+		return &xfer.DataError{Open: true, Err: err}
+	case KindData, KindAborted:
+		return &xfer.DataError{Err: err}
+	case KindNoSpace:
+		return &xfer.StorageError{Err: fmt.Errorf("%w: %w", dsi.ErrNoSpace, err)}
+	case KindStorage:
+		return &xfer.StorageError{Err: err}
+	case KindNoAddress:
+		return xfer.ErrNoDataAddress
+	}
+	return err
+}
+
+// abort stops transfer seq on links that were already told to start it.
+func (f *Frontend) abort(links []*link, seq uint64) {
+	for _, l := range links {
+		l.send(&Msg{Type: TypeAbort, Seq: seq})
+	}
+}

@@ -1,0 +1,277 @@
+package stripe
+
+// A link is one authenticated frontend–mover connection: framed messages,
+// a reader goroutine that hands them over (and drops heartbeats), and a
+// pinger. A peer silent for the heartbeat timeout, or any read or write
+// error, kills the link; Err then says why, naming the peer.
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// heartbeat is how often a link pings and how long it waits for its peer.
+type heartbeat struct {
+	interval, timeout time.Duration
+}
+
+func (h heartbeat) withDefaults() heartbeat {
+	if h.interval <= 0 {
+		h.interval = 2 * time.Second
+	}
+	if h.timeout <= 0 {
+		h.timeout = 5 * h.interval
+	}
+	return h
+}
+
+type link struct {
+	name string // "mover 10.0.0.2:7000" or "frontend 10.0.0.1:51234"
+	conn net.Conn
+	hb   heartbeat
+
+	wmu sync.Mutex // serialises writes
+
+	in   chan *Msg
+	dead chan struct{} // closed when the link died; err is set before
+	once sync.Once
+	err  error
+	wg   sync.WaitGroup
+}
+
+func newLink(conn net.Conn, name string, hb heartbeat) *link {
+	l := &link{name: name, conn: conn, hb: hb, in: make(chan *Msg, 64), dead: make(chan struct{})}
+	l.wg.Go(l.read)
+	l.wg.Go(l.ping)
+	return l
+}
+
+// fail kills the link with err (the first cause wins).
+func (l *link) fail(err error) {
+	l.once.Do(func() {
+		l.err = err
+		close(l.dead)
+		l.conn.Close()
+	})
+}
+
+// close kills the link and waits for its goroutines.
+func (l *link) close() {
+	l.fail(fmt.Errorf("%s: link closed", l.name))
+	l.wg.Wait()
+}
+
+// Err is why the link died, or nil while it lives.
+func (l *link) Err() error {
+	select {
+	case <-l.dead:
+		return l.err
+	default:
+		return nil
+	}
+}
+
+func (l *link) read() {
+	for {
+		l.conn.SetReadDeadline(time.Now().Add(l.hb.timeout))
+		m, err := readMsg(l.conn)
+		if err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				err = fmt.Errorf("%s: no heartbeat for %v (hung or unreachable)", l.name, l.hb.timeout)
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				err = fmt.Errorf("%s closed the connection", l.name)
+			default:
+				err = fmt.Errorf("%s: %w", l.name, err)
+			}
+			l.fail(err)
+			return
+		}
+		if m.Type == TypePing {
+			continue
+		}
+		select {
+		case l.in <- m:
+		case <-l.dead:
+			return
+		}
+	}
+}
+
+func (l *link) ping() {
+	t := time.NewTicker(l.hb.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.dead:
+			return
+		case <-t.C:
+			if err := l.send(&Msg{Type: TypePing}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// send writes m; a write that takes longer than the heartbeat timeout
+// kills the link.
+func (l *link) send(m *Msg) error {
+	b, err := AppendFrame(nil, m)
+	if err != nil {
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	l.conn.SetWriteDeadline(time.Now().Add(l.hb.timeout))
+	if _, err := l.conn.Write(b); err != nil {
+		err = fmt.Errorf("%s: send: %w", l.name, err)
+		l.fail(err)
+		return err
+	}
+	return nil
+}
+
+// recv returns the next message, or why none will come.
+func (l *link) recv(ctx context.Context) (*Msg, error) {
+	select {
+	case m := <-l.in:
+		return m, nil
+	case <-l.dead:
+		// Messages that arrived before the link died still count.
+		select {
+		case m := <-l.in:
+			return m, nil
+		default:
+		}
+		return nil, l.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// readMsg reads one frame from r.
+func readMsg(r io.Reader) (*Msg, error) {
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n, t, err := ParseHeader(h[:])
+	if err != nil {
+		return nil, err
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return ParseBody(t, body)
+}
+
+func writeMsg(w io.Writer, m *Msg) error {
+	b, err := AppendFrame(nil, m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// ErrAuth reports a failed authentication, by either side.
+var ErrAuth = errors.New("stripe: authentication failed")
+
+func newNonce() []byte {
+	b := make([]byte, nonceSize)
+	rand.Read(b)
+	return b
+}
+
+// frontendHandshake authenticates a new connection to a mover: it proves
+// the secret and checks the mover's proof. The mover speaks second, after
+// seeing our nonce, so its proof cannot be replayed.
+func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) error {
+	conn.SetDeadline(time.Now().Add(timeout))
+	defer conn.SetDeadline(time.Time{})
+	own := newNonce()
+	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
+		return err
+	}
+	m, err := readMsg(conn)
+	if err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
+	switch {
+	case m.Type == TypeError:
+		return fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
+	case m.Type != TypeHello:
+		return fmt.Errorf("%w: the peer sent %v instead of hello", ErrAuth, m.Type)
+	case m.Version != Version:
+		return fmt.Errorf("stripe: protocol version mismatch: the mover speaks %d, this frontend %d; run the same Ferry version on both", m.Version, Version)
+	case m.Role != roleMover:
+		return fmt.Errorf("%w: the peer is a %q, not a mover", ErrAuth, m.Role)
+	case !checkProof(secret, roleMover, m.Nonce, own, m.Proof):
+		return fmt.Errorf("%w: the mover does not know the shared secret", ErrAuth)
+	}
+	if err := writeMsg(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, m.Nonce)}); err != nil {
+		return err
+	}
+	m, err = readMsg(conn)
+	if err != nil {
+		return fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
+	}
+	switch m.Type {
+	case TypeWelcome:
+		return nil
+	case TypeError:
+		return fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
+	}
+	return fmt.Errorf("%w: the mover sent %v instead of welcome", ErrAuth, m.Type)
+}
+
+// moverHandshake authenticates a connecting frontend; a refusal is
+// explained to the peer before the connection closes.
+func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) error {
+	conn.SetDeadline(time.Now().Add(timeout))
+	defer conn.SetDeadline(time.Time{})
+	refuse := func(err error, text string) error {
+		writeMsg(conn, &Msg{Type: TypeError, Text: text})
+		return err
+	}
+	m, err := readMsg(conn)
+	if err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
+	switch {
+	case m.Type != TypeHello:
+		return refuse(fmt.Errorf("%w: the peer sent %v instead of hello", ErrAuth, m.Type), "expected hello")
+	case m.Version != Version:
+		text := fmt.Sprintf("protocol version mismatch: this mover speaks %d, the frontend %d; run the same Ferry version on both", Version, m.Version)
+		return refuse(errors.New("stripe: "+text), text)
+	case m.Role != roleFrontend:
+		return refuse(fmt.Errorf("%w: the peer is a %q, not a frontend", ErrAuth, m.Role), "expected a frontend")
+	}
+	peer := m.Nonce
+	own := newNonce()
+	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
+		return err
+	}
+	m, err = readMsg(conn)
+	if err != nil {
+		return fmt.Errorf("%w: no proof from the frontend (%v)", ErrAuth, err)
+	}
+	if m.Type != TypeAuth || !checkProof(secret, roleFrontend, peer, own, m.Proof) {
+		return refuse(fmt.Errorf("%w: the frontend does not know the shared secret", ErrAuth), "authentication failed: wrong shared secret")
+	}
+	return writeMsg(conn, &Msg{Type: TypeWelcome})
+}

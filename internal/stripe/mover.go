@@ -1,0 +1,378 @@
+package stripe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dtp"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// ErrMoverClosed is returned by Mover.Serve after Shutdown or Close.
+var ErrMoverClosed = errors.New("stripe: mover closed")
+
+// Mover is a data node of a striped server: it obeys authenticated
+// frontends, moving its stripes between the data channel and Storage.
+// Set the fields before Serve; the zero value of each optional one works.
+type Mover struct {
+	// Storage is the data node's view of the served tree; it must show the
+	// same files as the frontend's storage. Required.
+	Storage dsi.Storage
+	// Secret is the shared secret frontends must prove. Required.
+	Secret []byte
+	// DataIP is the address data connections use; invalid means the address
+	// the frontend reached this mover on.
+	DataIP netip.Addr
+	// PortLow and PortHigh bound passive data ports; 0,0 means any.
+	PortLow, PortHigh uint16
+	// Heartbeat is how often the mover pings a frontend; HeartbeatTimeout
+	// how long a silent frontend lives (its transfer is then stopped).
+	// Zero means 2s and five heartbeats.
+	Heartbeat, HeartbeatTimeout time.Duration
+	// Logger receives events; nil discards.
+	Logger *slog.Logger
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	links  map[*link]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (m *Mover) log() *slog.Logger {
+	if m.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Logger
+}
+
+func (m *Mover) hb() heartbeat {
+	return heartbeat{m.Heartbeat, m.HeartbeatTimeout}.withDefaults()
+}
+
+// Serve accepts frontend connections on l until Shutdown or Close, and
+// always returns a non-nil error (ErrMoverClosed after Shutdown/Close).
+func (m *Mover) Serve(l net.Listener) error {
+	if m.Storage == nil || len(m.Secret) == 0 {
+		return errors.New("stripe: a mover needs Storage and Secret")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrMoverClosed
+	}
+	if m.lns == nil {
+		m.lns, m.links = map[net.Listener]struct{}{}, map[*link]struct{}{}
+	}
+	m.lns[l] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.lns, l)
+		m.mu.Unlock()
+		l.Close()
+	}()
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			m.mu.Lock()
+			closed := m.closed
+			m.mu.Unlock()
+			if closed {
+				return ErrMoverClosed
+			}
+			var t interface{ Temporary() bool }
+			if errors.As(err, &t) && t.Temporary() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			c.Close()
+			return ErrMoverClosed
+		}
+		m.wg.Add(1)
+		m.mu.Unlock()
+		go func() {
+			defer m.wg.Done()
+			m.handle(c)
+		}()
+	}
+}
+
+// Shutdown stops accepting and ends every frontend link, stopping their
+// transfers; it waits for them or until ctx is done.
+func (m *Mover) Shutdown(ctx context.Context) error {
+	m.Close()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting and kills every link at once.
+func (m *Mover) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for l := range m.lns {
+		l.Close()
+	}
+	for l := range m.links {
+		l.fail(errors.New("mover shutting down"))
+	}
+	return nil
+}
+
+func (m *Mover) handle(c net.Conn) {
+	log := m.log().With("frontend", c.RemoteAddr().String())
+	hb := m.hb()
+	if err := moverHandshake(c, m.Secret, hb.timeout); err != nil {
+		log.Warn("refused a frontend", "err", err)
+		c.Close()
+		return
+	}
+	l := newLink(c, "frontend "+c.RemoteAddr().String(), hb)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		l.close()
+		return
+	}
+	m.links[l] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.links, l)
+		m.mu.Unlock()
+		l.close()
+	}()
+	s := &moverSession{m: m, l: l, log: log}
+	if la, isTCP := c.LocalAddr().(*net.TCPAddr); isTCP {
+		s.localIP = la.AddrPort().Addr()
+	}
+	s.run()
+}
+
+// moverSession serves one frontend link: one control session's data moves.
+type moverSession struct {
+	m       *Mover
+	l       *link
+	log     *slog.Logger
+	localIP netip.Addr
+	local   *dtp.Local // nil until the frontend describes its session
+
+	cancel context.CancelCauseFunc // of the running transfer; nil when none
+	done   chan struct{}           // closed when the running transfer ends
+}
+
+func (s *moverSession) run() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	defer func() {
+		s.stop(errors.New("frontend link ended"))
+		if s.local != nil {
+			s.local.Close()
+		}
+	}()
+	for {
+		msg, err := s.l.recv(ctx)
+		if err != nil {
+			if s.busy() {
+				s.log.Warn("frontend lost during a transfer; stopping it", "err", err)
+			}
+			return
+		}
+		switch msg.Type {
+		case TypeSession:
+			if s.local != nil {
+				s.local.Close()
+			}
+			ip := s.m.DataIP
+			if !ip.IsValid() {
+				ip = s.localIP
+			}
+			s.local = dtp.New(dtp.Config{
+				ListenIP:          ip,
+				ControlPeer:       msg.ControlPeer,
+				AllowForeignPeers: msg.AllowForeign,
+				PortLow:           s.m.PortLow,
+				PortHigh:          s.m.PortHigh,
+				StallTimeout:      msg.Stall,
+				Logger:            s.log,
+			})
+		case TypeReset:
+			if s.local != nil && !s.busy() {
+				s.local.Reset()
+			}
+		case TypePassive:
+			if err := s.ready(); err != nil {
+				s.reply(msg.Seq, err)
+				continue
+			}
+			s.local.SetBuffer(msg.Buffer)
+			ap, err := s.local.Passive(ctx, msg.IPv4)
+			if err != nil {
+				s.reply(msg.Seq, err)
+				continue
+			}
+			s.l.send(&Msg{Type: TypeAddr, Seq: msg.Seq, Addr: ap})
+		case TypeSend, TypeReceive:
+			if err := s.ready(); err != nil || msg.Job == nil {
+				if err == nil {
+					err = errors.New("transfer without a job")
+				}
+				s.l.send(&Msg{Type: TypeDone, Seq: msg.Seq, Kind: KindOther, Text: err.Error()})
+				continue
+			}
+			s.start(ctx, msg)
+		case TypeAbort:
+			s.stop(xfer.ErrAborted)
+		default:
+			s.log.Warn("unexpected message from the frontend", "type", msg.Type)
+		}
+	}
+}
+
+func (s *moverSession) ready() error {
+	switch {
+	case s.local == nil:
+		return errors.New("no session set up")
+	case s.busy():
+		return errors.New("a transfer is running")
+	}
+	return nil
+}
+
+func (s *moverSession) reply(seq uint64, err error) {
+	s.l.send(&Msg{Type: TypeError, Seq: seq, Text: err.Error()})
+}
+
+func (s *moverSession) busy() bool {
+	if s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop cancels the running transfer, if any, and waits for it.
+func (s *moverSession) stop(cause error) {
+	if s.cancel != nil {
+		s.cancel(cause)
+		<-s.done
+		s.cancel, s.done = nil, nil
+	}
+}
+
+// start runs a transfer in its own goroutine, so that heartbeats and an
+// abort are still read while it runs.
+func (s *moverSession) start(ctx context.Context, msg *Msg) {
+	s.stop(errors.New("superseded"))
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	s.cancel, s.done = cancel, done
+	go func() {
+		defer close(done)
+		defer cancel(nil)
+		n, err := s.transfer(ctx, msg)
+		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
+		if err != nil {
+			reply.Kind, reply.Text = classify(err)
+			s.log.Info("transfer failed", "op", msg.Type, "path", msg.Job.Path, "bytes", n, "err", err)
+		} else {
+			s.log.Info("transfer", "op", msg.Type, "path", msg.Job.Path, "bytes", n, "stripe", msg.Job.Index, "stripes", max(msg.Job.Senders, 1))
+		}
+		s.l.send(reply)
+	}()
+}
+
+func (s *moverSession) transfer(ctx context.Context, msg *Msg) (int64, error) {
+	req := msg.Job.request()
+	local := s.local
+	local.SetBuffer(msg.Buffer)
+	if len(msg.Addrs) > 0 {
+		if err := local.Active(ctx, msg.Addrs); err != nil {
+			return 0, err
+		}
+	}
+	notify := func(ev xfer.Event) {
+		s.l.send(&Msg{Type: TypeEvent, Seq: msg.Seq, Event: &ev})
+	}
+	st := s.m.Storage
+	if msg.Type == TypeSend {
+		var src dsi.Reader
+		if req.Listing {
+			src = memReader{bytes.NewReader(msg.Data)}
+		} else {
+			r, err := st.Open(ctx, req.Path)
+			if err != nil {
+				return 0, &xfer.StorageError{Err: err}
+			}
+			defer r.Close()
+			src = r
+		}
+		return local.Send(ctx, req, src, notify)
+	}
+	w, err := st.Create(ctx, req.Path, dsi.CreateOptions{Size: -1})
+	if err != nil {
+		return 0, &xfer.StorageError{Err: err}
+	}
+	n, err := local.Receive(ctx, req, w, notify)
+	if cerr := w.Close(); cerr != nil && err == nil {
+		err = &xfer.StorageError{Err: cerr}
+	}
+	return n, err
+}
+
+// classify says how the frontend should report err.
+func classify(err error) (ErrKind, string) {
+	var de *xfer.DataError
+	var se *xfer.StorageError
+	switch {
+	case errors.Is(err, xfer.ErrAborted):
+		return KindAborted, err.Error()
+	case errors.Is(err, xfer.ErrNoDataAddress):
+		return KindNoAddress, err.Error()
+	case errors.As(err, &de) && de.Open:
+		return KindOpen, de.Err.Error()
+	case errors.As(err, &de):
+		return KindData, de.Err.Error()
+	case errors.As(err, &se) && errors.Is(err, dsi.ErrNoSpace):
+		return KindNoSpace, se.Err.Error()
+	case errors.As(err, &se):
+		return KindStorage, se.Err.Error()
+	}
+	return KindOther, err.Error()
+}
+
+// memReader serves a listing's bytes as a dsi.Reader.
+type memReader struct{ *bytes.Reader }
+
+func (memReader) Close() error { return nil }
+
+var _ dsi.Reader = memReader{}
