@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/lineedit"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 func init() {
@@ -128,6 +129,9 @@ type shell struct {
 	// 1 the transfers use MODE E.
 	parallel int
 	verbose  bool // -vb: per-stream progress
+	// interactiveMode is set on a terminal: transfers report their
+	// size, time and rate.
+	interactiveMode bool
 
 	conn *client.Conn // nil when not connected
 	loc  location     // the server of the last open (its path is the start directory)
@@ -137,7 +141,6 @@ type shell struct {
 	lcwd string       // local working directory
 
 	listings map[string]listing // remote directory listings for completion
-	progress *transferProgress  // live display of the transfer running, or nil
 
 	// busyCancel cancels the running command when the user types Ctrl-C
 	// on a raw terminal.
@@ -247,6 +250,7 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 		return s.script(ctx, in, false)
 	}
 	defer restore()
+	s.interactiveMode = true
 
 	keys := newKeyReader(in, s.interrupt)
 	defer keys.stop()
@@ -1229,12 +1233,55 @@ func (k *keyReader) stop() {
 // progressInterval is how often transfers report progress to the display.
 const progressInterval = 250 * time.Millisecond
 
-// transferProgress shows one transfer of the shell.
-type transferProgress struct{}
+// transferProgress shows one transfer of the shell: a live display on a
+// terminal, a report a second with -vb off a terminal, and after an
+// interactive transfer a line with its size, time and rate.
+type transferProgress struct {
+	s     *shell
+	name  string
+	start time.Time
+	live  *progress.Display
+	lines *progressPrinter
+}
 
-func (s *shell) startTransfer(name string, size int64) *transferProgress { return nil }
-func (tp *transferProgress) update(client.Progress)                      {}
-func (tp *transferProgress) finish(int64, error)                         {}
+func (s *shell) startTransfer(name string, size int64) *transferProgress {
+	tp := &transferProgress{s: s, name: name, start: time.Now()}
+	if tty, width := terminal(s.env.stderr); tty {
+		tp.live = progress.New(progress.Options{Out: s.env.stderr, Live: true, Width: width, Streams: s.verbose, Clear: true})
+		tp.live.FileStarted(path.Base(name), size)
+		tp.live.Start()
+	} else if s.verbose {
+		tp.lines = newProgressPrinter(s.env.stderr)
+	}
+	return tp
+}
+
+// update is the transfer's client progress callback.
+func (tp *transferProgress) update(p client.Progress) {
+	switch {
+	case tp.live != nil:
+		tp.live.FileProgress(path.Base(tp.name), p.Bytes)
+		tp.live.FileStreams(path.Base(tp.name), slices.Clone(p.Streams))
+	case tp.lines != nil:
+		tp.lines.update(p)
+	}
+}
+
+// finish ends the display of a transfer that moved n bytes.
+func (tp *transferProgress) finish(n int64, err error) {
+	if tp.live != nil {
+		tp.live.FileDone(path.Base(tp.name), n, err)
+		tp.live.Close()
+	}
+	if tp.lines != nil {
+		tp.lines.done()
+	}
+	if err == nil && tp.s.interactiveMode {
+		d := time.Since(tp.start)
+		fmt.Fprintf(tp.s.env.stdout, "%s: %d bytes in %s (%s/s)\n", tp.name, n,
+			d.Round(time.Millisecond), progress.Bytes(float64(n)/max(d.Seconds(), 1e-3)))
+	}
+}
 
 // fileFd returns f's descriptor without File.Fd's side effect of putting
 // it into blocking mode (which would stop read deadlines from working).

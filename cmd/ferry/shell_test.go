@@ -404,3 +404,42 @@ func TestShellScriptFerry(t *testing.T) {
 		t.Errorf("shell /local: exit %d", r.code)
 	}
 }
+
+// TestProgressLivePTY runs ferry cp -vb -p 4 with standard error on a
+// pseudo-terminal: the live display shows every data connection of an
+// upload (globus-url-copy -vb stays silent when pushing with parallel
+// streams) and of a download.
+func TestProgressLivePTY(t *testing.T) {
+	srv := startFerrySrv(t)
+	local := t.TempDir()
+	data := randomData(t, 8<<20)
+	src := filepath.Join(local, "big.bin")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"up", "down"} {
+		p := openPTY(t)
+		args := []string{"cp", "-vb", "-p", "4", src, srv.url + "/big.bin"}
+		if dir == "down" {
+			args = []string{"cp", "-vb", "-p", "4", srv.url + "/big.bin", filepath.Join(local, "back.bin")}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		code := runMain(ctx, &env{stdin: bytes.NewReader(nil), stdout: p.slave, stderr: p.slave}, args)
+		cancel()
+		if code != 0 {
+			t.Fatalf("%s: exit %d", dir, code)
+		}
+		// The last frame: the file's total and four streams adding up.
+		mark := p.expect(t, 0, "8.00 MiB")
+		for i := range 4 {
+			mark = p.expect(t, mark, fmt.Sprintf("stream %2d  ", i))
+		}
+		out := p.output()
+		if strings.Contains(out, "stream  4") || !strings.Contains(out, "\x1b[K\r") || strings.Contains(out, " 0 B/s  transfer") {
+			t.Errorf("%s: output %q", dir, out)
+		}
+	}
+	if !bytes.Equal(mustRead(t, filepath.Join(local, "back.bin")), data) {
+		t.Error("the download differs")
+	}
+}
