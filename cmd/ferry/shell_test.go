@@ -443,3 +443,39 @@ func TestProgressLivePTY(t *testing.T) {
 		t.Error("the download differs")
 	}
 }
+
+// TestShellInterruptPTY stops a slow download with Ctrl-C: the shell
+// stays, leaves no partial file, and reconnects for the next command.
+func TestShellInterruptPTY(t *testing.T) {
+	srv := startFerrySrv(t)
+	if err := os.WriteFile(filepath.Join(srv.dir, "slow.bin"), make([]byte, 64<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.slow.Store(true)
+	local := t.TempDir()
+	p, done, code := runShellPTY(t, "-history", "none", "-vb", srv.url+"/")
+	mark := p.expect(t, 0, "ferry 127.0.0.1:/> ")
+	p.send(t, "lcd "+escapeWord(local)+"\r")
+	mark = p.expect(t, mark, "local directory: ")
+	p.send(t, "get slow.bin\r")
+	// The live display shows the download's data connection.
+	mark = p.expect(t, mark, "stream  0")
+	p.send(t, "\x03")
+	mark = p.expect(t, mark, "get: interrupted")
+	srv.slow.Store(false)
+	assertNoTemp(t, local)
+	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
+		t.Errorf("partial download left: %v", err)
+	}
+	p.send(t, "ls\r")
+	mark = p.expect(t, mark, "slow.bin\r\n")
+	p.send(t, "quit\r")
+	select {
+	case <-done:
+		if *code != 0 {
+			t.Errorf("exit %d", *code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no exit; output %q", p.output()[mark:])
+	}
+}
