@@ -254,7 +254,13 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 
 	keys := newKeyReader(in, s.interrupt)
 	defer keys.stop()
-	ed := lineedit.New(keys, s.env.stdout)
+	// The editor draws on the terminal: standard output, or standard
+	// error when output goes to a file.
+	screen := s.env.stdout
+	if tty, _ := terminal(screen); !tty {
+		screen = s.env.stderr
+	}
+	ed := lineedit.New(keys, screen)
 	ed.History = lineedit.NewHistory(shellHistoryMax)
 	ed.Width = func() int {
 		w, _, err := term.GetSize(fd)
