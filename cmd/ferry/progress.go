@@ -1,13 +1,16 @@
 package main
 
-// Live progress of ferry cp -vb: total bytes, average and instantaneous
-// rates, and the bytes and rate of each data connection, in both
-// directions, at least once a second.
+// Live progress of transfers. On a terminal, internal/progress redraws a
+// block of lines (overall, files, and with -vb each data connection, in
+// both directions); off a terminal ferry cp -vb prints a report a second:
+// total bytes, average and instantaneous rates, and the bytes and rate of
+// each data connection.
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,16 +18,60 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
-// progressPrinter prints client.Progress snapshots to w. On a terminal
-// each report overwrites the last (carriage return, like
-// globus-url-copy); otherwise each is a line. It is safe for concurrent
-// use.
+// terminal reports whether w is a terminal, and a function giving its
+// width.
+func terminal(w io.Writer) (bool, func() int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false, nil
+	}
+	fd := fileFd(f)
+	if !term.IsTerminal(fd) {
+		return false, nil
+	}
+	return true, func() int {
+		w, _, err := term.GetSize(fd)
+		if err != nil {
+			return 80
+		}
+		return w
+	}
+}
+
+// newProgressDisplay returns a display of the transfers reported to it:
+// live on w when w is a terminal (with a line per data connection when
+// streams is set), else quiet but for a summary line when summary is set.
+// Its FileStarted, FileProgress and FileDone methods take the file's name
+// as the key. The caller Starts and Closes it.
+func newProgressDisplay(w io.Writer, streams, summary bool) *progress.Display {
+	tty, width := terminal(w)
+	return progress.New(progress.Options{Out: w, Live: tty, Width: width, Streams: streams, Summary: summary && !tty})
+}
+
+// displayProgress returns a client progress callback (RetrieveOptions,
+// StoreOptions .Progress) that feeds the counters of the file name,
+// overall and per data connection, to d.
+func displayProgress(d *progress.Display, name string) func(client.Progress) {
+	return func(p client.Progress) {
+		d.FileProgress(name, p.Bytes)
+		d.FileStreams(name, slices.Clone(p.Streams))
+	}
+}
+
+// progressPrinter shows the client.Progress snapshots of one transfer on
+// w. On a terminal a live display is redrawn in place; otherwise each
+// snapshot is printed as a report of a line per data connection. It is
+// safe for concurrent use.
 type progressPrinter struct {
-	w   io.Writer
-	tty bool
-	now func() time.Time
+	w       io.Writer
+	now     func() time.Time
+	live    *progress.Display // on a terminal
+	name    string            // the file's key in live; guarded by mu
+	size    int64             // its size, -1 if unknown; guarded by mu
+	started bool              // live knows the file; guarded by mu
 
 	mu          sync.Mutex
 	start       time.Time // guarded by mu
@@ -32,16 +79,27 @@ type progressPrinter struct {
 	lastBytes   int64     // guarded by mu
 	lastStreams []int64   // guarded by mu
 	lastAttempt int       // guarded by mu
-	printed     bool      // guarded by mu
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
 	now := time.Now()
-	return &progressPrinter{w: w, tty: tty, now: time.Now, start: now, lastT: now}
+	p := &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1}
+	if tty, width := terminal(w); tty {
+		p.live = progress.New(progress.Options{Out: w, Live: true, Width: width, Streams: true})
+		p.live.Start()
+	}
+	return p
+}
+
+// begin names the file being transferred and gives its size (-1:
+// unknown) for the live display's percentage. Calling it before the
+// transfer is optional.
+func (p *progressPrinter) begin(name string, size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.started {
+		p.name, p.size = name, size
+	}
 }
 
 // mib is the unit of the rates, as globus-url-copy prints them.
@@ -51,6 +109,15 @@ const mib = 1 << 20
 func (p *progressPrinter) update(pr client.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.live != nil {
+		if !p.started {
+			p.live.FileStarted(p.name, p.size)
+			p.started = true
+		}
+		p.live.FileProgress(p.name, pr.Bytes)
+		p.live.FileStreams(p.name, slices.Clone(pr.Streams))
+		return
+	}
 	now := p.now()
 	dt := now.Sub(p.lastT).Seconds()
 	if dt <= 0 {
@@ -73,27 +140,14 @@ func (p *progressPrinter) update(pr client.Progress) {
 		}
 		fmt.Fprintf(&b, "\n  stream %2d: %13d bytes %12.2f MB/sec", i, n, float64(n-prev)/dt/mib)
 	}
-	text := b.String()
-	if p.tty {
-		// Move back over the previous report's stream lines.
-		if p.printed && len(p.lastStreams) > 0 {
-			fmt.Fprintf(p.w, "\x1b[%dA", len(p.lastStreams))
-		}
-		text = "\r\x1b[J" + text
-	} else {
-		text += "\n"
-	}
-	fmt.Fprint(p.w, text)
-	p.printed = true
+	fmt.Fprintln(p.w, b.String())
 	p.lastT, p.lastBytes = now, pr.Bytes
 	p.lastStreams = append(p.lastStreams[:0], pr.Streams...)
 }
 
 // done ends the live display.
 func (p *progressPrinter) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tty && p.printed {
-		fmt.Fprintln(p.w)
+	if p.live != nil {
+		p.live.Close()
 	}
 }

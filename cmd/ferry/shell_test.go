@@ -1,0 +1,481 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestSplitWords(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{"get a b", []string{"get", "a", "b"}, false},
+		{"  get\t a  ", []string{"get", "a"}, false},
+		{`get my\ file`, []string{"get", "my file"}, false},
+		{`get "my file" 'it''s'`, []string{"get", "my file", "its"}, false},
+		{`get "a \"q\" \\ \n"`, []string{"get", `a "q" \ \n`}, false},
+		{`get 'a\b'`, []string{"get", `a\b`}, false},
+		{`get ""`, []string{"get", ""}, false},
+		{`get x"y z"w`, []string{"get", "xy zw"}, false},
+		{`get "open`, nil, true},
+		{`get end\`, nil, true},
+	} {
+		got, err := splitWords(tc.in)
+		if (err != nil) != tc.bad || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("splitWords(%q) = %q, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestPartialWordAndEscape(t *testing.T) {
+	for _, tc := range []struct {
+		head  string
+		start int
+		word  string
+		index int
+	}{
+		{"", 0, "", 0},
+		{"ge", 0, "ge", 0},
+		{"get ", 4, "", 1},
+		{"get my\\ fi", 4, "my fi", 1},
+		{`get "my fi`, 4, "my fi", 1},
+		{`get 'a b' c`, 10, "c", 2},
+		{`put x y\`, 6, "y", 2},
+	} {
+		start, word, index := partialWord(tc.head)
+		if start != tc.start || word != tc.word || index != tc.index {
+			t.Errorf("partialWord(%q) = %d %q %d; want %d %q %d", tc.head, start, word, index, tc.start, tc.word, tc.index)
+		}
+	}
+	for _, s := range []string{"plain", "a b", `q"uo'te`, `back\slash`, "tab\there"} {
+		w, err := splitWords("x " + escapeWord(s))
+		if err != nil || len(w) != 2 || w[1] != s {
+			t.Errorf("escapeWord(%q) = %q splits to %q, %v", s, escapeWord(s), w, err)
+		}
+	}
+}
+
+// pty is the master side of a pseudo-terminal whose output is collected.
+type pty struct {
+	master, slave *os.File
+	mu            sync.Mutex
+	out           bytes.Buffer // guarded by mu
+	wg            sync.WaitGroup
+}
+
+// openPTY opens a pseudo-terminal of 100x24 through /dev/ptmx.
+func openPTY(t *testing.T) *pty {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfd := fileFd(m)
+	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(fileFd(s), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 100}); err != nil {
+		t.Fatal(err)
+	}
+	p := &pty{master: m, slave: s}
+	p.wg.Go(func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := m.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	})
+	t.Cleanup(func() {
+		s.Close()
+		m.Close()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *pty) send(t *testing.T, keys string) {
+	t.Helper()
+	if _, err := p.master.WriteString(keys); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *pty) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// waitFor waits until cond holds, for at most 15 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// expect waits for text in the output after mark and returns the new mark.
+func (p *pty) expect(t *testing.T, mark int, text string) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out := p.output()
+		if i := strings.Index(out[mark:], text); i >= 0 {
+			return mark + i + len(text)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %q; output after the mark:\n%q", text, out[mark:])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fileIs waits until name holds want.
+func fileIs(t *testing.T, name string, want []byte) {
+	t.Helper()
+	waitFor(t, name, func() bool {
+		b, err := os.ReadFile(name)
+		return err == nil && bytes.Equal(b, want)
+	})
+}
+
+// runShellPTY runs ferry shell on a new pseudo-terminal; done is closed
+// with *code set when it ends.
+func runShellPTY(t *testing.T, args ...string) (p *pty, done <-chan struct{}, code *int) {
+	t.Helper()
+	p = openPTY(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ch := make(chan struct{})
+	code = new(int)
+	go func() {
+		defer close(ch)
+		defer cancel()
+		*code = runMain(ctx, &env{stdin: p.slave, stdout: p.slave, stderr: p.slave}, append([]string{"shell"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ch
+	})
+	return p, ch, code
+}
+
+// TestShellPTY drives ferry shell through a pseudo-terminal against
+// Ferry's server: completion of remote and local names (with spaces),
+// ambiguous completion, get and put, errors that keep the shell alive,
+// history.
+func TestShellPTY(t *testing.T) {
+	srv := startFerrySrv(t)
+	report := randomData(t, 100_000)
+	alpha := []byte("alpha\n")
+	if err := os.WriteFile(filepath.Join(srv.dir, "report 2024.txt"), report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(srv.dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"alpha.txt": alpha, "another.txt": nil} {
+		if err := os.WriteFile(filepath.Join(srv.dir, "sub", name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := t.TempDir()
+	upload := randomData(t, 70_000)
+	if err := os.WriteFile(filepath.Join(local, "upload me.dat"), upload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist := filepath.Join(t.TempDir(), "history")
+
+	p, done, code := runShellPTY(t, "-history", hist, srv.url+"/")
+	mark := p.expect(t, 0, "ferry 127.0.0.1:/> ")
+	p.send(t, "lcd "+escapeWord(local)+"\r")
+	mark = p.expect(t, mark, "local directory: "+local)
+
+	// A remote name with a space, completed uniquely.
+	p.send(t, "get rep\t")
+	mark = p.expect(t, mark, `get report\ 2024.txt `)
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "report 2024.txt"), report)
+
+	// Ambiguous: Tab lists the candidates, more letters and Tab finish.
+	p.send(t, "get sub/a\t")
+	mark = p.expect(t, mark, "alpha.txt    another.txt")
+	p.send(t, "l\t")
+	mark = p.expect(t, mark, "get sub/alpha.txt ")
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "alpha.txt"), alpha)
+
+	// A local name with a space, and a directory completed with '/'.
+	p.send(t, "put upl\t")
+	mark = p.expect(t, mark, `put upload\ me.dat `)
+	p.send(t, "su\t")
+	mark = p.expect(t, mark, `put upload\ me.dat sub/`)
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(srv.dir, "sub", "upload me.dat"), upload)
+	// The upload dropped the cached listing: the new file completes.
+	p.send(t, "ls sub/u\t")
+	mark = p.expect(t, mark, `ls sub/upload\ me.dat `)
+	p.send(t, "\r")
+
+	// Errors print the server's reply and the shell goes on.
+	p.send(t, "get nothing.here\r")
+	mark = p.expect(t, mark, "get: 550 ")
+	p.send(t, "quote SITE NOSUCHTHING\r")
+	mark = p.expect(t, mark, "quote: 5")
+	p.send(t, "frobnicate\r")
+	mark = p.expect(t, mark, `unknown command "frobnicate"`)
+	p.send(t, "cd su\t\r")
+	p.send(t, "pwd\r")
+	mark = p.expect(t, mark, "\n/sub\r\n")
+
+	// Ctrl-C abandons a line; Up recalls the last command.
+	p.send(t, "garbage\x03")
+	mark = p.expect(t, mark, "garbage\x1b[K^C")
+	p.send(t, "\x1b[A")
+	mark = p.expect(t, mark, "ferry 127.0.0.1:/sub> pwd")
+	p.send(t, "\r")
+	mark = p.expect(t, mark, "/sub\r\n")
+
+	// Ctrl-D leaves and the history is saved.
+	p.send(t, "\x04")
+	select {
+	case <-done:
+		if *code != 0 {
+			t.Errorf("exit %d; output:\n%s", *code, p.output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the shell did not end on Ctrl-D; output:\n%s", p.output())
+	}
+	h, err := os.ReadFile(hist)
+	if err != nil || !strings.Contains(string(h), "get report\\ 2024.txt \n") || !strings.Contains(string(h), "pwd\n") {
+		t.Errorf("history file %q, %v", h, err)
+	}
+}
+
+// TestShellScriptGCT runs commands from standard input (not a terminal)
+// against GCT's server: ls, get, put, mget, mput, mkdir, mv, rm, cksum,
+// and a failing command that makes the exit status 1.
+func TestShellScriptGCT(t *testing.T) {
+	s := startGCT(t)
+	a := randomData(t, 300_000)
+	writeServed(t, filepath.Join(s.dir, "a.bin"), a)
+	writeServed(t, filepath.Join(s.dir, "b one.txt"), []byte("b\n"))
+	writeServed(t, filepath.Join(s.dir, "c.log"), []byte("c\n"))
+	local := t.TempDir()
+	up := randomData(t, 200_000)
+	if err := os.WriteFile(filepath.Join(local, "up.dat"), up, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "m1.txt"), []byte("m1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "m2.txt"), []byte("m2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Join([]string{
+		"# a comment",
+		"lcd " + local,
+		"ls",
+		"get a.bin",
+		"get 'b one.txt' b-copy.txt",
+		"put up.dat",
+		"mkdir -p new/deeper",
+		"mput m*.txt",
+		"mv up.dat new/up2.dat",
+		"ls -l new",
+		"cksum -a adler32 a.bin",
+		"get does-not-exist",
+		"pwd",
+		"mget *.log",
+		"rm m*.txt",
+		"ls",
+	}, "\n") + "\n"
+	r := ferry(t, []byte(script), "shell", s.url)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (one command failed); stderr:\n%s", r.code, r.stderr)
+	}
+	if !bytes.Equal(mustRead(t, filepath.Join(local, "a.bin")), a) ||
+		string(mustRead(t, filepath.Join(local, "b-copy.txt"))) != "b\n" ||
+		string(mustRead(t, filepath.Join(local, "c.log"))) != "c\n" ||
+		!bytes.Equal(mustRead(t, filepath.Join(s.dir, "new", "up2.dat")), up) {
+		t.Error("a transferred file differs")
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "m1.txt")); !os.IsNotExist(err) {
+		t.Errorf("rm m*.txt left m1.txt: %v", err)
+	}
+	if !strings.Contains(r.stderr, "get: 550 ") || !strings.Contains(r.stderr, "1 command(s) failed") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	// The first ls, the ls -l of new/, the checksum, pwd, and the last ls.
+	want := "a.bin\nb one.txt\nc.log\n"
+	if !strings.HasPrefix(r.stdout, "local directory: "+local+"\n"+want) {
+		t.Errorf("stdout starts %q", r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^dir +\d+ [-0-9: ]+ deeper/\nfile +200000 [-0-9: ]+ up2\.dat\n`).MatchString(r.stdout) {
+		t.Errorf("ls -l new: %q", r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^[0-9a-f]{8}  a\.bin\n` + regexp.QuoteMeta(s.dir) + "\n").MatchString(r.stdout) {
+		t.Errorf("cksum, pwd: %q", r.stdout)
+	}
+	if !strings.HasSuffix(r.stdout, want+"new/\n") {
+		t.Errorf("last ls: %q", r.stdout)
+	}
+	assertNoTemp(t, local)
+}
+
+// TestShellScriptFerry covers recursive get and put, -e and the exit
+// status against Ferry's server.
+func TestShellScriptFerry(t *testing.T) {
+	srv := startFerrySrv(t)
+	local := t.TempDir()
+	tree := filepath.Join(local, "tree")
+	files := map[string][]byte{
+		"top.txt":          []byte("top"),
+		"d1/one.bin":       randomData(t, 50_000),
+		"d1/d2/two words":  []byte("two"),
+		"d1/d2/three.data": nil,
+	}
+	for name, data := range files {
+		p := filepath.Join(tree, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "lcd " + local + "\nput -r tree up\nget -r up back\nls up/d1\n"
+	r := ferry(t, []byte(script), "shell", srv.url)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr %s", r.code, r.stderr)
+	}
+	for name, data := range files {
+		for _, p := range []string{filepath.Join(srv.dir, "up", name), filepath.Join(local, "back", name)} {
+			if got := mustRead(t, p); !bytes.Equal(got, data) {
+				t.Errorf("%s differs", p)
+			}
+		}
+	}
+	if !strings.Contains(r.stdout, "4 files, 50006 bytes\n4 files, 50006 bytes\nd2/\none.bin\n") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	// -e stops at the first failure.
+	r = ferry(t, []byte("rm nothing\nmkdir made\n"), "shell", "-e", srv.url)
+	if r.code != 1 {
+		t.Errorf("-e: exit %d", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(srv.dir, "made")); !os.IsNotExist(err) {
+		t.Errorf("-e ran the command after the failure")
+	}
+	// No URL: commands need open first.
+	r = ferry(t, []byte("ls\nopen "+srv.url+"\nls /\nclose\nquit\nls\n"), "shell")
+	if r.code != 1 || !strings.Contains(r.stderr, "ls: not connected; use open URL") || !strings.Contains(r.stdout, "up/") {
+		t.Errorf("open/close: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if r := ferry(t, nil, "shell", "/local"); r.code != 2 {
+		t.Errorf("shell /local: exit %d", r.code)
+	}
+}
+
+// TestProgressLivePTY runs ferry cp -vb -p 4 with standard error on a
+// pseudo-terminal: the live display shows every data connection of an
+// upload (globus-url-copy -vb stays silent when pushing with parallel
+// streams) and of a download.
+func TestProgressLivePTY(t *testing.T) {
+	srv := startFerrySrv(t)
+	local := t.TempDir()
+	data := randomData(t, 8<<20)
+	src := filepath.Join(local, "big.bin")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"up", "down"} {
+		p := openPTY(t)
+		args := []string{"cp", "-vb", "-p", "4", src, srv.url + "/big.bin"}
+		if dir == "down" {
+			args = []string{"cp", "-vb", "-p", "4", srv.url + "/big.bin", filepath.Join(local, "back.bin")}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		code := runMain(ctx, &env{stdin: bytes.NewReader(nil), stdout: p.slave, stderr: p.slave}, args)
+		cancel()
+		if code != 0 {
+			t.Fatalf("%s: exit %d", dir, code)
+		}
+		// The last frame: the file's total and four streams adding up.
+		mark := p.expect(t, 0, "8.00 MiB")
+		for i := range 4 {
+			mark = p.expect(t, mark, fmt.Sprintf("stream %2d  ", i))
+		}
+		out := p.output()
+		if strings.Contains(out, "stream  4") || !strings.Contains(out, "\x1b[K\r") || strings.Contains(out, " 0 B/s  transfer") {
+			t.Errorf("%s: output %q", dir, out)
+		}
+	}
+	if !bytes.Equal(mustRead(t, filepath.Join(local, "back.bin")), data) {
+		t.Error("the download differs")
+	}
+}
+
+// TestShellInterruptPTY stops a slow download with Ctrl-C: the shell
+// stays, leaves no partial file, and reconnects for the next command.
+func TestShellInterruptPTY(t *testing.T) {
+	srv := startFerrySrv(t)
+	if err := os.WriteFile(filepath.Join(srv.dir, "slow.bin"), make([]byte, 64<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.slow.Store(true)
+	local := t.TempDir()
+	p, done, code := runShellPTY(t, "-history", "none", "-vb", srv.url+"/")
+	mark := p.expect(t, 0, "ferry 127.0.0.1:/> ")
+	p.send(t, "lcd "+escapeWord(local)+"\r")
+	mark = p.expect(t, mark, "local directory: ")
+	p.send(t, "get slow.bin\r")
+	// The live display shows the download's data connection.
+	mark = p.expect(t, mark, "stream  0")
+	p.send(t, "\x03")
+	mark = p.expect(t, mark, "get: interrupted")
+	srv.slow.Store(false)
+	assertNoTemp(t, local)
+	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
+		t.Errorf("partial download left: %v", err)
+	}
+	p.send(t, "ls\r")
+	mark = p.expect(t, mark, "slow.bin\r\n")
+	p.send(t, "quit\r")
+	select {
+	case <-done:
+		if *code != 0 {
+			t.Errorf("exit %d", *code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no exit; output %q", p.output()[mark:])
+	}
+}
