@@ -12,10 +12,13 @@ import (
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
+// The port ranges lie above Linux's ephemeral ports (32768-60999), on an
+// address of their own, so that no other test's sockets can hold them.
 func TestPassivePortRange(t *testing.T) {
 	ctx := context.Background()
-	lo, hi := uint16(41000), uint16(41009)
-	d := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: lo, PortHigh: hi})
+	ip := netip.MustParseAddr("127.0.0.93")
+	lo, hi := uint16(61000), uint16(61009)
+	d := New(Config{ListenIP: ip, PortLow: lo, PortHigh: hi})
 	defer d.Close()
 	for range 20 {
 		ap, err := d.Passive(ctx, true)
@@ -27,12 +30,12 @@ func TestPassivePortRange(t *testing.T) {
 		}
 	}
 	// With every port of a one-port range taken, Passive fails clearly.
-	other := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: 41020, PortHigh: 41020})
+	other := New(Config{ListenIP: ip, PortLow: 61020, PortHigh: 61020})
 	defer other.Close()
 	if _, err := other.Passive(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	third := New(Config{ListenIP: netip.MustParseAddr("127.0.0.1"), PortLow: 41020, PortHigh: 41020})
+	third := New(Config{ListenIP: ip, PortLow: 61020, PortHigh: 61020})
 	defer third.Close()
 	if _, err := third.Passive(ctx, true); err == nil {
 		t.Fatal("listened on a port already in use")
