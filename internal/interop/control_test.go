@@ -249,7 +249,7 @@ func TestServeRefusesSecondListener(t *testing.T) {
 // that its keys take effect.
 func TestServeConfigFile(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "ferry.conf")
-	writeFile(t, conf, "# a comment\n\nanonymous\nmax-sessions 1\nport-range 47100,47199\n")
+	writeFile(t, conf, "# a comment\n\nanonymous\nmax-sessions 1\nport-range 61100,61199\n")
 	srv := startFerry(t, t.TempDir(), "-config", conf)
 	first := greeted(t, srv.addr)
 	if code, text, err := dial(t, srv.addr).reply(); code != 421 {
@@ -269,8 +269,8 @@ func TestServeConfigFile(t *testing.T) {
 	}
 	p1, _ := strconv.Atoi(f[4])
 	p2, _ := strconv.Atoi(f[5])
-	if port := p1<<8 | p2; port < 47100 || port > 47199 {
-		t.Errorf("PASV port %d outside port-range 47100,47199", port)
+	if port := p1<<8 | p2; port < 61100 || port > 61199 {
+		t.Errorf("PASV port %d outside port-range 61100,61199", port)
 	}
 	// Anonymous without anonymous-write is read-only.
 	if code, text := first.cmd("MKD /newdir"); code < 500 {
