@@ -415,11 +415,11 @@ type jobObserver struct {
 
 	mu      sync.Mutex
 	done    int64            // bytes of finished files; guarded by mu
-	running map[string]int64 // bytes of running files; guarded by mu
+	running map[runKey]int64 // bytes of running files; guarded by mu
 }
 
 func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *jobObserver {
-	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[string]int64{}, quit: make(chan struct{})}
+	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[runKey]int64{}, quit: make(chan struct{})}
 	if jf.json {
 		o.enc = json.NewEncoder(e.stdout)
 	}
@@ -465,7 +465,11 @@ func (o *jobObserver) total() int64 {
 	return n
 }
 
-func pairKey(p job.Pair) string { return p.Src.URL() + "\x00" + p.Dst.URL() }
+// runKey names a running file. (Loc.URL would make a local path
+// absolute, which costs system calls three times per file.)
+type runKey struct{ src, dst job.Loc }
+
+func pairKey(p job.Pair) runKey { return runKey{p.Src, p.Dst} }
 
 func (o *jobObserver) FileStarted(p job.Pair, size int64) {
 	o.mu.Lock()
