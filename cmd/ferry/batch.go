@@ -154,7 +154,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		opts.Done = func(k int, err error) {
 			it := items[k]
 			err = w.settle(it, get, err)
-			if err != nil && !last && w.batchRetryable(err) {
+			if err != nil && !last && w.batchRetryable(it, err) {
 				mu.Lock()
 				again = append(again, it.idx)
 				mu.Unlock()
@@ -205,15 +205,22 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 
 // batchRetryable reports whether a file's failure in a batch is worth
 // another try on a new connection: it never started because the batch
-// stopped, or with -rst the network failed under it. Refusals by the
-// server and local errors are final.
-func (w batchWorker) batchRetryable(err error) bool {
+// stopped; or, with -rst, as for single files (client.Session): network
+// trouble, a transient refusal (4xx), or a failure after data moved.
+// Local errors and permanent refusals before any data are final.
+func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
 	if errors.Is(err, client.ErrBatchStopped) {
 		return true
 	}
 	var re *client.ReplyError
 	var le *localError
-	return w.c.flags.restart && !errors.As(err, &re) && !errors.As(err, &le) && !errors.Is(err, context.Canceled)
+	switch {
+	case !w.c.flags.restart, errors.As(err, &le), errors.Is(err, context.Canceled), errors.Is(err, client.ErrBadCommand):
+		return false
+	case errors.As(err, &re):
+		return re.Reply.Code/100 == 4 || it.moved.Load() > 0
+	}
+	return true
 }
 
 // finishItem records a file's result and tells the observer.

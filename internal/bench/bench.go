@@ -112,6 +112,10 @@ type Config struct {
 	// namespace, clients in the client namespace. Only the smallfiles
 	// workloads run there.
 	WANDelay time.Duration
+	// WANCongestion, when not empty, is the TCP congestion control of
+	// both namespaces of the emulated WAN (net.ipv4.tcp_congestion_control,
+	// e.g. cubic); else the system's default.
+	WANCongestion string
 
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
@@ -189,7 +193,11 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 		return nil, err
 	}
 	if cfg.WANDelay > 0 {
-		if r.link, err = wan.Start(ctx, wan.Config{Delay: cfg.WANDelay, Calibrate: true, Name: "ferrybench"}); err != nil {
+		wcfg := wan.Config{Delay: cfg.WANDelay, Calibrate: true, Name: "ferrybench"}
+		if cfg.WANCongestion != "" {
+			wcfg.Sysctls = map[string]string{"net.ipv4.tcp_congestion_control": cfg.WANCongestion}
+		}
+		if r.link, err = wan.Start(ctx, wcfg); err != nil {
 			os.RemoveAll(r.scratch)
 			return nil, fmt.Errorf("bench: %w", err)
 		}
@@ -200,7 +208,8 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 			return nil, err
 		}
 		defer unhosts()
-		fmt.Fprintf(r.progress, "bench: emulated WAN up: %v one way, idle RTT %.2f ms\n", cfg.WANDelay, float64(r.link.Fidelity().IdleRTT)/1e6)
+		fmt.Fprintf(r.progress, "bench: emulated WAN up: %v one way, idle RTT %.2f ms, TCP congestion control %s\n",
+			cfg.WANDelay, float64(r.link.Fidelity().IdleRTT)/1e6, congestionControl(r.link))
 	}
 	defer func() {
 		for _, s := range r.servers {

@@ -197,6 +197,9 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 	where := "loopback"
 	if cfg.WANDelay > 0 {
 		where = fmt.Sprintf("an emulated WAN, %v one way (idle RTT %v), servers and clients in its two network namespaces", cfg.WANDelay, 2*cfg.WANDelay)
+		if cfg.WANCongestion != "" {
+			where += ", TCP " + cfg.WANCongestion
+		}
 	}
 	fmt.Fprintf(b, "\n#### Many small files: %d files of %s over %s\n\n", cfg.smallFiles(), FormatSize(cfg.smallFileSize()), where)
 	var impls []Impl

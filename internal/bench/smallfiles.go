@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ferrygrid/ferry/internal/wan"
 )
@@ -203,4 +204,17 @@ func netnsHosts(l *wan.Link) (func(), error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// congestionControl reads the TCP congestion control of the link's client
+// namespace, for the report.
+func congestionControl(l *wan.Link) string {
+	cc := "?"
+	l.Do(wan.Client, func() error {
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
+			cc = strings.TrimSpace(string(b))
+		}
+		return nil
+	})
+	return cc
 }
