@@ -21,6 +21,7 @@ package client
 // three).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -413,7 +414,7 @@ func isMarker(r Reply) bool { return r.Code >= 110 && r.Code <= 119 }
 // started is finished here.
 func (b *batch) readReplies() {
 	defer close(b.startc)
-	var broken error
+	var broken, broke error
 	for op := range b.sentc {
 		for broken == nil {
 			r, err := b.c.readReply()
@@ -440,6 +441,12 @@ func (b *batch) readReplies() {
 		if broken != nil {
 			op.err = broken
 		}
+		if op.item >= 0 && op.started && broke == nil && op.failure() != nil {
+			// A transfer that started and failed stops the batch (the
+			// data side sees to it), and the server may fail the
+			// queued ones for it before that.
+			broke = fmt.Errorf("client: %s: %w", verb(op.line), op.failure())
+		}
 		close(op.fin)
 		if op.item >= 0 && !op.started {
 			err := op.failure()
@@ -450,6 +457,11 @@ func (b *batch) readReplies() {
 				b.stop(err)
 			} else if op.err != nil {
 				err = stoppedError(op.err)
+			} else if cause := cmp.Or(b.stopped(), broke); cause != nil {
+				// Refused after the batch broke, most likely because
+				// its data connections are gone (425, 426): the file
+				// never had its chance.
+				err = fmt.Errorf("%w (%w)", stoppedError(cause), err)
 			}
 			if b.unstarted != nil {
 				b.unstarted(op.item)
@@ -660,11 +672,13 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 			err = op.failure()
 		}
 		if err != nil {
-			// The data connections' state is unknown: the batch ends.
-			closeConns(rcv.All())
-			conns = nil
+			// The data connections' state is unknown: the batch ends,
+			// before they close (the server fails the next files
+			// then, which must count as stopped).
 			err = fmt.Errorf("client: RETR %s: %w", g.Path, err)
 			b.stop(err)
+			closeConns(rcv.All())
+			conns = nil
 			if openErr == nil {
 				closeItem(dst, nil)
 			}

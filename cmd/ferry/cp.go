@@ -52,14 +52,29 @@ globus-url-copy does (the server connects for downloads, the client for
 uploads); -p 1 or no -p uses stream mode. Standard input and output always
 use stream mode.
 
+Many files (-r, wildcards, -f, ferry sync): -cc workers (4 by default)
+each keep one session per server. Files of up to 64 MiB between a server
+and local files go in pipelined batches on each session (-pp, on by
+default): MODE E over data connections kept from file to file, the
+commands of later files sent before earlier ones are answered, so a
+download costs no round trip of its own and an upload one. A server that
+refuses MODE E gets the files one by one in stream mode. -pp=false copies
+every file on its own (stream mode, unless -p or -fast). A batched file
+that fails is copied again whole; files that never started because their
+batch broke are tried again on a new connection (with -rst, every
+network failure is). Larger files and server to server copies go one by
+one, with resume as below.
+
 Restart: with -rst a failed transfer is retried (-rst-retries times, waiting
 -rst-interval, doubled after each failure up to a minute, for at most
 -rst-timeout in all) and resumes where it stopped: in MODE E with REST of
 the ranges already at the receiver. A download to a local file in MODE E
-(or with -rst) also survives a crash of ferry itself: the ranges stored so
-far are kept in DST.ferry-ranges (with the source's size and modification
-time), and running the same copy again resumes it; the file disappears on
-success. A destination with a .ferry-ranges file beside it is incomplete.
+(or with -rst) of more than 64 MiB also survives a crash of ferry itself:
+the ranges stored so far are kept in DST.ferry-ranges (with the source's
+size and modification time), and running the same copy again resumes it;
+the file disappears on success. A destination with a .ferry-ranges file
+beside it is incomplete. Smaller files (and batched ones) are written to a
+temporary .DST.ferry-* beside DST and renamed into place when complete.
 Uploads keep the ranges the server acknowledged under
 $XDG_STATE_HOME/ferry/resume/ (default ~/.local/state/ferry/resume/).
 
@@ -270,7 +285,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.StringVar(&jf.listFile, "f", "", "read source/destination URL pairs from `FILE`, one pair a line (\"quoted\" if they hold spaces; # comments); - is stdin")
 	fs.StringVar(&jf.dumpFile, "df", "", "write the pairs that failed to `FILE` in the -f format, to run again with -f; if FILE exists, it is read instead of the other sources (as globus-url-copy); removed when all succeed")
 	fs.IntVar(&jf.concurrency, "cc", 0, fmt.Sprintf("copy this many files at once, each worker with its own sessions; 0: %d for many files", job.DefaultWorkers))
-	fs.BoolVar(&jf.pipeline, "pp", false, "pipeline many small files on each session (accepted; the runner batches same-endpoint files for it)")
+	fs.BoolVar(&jf.pipeline, "pp", true, "pipeline small files (up to 64 MiB) in batches on each session: MODE E with cached data connections, no round trip per download, one per upload (the default; -pp=false copies them one by one)")
 	fs.BoolVar(&jf.sync, "sync", syncMode, "copy only files the destination lacks or that differ at -sync-level")
 	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
@@ -857,11 +872,17 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 		want.mtime = mt.UnixNano()
 	}
 	name := dst.path + rangesSuffix
+	st, err := readState(name)
+	resuming := err == nil && st.matches(want)
+	if !resuming && want.size >= 0 && want.size <= batchMaxSize && c.flags.off == 0 && c.flags.length < 0 {
+		// A small file is not worth a state file (written and synced
+		// before the first byte, removed at the end): it goes to a
+		// temporary file, and is copied again whole if this run fails.
+		return c.downloadWhole(ctx, s, src, dst, !errors.Is(err, os.ErrNotExist))
+	}
 	_, statErr := os.Stat(dst.path)
 	created := errors.Is(statErr, os.ErrNotExist)
 	flags := os.O_WRONLY | os.O_CREATE
-	st, err := readState(name)
-	resuming := err == nil && st.matches(want)
 	if resuming {
 		want.ranges = st.ranges
 	} else if c.flags.off == 0 && c.flags.length < 0 {
@@ -915,6 +936,33 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 	}
 	if c.flags.verify {
 		if err := c.verify(ctx, s, src, dst.path, c.flags.off, c.flags.length); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// downloadWhole downloads a whole file through a temporary file renamed
+// into place when complete; stale, when set, says a state file of
+// another copy may be in the way and is removed on success.
+func (c *copier) downloadWhole(ctx context.Context, s *client.Session, src, dst location, stale bool) (int64, error) {
+	sink, err := openTempSink(dst.path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.Download(ctx, src.path, sink.f, c.retrieveOptions())
+	if err != nil {
+		sink.abort()
+		return n, &opError{what: "download " + src.String(), err: err}
+	}
+	if err := sink.commit(); err != nil {
+		return n, &opError{what: "write " + dst.String(), err: err}
+	}
+	if stale {
+		os.Remove(dst.path + rangesSuffix)
+	}
+	if c.flags.verify {
+		if err := c.verify(ctx, s, src, dst.path, 0, -1); err != nil {
 			return n, err
 		}
 	}

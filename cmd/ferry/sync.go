@@ -68,14 +68,22 @@ type cpJob struct {
 	env   *env
 	flags cpFlags
 	opts  clientOptions
+	// pipeline makes the workers copy small files in pipelined batches
+	// (-pp, on by default).
+	pipeline bool
 	// ends maps endpoint keys to a location there, for its connection
 	// settings; filled while planning, read-only while workers run.
 	ends map[string]location
 }
 
-// newWorker makes a worker with its own sessions.
+// newWorker makes a worker with its own sessions; with pipelining (the
+// default) it copies small files in batches.
 func (j *cpJob) newWorker() job.Worker {
-	return &cpWorker{j: j, c: &copier{env: j.env, flags: j.flags, opts: j.opts, sessions: map[string]*client.Session{}}}
+	w := &cpWorker{j: j, c: &copier{env: j.env, flags: j.flags, opts: j.opts, sessions: map[string]*client.Session{}}}
+	if j.pipeline {
+		return batchWorker{w}
+	}
+	return w
 }
 
 // cpWorker copies pairs with the copier of ferry cp, keeping one session
@@ -108,15 +116,9 @@ func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (
 	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
 	defer func() { w.c.prog = nil }()
 	n, err := w.c.copy(ctx, src, dst)
-	if err == nil && src.kind == locLocal && p.Size >= 0 {
+	if err == nil {
 		// A file written to while it was read arrives torn.
-		fi, serr := os.Stat(src.path)
-		switch {
-		case serr != nil:
-			err = fmt.Errorf("the source changed while it was copied: %w", serr)
-		case fi.Size() != p.Size || !fi.ModTime().Equal(p.ModTime):
-			err = fmt.Errorf("the source changed while it was copied (size %d, now %d); copy it again", p.Size, fi.Size())
-		}
+		err = sourceChanged(p)
 	}
 	return n, err
 }
@@ -162,7 +164,7 @@ func isPattern(arg string) bool {
 
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
-	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}}
+	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}, pipeline: jf.pipeline}
 	links := job.LinksFollow
 	if jf.links != "" {
 		var err error
@@ -209,7 +211,7 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	}
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
-	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.newWorker, Observer: obs, Preserve: jf.preserve}
+	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.newWorker, Observer: obs, Preserve: jf.preserve, MaxBatch: batchMaxPairs}
 	sum := r.Run(ctx, plan, first)
 	obs.stop()
 	if jf.dumpFile != "" {
@@ -413,11 +415,11 @@ type jobObserver struct {
 
 	mu      sync.Mutex
 	done    int64            // bytes of finished files; guarded by mu
-	running map[string]int64 // bytes of running files; guarded by mu
+	running map[runKey]int64 // bytes of running files; guarded by mu
 }
 
 func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *jobObserver {
-	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[string]int64{}, quit: make(chan struct{})}
+	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[runKey]int64{}, quit: make(chan struct{})}
 	if jf.json {
 		o.enc = json.NewEncoder(e.stdout)
 	}
@@ -463,7 +465,11 @@ func (o *jobObserver) total() int64 {
 	return n
 }
 
-func pairKey(p job.Pair) string { return p.Src.URL() + "\x00" + p.Dst.URL() }
+// runKey names a running file. (Loc.URL would make a local path
+// absolute, which costs system calls three times per file.)
+type runKey struct{ src, dst job.Loc }
+
+func pairKey(p job.Pair) runKey { return runKey{p.Src, p.Dst} }
 
 func (o *jobObserver) FileStarted(p job.Pair, size int64) {
 	o.mu.Lock()

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/wan"
 )
 
 // Workload is what a run moves.
@@ -68,7 +70,7 @@ const (
 // Workloads and Impls list the known values in report order. The default
 // run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk, GSI, SmallFiles}
+	Workloads = []Workload{Mem, Disk, GSI, SmallFiles, SmallFilesUp}
 	Impls     = []Impl{Ferry, GCT, Raw}
 )
 
@@ -103,6 +105,17 @@ type Config struct {
 	// the number of sessions (globus-url-copy -cc).
 	Files    int
 	FileSize int64
+
+	// WANDelay, when positive, runs the servers and clients on the two
+	// sides of an emulated wide-area link (internal/wan) with this
+	// one-way delay, instead of over loopback: servers in the server
+	// namespace, clients in the client namespace. Only the smallfiles
+	// workloads run there.
+	WANDelay time.Duration
+	// WANCongestion, when not empty, is the TCP congestion control of
+	// both namespaces of the emulated WAN (net.ipv4.tcp_congestion_control,
+	// e.g. cubic); else the system's default.
+	WANCongestion string
 
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
@@ -158,6 +171,7 @@ type runner struct {
 
 	servers map[string]*server // by role: "ferry-mem", "ferry-disk", "ferry-gsi", "gct", "gct-gsi"
 	gsi     *gsiSetup          // the GSI workload's PKI, once made
+	link    *wan.Link          // with Config.WANDelay: the emulated path; else nil
 }
 
 // Run measures every (workload, parallelism, implementation) cfg selects,
@@ -178,9 +192,33 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 	if err := r.makeScratch(); err != nil {
 		return nil, err
 	}
+	if cfg.WANDelay > 0 {
+		wcfg := wan.Config{Delay: cfg.WANDelay, Calibrate: true, Name: "ferrybench"}
+		if cfg.WANCongestion != "" {
+			wcfg.Sysctls = map[string]string{"net.ipv4.tcp_congestion_control": cfg.WANCongestion}
+		}
+		if r.link, err = wan.Start(ctx, wcfg); err != nil {
+			os.RemoveAll(r.scratch)
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		unhosts, err := netnsHosts(r.link)
+		if err != nil {
+			r.link.Close()
+			os.RemoveAll(r.scratch)
+			return nil, err
+		}
+		defer unhosts()
+		fmt.Fprintf(r.progress, "bench: emulated WAN up: %v one way, idle RTT %.2f ms, TCP congestion control %s\n",
+			cfg.WANDelay, float64(r.link.Fidelity().IdleRTT)/1e6, congestionControl(r.link))
+	}
 	defer func() {
 		for _, s := range r.servers {
 			s.stop()
+		}
+		if r.link != nil {
+			if _, lerr := r.link.Close(); lerr != nil && err == nil {
+				err = fmt.Errorf("bench: closing the emulated WAN: %w", lerr)
+			}
 		}
 		if rerr := os.RemoveAll(r.scratch); rerr != nil && err == nil {
 			err = fmt.Errorf("bench: removing the scratch directory: %w", rerr)
@@ -192,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 				return samples, err
 			}
 		}
-		if w == SmallFiles {
+		if w == SmallFiles || w == SmallFilesUp {
 			if err := r.writeTree(ctx); err != nil {
 				return samples, err
 			}
@@ -243,6 +281,15 @@ func (c *Config) fill() error {
 		return errors.New("bench: no parallelism, workload or implementation selected")
 	case c.Reps < 0 || c.Logins < 0 || c.Files < 0 || c.FileSize < 0:
 		return errors.New("bench: Reps and Logins must not be negative")
+	case c.WANDelay < 0 || c.WANDelay > time.Second:
+		return errors.New("bench: the emulated WAN's delay must be 0 to 1s")
+	}
+	if c.WANDelay > 0 {
+		for _, w := range c.Workloads {
+			if !w.small() {
+				return fmt.Errorf("bench: workload %s does not run over the emulated WAN (only smallfiles, smallfiles-up)", w)
+			}
+		}
 	}
 	for _, p := range c.Parallel {
 		if p < 1 || p > 64 {
@@ -251,7 +298,7 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles)", w)
+			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles, smallfiles-up)", w)
 		}
 	}
 	for _, i := range c.Impls {
@@ -451,7 +498,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 
 // filesPerSecond renders a smallfiles run's rate, or "" for the others.
 func filesPerSecond(cfg Config, s Sample) string {
-	if s.Workload != SmallFiles {
+	if !s.Workload.small() {
 		return ""
 	}
 	return fmt.Sprintf("  %.0f files/s", float64(cfg.smallFiles())/max(s.Wall.Seconds(), 1e-9))

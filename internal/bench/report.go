@@ -92,7 +92,11 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ferry bench loopback: %s per run, %d run(s) per cell\n\n", FormatSize(cfg.Size), reps)
-	fmt.Fprintf(&b, "%s. Medians, with the range (min–max) of the runs in parentheses.\n\n", host())
+	where := host()
+	if cfg.WANDelay > 0 {
+		where = strings.Replace(where, "Loopback", fmt.Sprintf("Emulated WAN (%v one way)", cfg.WANDelay), 1)
+	}
+	fmt.Fprintf(&b, "%s. Medians, with the range (min–max) of the runs in parentheses.\n\n", where)
 	head := []string{"workload", "p"}
 	for _, i := range cfg.Impls {
 		head = append(head, i.label()+" Gbit/s")
@@ -180,8 +184,90 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	if hasGSI {
 		writeLogins(&b, cfg, samples)
 	}
+	if slices.ContainsFunc(cfg.Workloads, Workload.small) {
+		writeSmall(&b, cfg, samples)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSmall writes the table of the smallfiles workloads in files per
+// second (the Gbit/s of the main table say little of them).
+func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
+	where := "loopback"
+	if cfg.WANDelay > 0 {
+		where = fmt.Sprintf("an emulated WAN, %v one way (idle RTT %v), servers and clients in its two network namespaces", cfg.WANDelay, 2*cfg.WANDelay)
+		if cfg.WANCongestion != "" {
+			where += ", TCP " + cfg.WANCongestion
+		}
+	}
+	fmt.Fprintf(b, "\n#### Many small files: %d files of %s over %s\n\n", cfg.smallFiles(), FormatSize(cfg.smallFileSize()), where)
+	var impls []Impl
+	for _, i := range cfg.Impls {
+		if i.Applies(SmallFiles) {
+			impls = append(impls, i)
+		}
+	}
+	head := []string{"workload", "p"}
+	for _, i := range impls {
+		head = append(head, i.label()+" files/s")
+	}
+	hasFerry, hasGCT := slices.Contains(impls, Ferry), slices.Contains(impls, GCT)
+	if hasFerry && hasGCT {
+		head = append(head, "Ferry/GCT")
+	}
+	for _, i := range impls {
+		head = append(head, i.label()+" s")
+	}
+	row(b, head)
+	align := []string{"---", "--:"}
+	for range head[2:] {
+		align = append(align, "--:")
+	}
+	row(b, align)
+	// Files per second scale with Gbit/s: the bytes of every run are the same.
+	perFile := 1e9 / 8 / float64(cfg.smallFileSize())
+	scale := func(s Summary, k float64) Summary {
+		return Summary{Median: s.Median * k, Min: s.Min * k, Max: s.Max * k, N: s.N}
+	}
+	for _, w := range cfg.Workloads {
+		if !w.small() {
+			continue
+		}
+		for _, p := range cfg.Parallel {
+			cells := map[Impl]Summary{}
+			for _, i := range impls {
+				cells[i] = summarize(samples, w, i, p).gbps
+			}
+			r := []string{string(w), strconv.Itoa(p)}
+			for _, i := range impls {
+				c := scale(cells[i], perFile)
+				if c.N == 0 {
+					r = append(r, na)
+				} else {
+					r = append(r, fmt.Sprintf("%.0f (%.0f–%.0f)", c.Median, c.Min, c.Max))
+				}
+			}
+			if hasFerry && hasGCT {
+				r = append(r, ratio(cells[Ferry], cells[GCT]))
+			}
+			for _, i := range impls {
+				c := cells[i]
+				if c.N == 0 || c.Median == 0 {
+					r = append(r, na)
+					continue
+				}
+				r = append(r, fmt.Sprintf("%.2f", float64(cfg.smallFiles())/(c.Median*perFile)))
+			}
+			row(b, r)
+		}
+	}
+	b.WriteString(`
+- Download (smallfiles): ` + "`ferry cp -q -r -cc p ftp://…/small/ DIR/`" + ` against ` + "`ferry serve`" + ` (pipelined batches, Ferry's
+  default) vs ` + "`globus-url-copy -r -cd -cc p -pp -fast ftp://…/small/ file://DIR/`" + ` against ` + "`globus-gridftp-server`" + `;
+  upload (smallfiles-up) the same the other way. Each client is a process of its own; wall time from its
+  start to its exit (logins and listing included); s is the median wall time.
+`)
 }
 
 // writeLogins writes the GSI login table: median and range of the login

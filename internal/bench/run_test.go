@@ -37,9 +37,9 @@ func TestRunReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	// mem: gct and raw; disk: gct only; each at 2 p; gsi: 2 rows of gct
-	// at 2 p, and 2 logins with and without delegation; smallfiles: gct
-	// at 2 p.
-	if want := 2*2 + 2 + 2*2 + 2*2 + 2; len(samples) != want {
+	// at 2 p, and 2 logins with and without delegation; smallfiles and
+	// smallfiles-up: gct at 2 p.
+	if want := 2*2 + 2 + 2*2 + 2*2 + 2 + 2; len(samples) != want {
 		t.Fatalf("%d samples, want %d", len(samples), want)
 	}
 	checkSamples(t, cfg, samples)
@@ -68,7 +68,7 @@ func checkSamples(t *testing.T, cfg Config, samples []Sample) {
 			continue
 		}
 		size := cfg.Size
-		if s.Workload == SmallFiles {
+		if s.Workload.small() {
 			size = int64(cfg.smallFiles()) * cfg.smallFileSize()
 		}
 		if s.Gbps <= 0 || s.Wall <= 0 || !rssOK(s.ClientRSS) || !rssOK(s.ServerRSS) || s.ClientCPU < 0 || s.ServerCPU < 0 ||
@@ -87,6 +87,7 @@ func TestRunErrors(t *testing.T) {
 		"gsi row":       {Size: 1, Parallel: []int{1}, Workloads: []Workload{GSIPriv}, Impls: Impls, Ferry: "x"},
 		"bad workload":  {Size: 1, Parallel: []int{1}, Workloads: []Workload{"tape"}, Impls: Impls, Ferry: "x"},
 		"bad impl":      {Size: 1, Parallel: []int{1}, Workloads: Workloads, Impls: []Impl{"scp"}, Ferry: "x"},
+		"wan mem":       {Size: 1, Parallel: []int{1}, Workloads: []Workload{Mem}, Impls: Impls, Ferry: "x", WANDelay: time.Millisecond},
 		"twice":         {Size: 1, Parallel: []int{1, 1}, Workloads: Workloads, Impls: Impls, Ferry: "x"},
 		"no ferry":      {Size: 1, Parallel: []int{1}, Workloads: Workloads, Impls: []Impl{Ferry}},
 		"missing ferry": {Size: 1, Parallel: []int{1}, Workloads: Workloads, Impls: []Impl{Ferry}, Ferry: "/nonexistent/ferry"},

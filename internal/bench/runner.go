@@ -13,7 +13,28 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/wan"
 )
+
+// host is the servers' address: loopback, or the server side of the
+// emulated WAN.
+func (r *runner) host() string {
+	if r.link != nil {
+		return r.link.Addr(wan.Server).String()
+	}
+	return "127.0.0.1"
+}
+
+// in returns the command line that runs path with args on side s: as is
+// over loopback, else through "ip netns exec" in the side's namespace
+// (which executes the program in place: its process is the one started).
+func (r *runner) in(s wan.Side, path string, args []string) (string, []string) {
+	if r.link == nil {
+		return path, args
+	}
+	return "ip", append([]string{"netns", "exec", r.link.Namespace(s), path}, args...)
+}
 
 // sampleEvery is how often the peak RSS of clients, of GCT's session
 // processes and of iperf3's server is read.
@@ -25,8 +46,8 @@ const sessionExit = 10 * time.Second
 
 // run makes one run of impl on workload w with parallelism p.
 func (r *runner) run(ctx context.Context, w Workload, impl Impl, p int) (Sample, error) {
-	if w == SmallFiles {
-		return r.runSmall(ctx, impl, p)
+	if w.small() {
+		return r.runSmall(ctx, w, impl, p)
 	}
 	s := Sample{Workload: w, Impl: impl, P: p, Bytes: r.cfg.Size}
 	var err error
@@ -129,6 +150,8 @@ func serverRole(impl Impl, w Workload) string {
 	switch {
 	case w.gsi():
 		return string(impl) + "-gsi"
+	case w == SmallFilesUp:
+		return serverRole(impl, SmallFiles)
 	case impl == Ferry:
 		return string(impl) + "-" + string(w)
 	}
@@ -149,21 +172,24 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		path, args, env = r.gsiServerArgs(impl)
 	case impl == Ferry:
 		path = r.cfg.Ferry
-		args = []string{"serve", "-listen", "127.0.0.1:0", "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
+		args = []string{"serve", "-listen", net.JoinHostPort(r.host(), "0"), "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
+		if w.small() {
+			args[3] = "-anonymous-write"
+		}
 		if w == Mem {
 			args = append(args, "-storage", "null")
-
 		} else {
 			args = append(args, "-root", r.served)
 		}
 	case impl == GCT:
 		path = r.gctServer
 		args = []string{"-aa", "-anonymous-user", "nobody", "-p", "0",
-			"-control-interface", "127.0.0.1", "-data-interface", "127.0.0.1",
+			"-control-interface", r.host(), "-data-interface", r.host(),
 			"-home-dir", r.served, "-disable-usage-stats"}
 	default:
 		return nil, fmt.Errorf("bench: %s has no server", impl)
 	}
+	path, args = r.in(wan.Server, path, args)
 	fmt.Fprintf(r.progress, "bench: starting %s\n", commandLine(path, args))
 	s, err := startServer(ctx, role, r.served, env, path, args...)
 	if err != nil {

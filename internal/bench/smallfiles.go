@@ -1,44 +1,41 @@
 package bench
 
-// The smallfiles workload (issue 7): a flat tree of many 16 KiB files
-// downloaded over P control connections. GCT runs
-// "globus-url-copy -r -cd -cc P -pp -fast" against its server; Ferry runs
-// client.GetFiles batches over P sessions (pipelined commands, cached
-// MODE E data connections) against ferry serve, in this process: ferry cp
-// does not drive GetFiles yet. So Ferry's client CPU is this process's
-// (getrusage) and its peak RSS is unknown. Wall time starts before the
-// first dial and includes the logins, as globus-url-copy's does.
+// The smallfiles workloads (issue 7): a flat tree of many 16 KiB files
+// downloaded (smallfiles) or uploaded (smallfiles-up) over P sessions,
+// each client as its own process with its defaults for many files: GCT
+// runs "globus-url-copy -r -cd -cc P -pp -fast" against its server,
+// Ferry "ferry cp -r -cc P" (pipelined batches over cached MODE E data
+// connections are its default) against ferry serve. Wall time is the
+// client process's, logins and listing included.
 //
-// Emulated WAN: with internal/wan, both servers and globus-url-copy would
-// run through link.Command(...). The in-process Ferry client cannot join
-// the client namespace, so that needs the ferry client as a process
-// (ferry cp -r -cc P, once it calls GetFiles): then runSmallFerry becomes
-// one runClient call like runSmallGCT's.
+// With Config.WANDelay the servers run in the server namespace of an
+// emulated WAN (internal/wan) and the clients in the client namespace,
+// so that every command and file pays the link's round trip.
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
-	"syscall"
-	"time"
+	"strings"
 
-	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/wan"
 )
 
-// SmallFiles is the many-small-files workload.
-const SmallFiles Workload = "smallfiles"
+// The many-small-files workloads.
+const (
+	SmallFiles   Workload = "smallfiles"    // download the tree
+	SmallFilesUp Workload = "smallfiles-up" // upload it
+)
 
 // Defaults of the smallfiles workload.
 const (
 	DefaultSmallFiles    = 10000
 	DefaultSmallFileSize = 16 << 10
 	smallDir             = "small"
-	smallBatch           = 250 // files a Ferry session takes from the queue at a time
 )
 
 // writeTree writes the smallfiles source tree once: Files files of
@@ -92,121 +89,69 @@ func (c *Config) smallFileSize() int64 {
 	return DefaultSmallFileSize
 }
 
-// runSmall makes one smallfiles run of impl with p sessions.
-func (r *runner) runSmall(ctx context.Context, impl Impl, p int) (Sample, error) {
+// small reports whether w is a smallfiles workload.
+func (w Workload) small() bool { return w == SmallFiles || w == SmallFilesUp }
+
+// runSmall makes one run of the smallfiles workload w with impl and p
+// sessions.
+func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sample, error) {
 	n, size := r.cfg.smallFiles(), r.cfg.smallFileSize()
-	s := Sample{Workload: SmallFiles, Impl: impl, P: p, Bytes: int64(n) * size}
-	srv, err := r.server(ctx, impl, SmallFiles)
+	s := Sample{Workload: w, Impl: impl, P: p, Bytes: int64(n) * size}
+	srv, err := r.server(ctx, impl, w)
 	if err != nil {
 		return s, err
 	}
 	if err := srv.alive(); err != nil {
 		return s, err
 	}
-	dest := filepath.Join(r.dest, fmt.Sprintf("small-%s-p%d", impl, p))
-	defer os.RemoveAll(dest)
+	tree := filepath.Join(r.served, smallDir)
+	url := "ftp://" + net.JoinHostPort(r.host(), itoa(srv.port))
+	var src, dest, check string
+	if w == SmallFiles {
+		dest = filepath.Join(r.dest, fmt.Sprintf("small-%s-p%d", impl, p))
+		check = dest
+		src = url + tree + "/"
+		if impl == Ferry {
+			// ferry serve's root is the served directory.
+			src = url + "/" + smallDir + "/"
+		}
+		dest = "file://" + dest + "/"
+	} else {
+		name := fmt.Sprintf("up-%s-p%d", impl, p)
+		check = filepath.Join(r.served, name)
+		src = "file://" + tree + "/"
+		dest = url + check + "/"
+		if impl == Ferry {
+			dest = url + "/" + name + "/"
+		}
+	}
+	defer os.RemoveAll(check)
+	var path string
+	var args []string
+	switch impl {
+	case GCT:
+		path, args = r.gctClient, []string{"-r", "-cd", "-cc", itoa(p), "-pp", "-fast", src, dest}
+	case Ferry:
+		path, args = r.cfg.Ferry, []string{"cp", "-q", "-r", "-cc", itoa(p), src, dest}
+	default:
+		return s, fmt.Errorf("bench: %s has no smallfiles run", impl)
+	}
+	path, args = r.in(wan.Client, path, args)
 	m, err := startMeter(srv, impl == GCT)
 	if err != nil {
 		return s, err
 	}
-	var cerr error
-	switch impl {
-	case GCT:
-		cerr = r.runSmallGCT(ctx, srv, p, dest, &s)
-	case Ferry:
-		cerr = r.runSmallFerry(ctx, srv, p, dest, &s)
-	default:
-		cerr = fmt.Errorf("bench: %s has no smallfiles run", impl)
-	}
+	u, _, cerr := runClient(ctx, r.cfg.Timeout, nil, path, args...)
 	s.ServerCPU, s.ServerRSS, err = m.end(ctx)
 	if cerr != nil {
-		return s, cerr
+		return s, errors.Join(cerr, srv.alive())
 	}
 	if err != nil {
 		return s, err
 	}
-	s.Gbps = gbps(s.Bytes, s.Wall)
-	return s, checkTree(dest, n, size)
-}
-
-func (r *runner) runSmallGCT(ctx context.Context, srv *server, p int, dest string, s *Sample) error {
-	src := "ftp://" + net.JoinHostPort("127.0.0.1", itoa(srv.port)) + filepath.Join(r.served, smallDir) + "/"
-	u, _, err := runClient(ctx, r.cfg.Timeout, nil, r.gctClient, "-r", "-cd", "-cc", itoa(p), "-pp", "-fast", src, "file://"+dest+"/")
-	if err != nil {
-		return err
-	}
 	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
-	return nil
-}
-
-// runSmallFerry downloads the tree with p sessions that take batches of
-// files from a shared queue, each batch one GetFiles call.
-func (r *runner) runSmallFerry(ctx context.Context, srv *server, p int, dest string, s *Sample) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	defer cancel()
-	if err := os.Mkdir(dest, 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	n := r.cfg.smallFiles()
-	queue := make(chan []client.Get, n/smallBatch+1)
-	var batch []client.Get
-	for i := range n {
-		name := smallName(i)
-		batch = append(batch, client.Get{Path: "/" + smallDir + "/" + name, Open: func() (io.WriterAt, error) {
-			return os.Create(filepath.Join(dest, name))
-		}})
-		if len(batch) == smallBatch || i == n-1 {
-			queue <- batch
-			batch = nil
-		}
-	}
-	close(queue)
-	addr := net.JoinHostPort("127.0.0.1", itoa(srv.port))
-	cpu0 := selfCPU()
-	start := time.Now()
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for k := range p {
-		wg.Go(func() { errs[k] = smallSession(ctx, addr, queue) })
-	}
-	wg.Wait()
-	s.Wall = time.Since(start)
-	s.ClientCPU, s.ClientRSS = selfCPU()-cpu0, rssUnknown
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// smallSession is one Ferry session of a smallfiles run.
-func smallSession(ctx context.Context, addr string, queue <-chan []client.Get) error {
-	c, err := client.Dial(ctx, addr, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Login(ctx, "anonymous", "bench@"); err != nil {
-		return err
-	}
-	for b := range queue {
-		for i, err := range c.GetFiles(ctx, b, nil) {
-			if err != nil {
-				return fmt.Errorf("bench: %s: %w", b[i].Path, err)
-			}
-		}
-	}
-	return nil
-}
-
-// selfCPU is this process's user + system time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	s.Gbps = gbps(s.Bytes, s.Wall)
+	return s, checkTree(check, n, size)
 }
 
 // checkTree checks that dir holds n files of size bytes.
@@ -225,4 +170,51 @@ func checkTree(dir string, n int, size int64) error {
 		}
 	}
 	return nil
+}
+
+// netnsHosts gives each namespace of the link an /etc/hosts of its own
+// ("ip netns exec" mounts /etc/netns/NS/hosts over /etc/hosts) that
+// names both ends and maps this machine's host name to the side's
+// address: GCT's server and client look up their own addresses and fail
+// when they cannot, and no DNS server is reachable there. The returned
+// function removes the files.
+func netnsHosts(l *wan.Link) (func(), error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var dirs []string
+	cleanup := func() {
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+	}
+	for _, s := range []wan.Side{wan.Client, wan.Server} {
+		dir := filepath.Join("/etc/netns", l.Namespace(s))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		dirs = append(dirs, dir)
+		hosts := fmt.Sprintf("127.0.0.1 localhost\n%s ferry-wan-client\n%s ferry-wan-server\n%s %s\n",
+			l.Addr(wan.Client), l.Addr(wan.Server), l.Addr(s), host)
+		if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	return cleanup, nil
+}
+
+// congestionControl reads the TCP congestion control of the link's client
+// namespace, for the report.
+func congestionControl(l *wan.Link) string {
+	cc := "?"
+	l.Do(wan.Client, func() error {
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
+			cc = strings.TrimSpace(string(b))
+		}
+		return nil
+	})
+	return cc
 }

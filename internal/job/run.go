@@ -313,7 +313,8 @@ func (st *run) work(ctx context.Context, w Worker, workers int) {
 		if len(ready) == 0 {
 			continue
 		}
-		if batches && len(ready) > 1 {
+		if batches {
+			// A batch of one still saves the data channel set-up.
 			for _, res := range bc.CopyBatch(ctx, ready, st.obs) {
 				st.finish(ctx, w, res, false)
 			}

@@ -176,9 +176,11 @@ func Start(ctx context.Context, cfg Config) (l *Link, err error) {
 	}
 	base := fmt.Sprintf("%s-%d-%d", cfg.Name, os.Getpid(), seq.Add(1))
 	l = &Link{cfg: cfg, ns: [2]string{Client: base + "-c", Server: base + "-s"}, fds: [2]int{-1, -1}}
+	// "return nil, err" has set l to nil by the time this runs.
+	link := l
 	defer func() {
 		if err != nil {
-			l.teardown()
+			link.teardown()
 			l = nil
 		}
 	}()

@@ -1,0 +1,443 @@
+package main
+
+// Pipelined batches for many-file jobs (issue 7): a worker hands the
+// small files of a batch to client.GetFiles or PutFiles on its session's
+// connection, so that a tree of small files costs no round trip per
+// file for downloads and one for uploads, instead of the several of a
+// transfer with its own data channel set-up. Large files, third-party
+// copies and local copies go one by one through the copier of cp.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/job"
+)
+
+// batchMaxSize is the largest file a batch takes: bigger ones go one by
+// one, with resume state on disk (resume.go), which a file re-copied
+// whole after a failure would miss.
+const batchMaxSize = 64 << 20
+
+// batchMaxPairs bounds the pairs a worker takes from the queue at once:
+// enough that a batch's start and drain (about a round trip each) are
+// rare, while the pipeline's window (client.DefaultWindow) bounds what is
+// in flight.
+const batchMaxPairs = 256
+
+// batchRetries is how many times the files of a batch that stopped early
+// (client.ErrBatchStopped: they never started) are tried again on a new
+// connection without -rst.
+const batchRetries = 2
+
+// progressEvery is the least time between two progress reports of a
+// file in a batch.
+const progressEvery = 200 * time.Millisecond
+
+// batchWorker is a cpWorker that pipelines batches (the default; -pp=false
+// turns it off).
+type batchWorker struct {
+	*cpWorker
+}
+
+var _ job.BatchCopier = batchWorker{}
+
+// batchable reports whether p can go into a pipelined batch, and in which
+// direction.
+func batchable(p job.Pair) (get, put bool) {
+	if p.Link != "" || p.Size > batchMaxSize {
+		return false, false
+	}
+	return !p.Src.Local() && p.Dst.Local(), p.Src.Local() && !p.Dst.Local()
+}
+
+// CopyBatch copies pairs of the same endpoints: the small downloads or
+// uploads in pipelined batches, the others one by one.
+func (w batchWorker) CopyBatch(ctx context.Context, pairs []job.Pair, obs job.Observer) []job.Result {
+	res := make([]job.Result, len(pairs))
+	var gets, puts []int
+	for i, p := range pairs {
+		res[i].Pair = p
+		switch get, put := batchable(p); {
+		case get:
+			gets = append(gets, i)
+		case put:
+			puts = append(puts, i)
+		}
+	}
+	if len(gets) > 0 {
+		w.runBatch(ctx, pairs, gets, true, obs, res)
+	}
+	if len(puts) > 0 {
+		w.runBatch(ctx, pairs, puts, false, obs, res)
+	}
+	for i, p := range pairs {
+		if get, put := batchable(p); get || put {
+			continue
+		}
+		obs.FileStarted(p, p.Size)
+		n, err := w.Copy(ctx, p, func(b int64) { obs.FileProgress(p, b) })
+		res[i].Bytes, res[i].Err = n, err
+		obs.FileDone(p, n, err)
+	}
+	return res
+}
+
+// batchItem is one file of a batch in flight.
+type batchItem struct {
+	idx  int // in the pairs of CopyBatch
+	pair job.Pair
+
+	started bool      // FileStarted was called; set by Open, read after Done
+	sink    *tempSink // download: where the bytes go
+	moved   atomic.Int64
+	last    atomic.Int64 // UnixNano of the last progress report
+}
+
+// report counts n bytes moved and reports the progress now and then.
+func (it *batchItem) report(obs job.Observer, n int) {
+	total := it.moved.Add(int64(n))
+	now := time.Now().UnixNano()
+	if last := it.last.Load(); now-last >= int64(progressEvery) && it.last.CompareAndSwap(last, now) {
+		obs.FileProgress(it.pair, total)
+	}
+}
+
+// runBatch copies the pairs at idx in batches on the worker's session of
+// the remote endpoint, writing their results into res. Files of a batch
+// that stopped early are tried again on a new connection (with -rst,
+// also the file whose failure stopped it); the others are final.
+func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, get bool, obs job.Observer, res []job.Result) {
+	remote := pairs[idx[0]].Src
+	if !get {
+		remote = pairs[idx[0]].Dst
+	}
+	s := w.c.session(w.loc(remote))
+	rounds := batchRetries
+	if w.c.flags.restart {
+		rounds = max(w.c.flags.retries, batchRetries)
+	}
+	opts := &client.BatchOptions{
+		Parallel:  max(w.c.flags.parallel, 1),
+		TCPBuffer: int(w.c.flags.tcpBuffer),
+		BlockSize: int(w.c.flags.blockSize),
+	}
+	wait := w.c.flags.interval
+	todo := idx
+	for round := 0; len(todo) > 0; round++ {
+		last := round >= rounds || ctx.Err() != nil
+		items := make([]*batchItem, len(todo))
+		for k, i := range todo {
+			items[k] = &batchItem{idx: i, pair: pairs[i]}
+		}
+		conn, err := s.Conn(ctx)
+		if err != nil {
+			err = &opError{what: "connect to " + w.loc(remote).String(), err: err}
+			for _, it := range items {
+				w.finishItem(it, 0, err, obs, res)
+			}
+			return
+		}
+		var mu sync.Mutex
+		var again []int
+		var verify []*batchItem
+		opts.Done = func(k int, err error) {
+			it := items[k]
+			err = w.settle(it, get, err)
+			if err != nil && !last && w.batchRetryable(it, err) {
+				mu.Lock()
+				again = append(again, it.idx)
+				mu.Unlock()
+				return
+			}
+			if err == nil && w.c.flags.verify {
+				mu.Lock()
+				verify = append(verify, it)
+				mu.Unlock()
+				return
+			}
+			w.finishItem(it, it.moved.Load(), err, obs, res)
+		}
+		if get {
+			gets := make([]client.Get, len(items))
+			for k, it := range items {
+				gets[k] = client.Get{Path: it.pair.Src.Path, Open: w.openGet(it, obs)}
+			}
+			conn.GetFiles(ctx, gets, opts)
+		} else {
+			puts := make([]client.Put, len(items))
+			for k, it := range items {
+				size := it.pair.Size
+				puts[k] = client.Put{Path: it.pair.Dst.Path, Size: max(size, 0), Open: w.openPut(it, obs)}
+			}
+			conn.PutFiles(ctx, puts, opts)
+		}
+		for _, it := range verify {
+			l, r := w.loc(it.pair.Dst), w.loc(it.pair.Src)
+			if !get {
+				l, r = w.loc(it.pair.Src), w.loc(it.pair.Dst)
+			}
+			err := w.c.verify(ctx, s, r, l.path, 0, -1)
+			w.finishItem(it, it.moved.Load(), err, obs, res)
+		}
+		todo = again
+		if len(todo) > 0 && w.c.flags.restart && round > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			wait = min(2*wait, time.Minute)
+		}
+	}
+}
+
+// batchRetryable reports whether a file's failure in a batch is worth
+// another try on a new connection: it never started because the batch
+// stopped; or, with -rst, as for single files (client.Session): network
+// trouble, a transient refusal (4xx), or a failure after data moved.
+// Local errors and permanent refusals before any data are final.
+func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
+	if errors.Is(err, client.ErrBatchStopped) {
+		return true
+	}
+	var re *client.ReplyError
+	var le *localError
+	switch {
+	case !w.c.flags.restart, errors.As(err, &le), errors.Is(err, context.Canceled), errors.Is(err, client.ErrBadCommand):
+		return false
+	case errors.As(err, &re):
+		return re.Reply.Code/100 == 4 || it.moved.Load() > 0
+	}
+	return true
+}
+
+// finishItem records a file's result and tells the observer.
+func (w batchWorker) finishItem(it *batchItem, n int64, err error, obs job.Observer, res []job.Result) {
+	if !it.started {
+		obs.FileStarted(it.pair, it.pair.Size)
+	}
+	res[it.idx].Bytes, res[it.idx].Err = n, err
+	obs.FileDone(it.pair, n, err)
+}
+
+// settle finishes a file's local end once its transfer ended with err:
+// a download is renamed into place or removed; an upload's source is
+// checked for changes while it was read. It returns the file's error.
+func (w batchWorker) settle(it *batchItem, get bool, err error) error {
+	if get {
+		if it.sink == nil && err == nil {
+			// A started file always opens its sink; be safe anyway.
+			var oerr error
+			if it.sink, oerr = openTempSink(it.pair.Dst.Path); oerr != nil {
+				return &localError{err: oerr}
+			}
+		}
+		if it.sink != nil {
+			if err == nil {
+				if cerr := it.sink.commit(); cerr != nil {
+					return &localError{err: fmt.Errorf("write %s: %w", it.pair.Dst.Path, cerr)}
+				}
+			} else {
+				it.sink.abort()
+			}
+			it.sink = nil
+		}
+		if err != nil {
+			return &opError{what: "download " + w.loc(it.pair.Src).String(), err: err}
+		}
+		return nil
+	}
+	if err != nil {
+		return &opError{what: "upload to " + w.loc(it.pair.Dst).String(), err: err}
+	}
+	return sourceChanged(it.pair)
+}
+
+// sourceChanged reports a local source whose size or modification time
+// differ from the plan's: it was written to while it was read.
+func sourceChanged(p job.Pair) error {
+	if !p.Src.Local() || p.Size < 0 {
+		return nil
+	}
+	fi, err := os.Stat(p.Src.Path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the source changed while it was copied: %w", err)
+	case fi.Size() != p.Size || !fi.ModTime().Equal(p.ModTime):
+		return fmt.Errorf("the source changed while it was copied (size %d, now %d); copy it again", p.Size, fi.Size())
+	}
+	return nil
+}
+
+// openGet returns the Open of a download: a temporary file beside the
+// destination.
+func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterAt, error) {
+	return func() (io.WriterAt, error) {
+		it.started = true
+		obs.FileStarted(it.pair, it.pair.Size)
+		s, err := openTempSink(it.pair.Dst.Path)
+		if err != nil {
+			return nil, &localError{err: err}
+		}
+		it.sink = s
+		return &countingWriter{s: s, it: it, obs: obs}, nil
+	}
+}
+
+// openPut returns the Open of an upload: the source, unless it changed
+// since it was planned (its bytes would not match the size announced).
+func (w batchWorker) openPut(it *batchItem, obs job.Observer) func() (io.ReaderAt, error) {
+	return func() (io.ReaderAt, error) {
+		it.started = true
+		obs.FileStarted(it.pair, it.pair.Size)
+		f, err := os.Open(it.pair.Src.Path)
+		if err != nil {
+			return nil, &localError{err: err}
+		}
+		fi, err := f.Stat()
+		if err == nil && it.pair.Size >= 0 && fi.Size() != it.pair.Size {
+			err = fmt.Errorf("the source changed since it was listed (size %d, now %d); copy it again", it.pair.Size, fi.Size())
+		}
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file", it.pair.Src.Path)
+		}
+		if err != nil {
+			f.Close()
+			return nil, &localError{err: err}
+		}
+		return &countingReader{f: f, it: it, obs: obs}, nil
+	}
+}
+
+// countingWriter counts a download's bytes for the observer.
+type countingWriter struct {
+	s   *tempSink
+	it  *batchItem
+	obs job.Observer
+}
+
+func (c *countingWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := c.s.f.WriteAt(p, off)
+	c.it.report(c.obs, n)
+	return n, err
+}
+
+// Close closes the file (synced if it replaces one); settle renames it.
+func (c *countingWriter) Close() error { return c.s.close() }
+
+// countingReader counts an upload's bytes for the observer.
+type countingReader struct {
+	f   *os.File
+	it  *batchItem
+	obs job.Observer
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.f.ReadAt(p, off)
+	c.it.report(c.obs, n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.f.Close() }
+
+// localError is a failure of the local file system: no retry helps.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
+// tempSink is a download written under a temporary name beside its
+// destination (.NAME.ferry-RANDOM) and renamed into place once complete,
+// so that neither a failure nor a crash of ferry leaves a partial file
+// under the destination's name. It needs no resume state: a small file
+// that failed is copied again whole.
+type tempSink struct {
+	f       *os.File
+	temp    string
+	final   string
+	replace bool // an existing file is replaced: synced before the rename
+
+	closed bool
+	err    error // of close
+}
+
+// openTempSink opens the temporary file of a download to final. An
+// existing regular file keeps its permission bits.
+func openTempSink(final string) (*tempSink, error) {
+	fi, err := os.Stat(final)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory", final)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", final)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	dir, base := filepath.Split(final)
+	var f *os.File
+	for range 10 {
+		name := filepath.Join(dir, "."+base+".ferry-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36))
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &tempSink{f: f, temp: f.Name(), final: final, replace: fi != nil}
+	if s.replace {
+		if err := f.Chmod(fi.Mode().Perm()); err != nil {
+			s.abort()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// close closes the file, first syncing it if it replaces one (so that a
+// crash after the rename cannot leave an empty file where a complete one
+// was).
+func (s *tempSink) close() error {
+	if s.closed {
+		return s.err
+	}
+	s.closed = true
+	if s.replace {
+		s.err = s.f.Sync()
+	}
+	if err := s.f.Close(); s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// commit renames the complete file into place.
+func (s *tempSink) commit() error {
+	err := s.close()
+	if err == nil {
+		err = os.Rename(s.temp, s.final)
+	}
+	if err != nil {
+		os.Remove(s.temp)
+	}
+	return err
+}
+
+// abort drops the file.
+func (s *tempSink) abort() {
+	s.close()
+	os.Remove(s.temp)
+}
