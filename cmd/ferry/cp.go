@@ -389,8 +389,15 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		return err
 	}
 	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi}}
-	if f.progress && !f.quiet {
-		c.progress = newProgressPrinter(e.stderr)
+	// -vb reports progress anywhere; on a terminal a live display is
+	// shown anyway (without the line per data connection unless -vb).
+	if tty, _ := terminal(e.stderr); !f.quiet && (f.progress || tty) {
+		c.progress = newProgressPrinterStreams(e.stderr, f.progress)
+		size := int64(-1)
+		if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		c.progress.begin(path.Base(src.path), size)
 	}
 	start := time.Now()
 	n, err := c.copy(ctx, src, dst)

@@ -82,10 +82,16 @@ type progressPrinter struct {
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
+	return newProgressPrinterStreams(w, true)
+}
+
+// newProgressPrinterStreams is newProgressPrinter with the live display's
+// line per data connection on or off (ferry cp shows them with -vb).
+func newProgressPrinterStreams(w io.Writer, streams bool) *progressPrinter {
 	now := time.Now()
 	p := &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1}
 	if tty, width := terminal(w); tty {
-		p.live = progress.New(progress.Options{Out: w, Live: true, Width: width, Streams: true})
+		p.live = progress.New(progress.Options{Out: w, Live: true, Width: width, Streams: streams})
 		p.live.Start()
 	}
 	return p

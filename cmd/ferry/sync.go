@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 func init() {
@@ -412,6 +413,7 @@ type jobObserver struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 	pp     *progressPrinter
+	live   *progress.Display // on a terminal, unless -q or -json
 
 	mu      sync.Mutex
 	done    int64            // bytes of finished files; guarded by mu
@@ -423,7 +425,13 @@ func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *job
 	if jf.json {
 		o.enc = json.NewEncoder(e.stdout)
 	}
-	if f.progress && !f.quiet {
+	tty, _ := terminal(e.stderr)
+	switch {
+	case tty && !f.quiet && !jf.json:
+		o.live = newProgressDisplay(e.stderr, f.progress, false)
+		o.live.AddTotal(int64(files), bytes)
+		o.live.Start()
+	case f.progress && !f.quiet:
 		o.pp = newProgressPrinter(e.stderr)
 		o.ticker = time.NewTicker(time.Second)
 		o.wg.Go(func() {
@@ -440,6 +448,15 @@ func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *job
 	return o
 }
 
+// liveName is a file's key in the live display: its source path (or its
+// destination's when it has no source), cheap to make for every event.
+func liveName(p job.Pair) string {
+	if p.Src.Path != "" {
+		return p.Src.Path
+	}
+	return p.Dst.Path
+}
+
 // stop ends the -vb reports.
 func (o *jobObserver) stop() {
 	o.once.Do(func() {
@@ -448,6 +465,9 @@ func (o *jobObserver) stop() {
 			o.ticker.Stop()
 		}
 		o.wg.Wait()
+		if o.live != nil {
+			o.live.Close()
+		}
 		if o.pp != nil {
 			o.pp.update(client.Progress{Bytes: o.total()})
 			o.pp.done()
@@ -472,12 +492,18 @@ type runKey struct{ src, dst job.Loc }
 func pairKey(p job.Pair) runKey { return runKey{p.Src, p.Dst} }
 
 func (o *jobObserver) FileStarted(p job.Pair, size int64) {
+	if o.live != nil {
+		o.live.FileStarted(liveName(p), size)
+	}
 	o.mu.Lock()
 	o.running[pairKey(p)] = 0
 	o.mu.Unlock()
 }
 
 func (o *jobObserver) FileProgress(p job.Pair, bytes int64) {
+	if o.live != nil {
+		o.live.FileProgress(liveName(p), bytes)
+	}
 	o.mu.Lock()
 	if _, ok := o.running[pairKey(p)]; ok {
 		o.running[pairKey(p)] = bytes
@@ -486,6 +512,9 @@ func (o *jobObserver) FileProgress(p job.Pair, bytes int64) {
 }
 
 func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
+	if o.live != nil {
+		o.live.FileDone(liveName(p), bytes, err)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.running, pairKey(p))
