@@ -190,8 +190,8 @@ func runShellPTY(t *testing.T, args ...string) (p *pty, done <-chan struct{}, co
 
 // TestShellPTY drives ferry shell through a pseudo-terminal against
 // Ferry's server: completion of remote and local names (with spaces),
-// ambiguous completion, get and put, errors that keep the shell alive,
-// history.
+// ambiguous completion, get and put, mget's live display, errors that
+// keep the shell alive, history.
 func TestShellPTY(t *testing.T) {
 	srv := startFerrySrv(t)
 	report := randomData(t, 100_000)
@@ -244,6 +244,25 @@ func TestShellPTY(t *testing.T) {
 	p.send(t, "ls sub/u\t")
 	mark = p.expect(t, mark, `ls sub/upload\ me.dat `)
 	p.send(t, "\r")
+
+	// mget runs through the job runner with one live display for all
+	// files: the files-done line, then the summary.
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(srv.dir, fmt.Sprintf("big%d.bin", i)), make([]byte, 12<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.slow.Store(true)
+	p.send(t, "mget -cc 2 big*\r")
+	mark = p.expect(t, mark, "/3 files] ")
+	mark = p.expect(t, mark, " / 12.0 MiB  ")
+	mark = p.expect(t, mark, "3 files, 37748736 bytes in ")
+	srv.slow.Store(false)
+	for i := range 3 {
+		if fi, err := os.Stat(filepath.Join(local, fmt.Sprintf("big%d.bin", i))); err != nil || fi.Size() != 12<<20 {
+			t.Errorf("big%d.bin: %v", i, err)
+		}
+	}
 
 	// Errors print the server's reply and the shell goes on.
 	p.send(t, "get nothing.here\r")
@@ -477,5 +496,89 @@ func TestShellInterruptPTY(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no exit; output %q", p.output()[mark:])
+	}
+}
+
+// TestShellJobs runs the many-file commands through the job runner
+// against both servers: wildcards in directory names, -cd, -cc, a tree
+// into missing parents, and per-file failures that leave the other files
+// copied and make the command's error count them.
+func TestShellJobs(t *testing.T) {
+	for _, srvName := range []string{"ferry", "gct"} {
+		t.Run(srvName, func(t *testing.T) {
+			var dir, url, remoteDir string // remoteDir: dir as the server names it
+			if srvName == "gct" {
+				s := startGCT(t)
+				dir, url, remoteDir = s.dir, s.url, s.dir
+			} else {
+				s := startFerrySrv(t)
+				dir, url = s.dir, s.url+"/"
+			}
+			remote := map[string][]byte{
+				"a.txt": []byte("a"), "b.txt": []byte("bb"), "c.txt": randomData(t, 40_000),
+				"d1/one.bin": randomData(t, 30_000), "d2/two.bin": []byte("two"), "d2/skip.log": []byte("no"),
+			}
+			for _, d := range []string{"d1", "d2", "up2.dat"} {
+				mkdirServed(t, filepath.Join(dir, d))
+			}
+			for name, data := range remote {
+				writeServed(t, filepath.Join(dir, filepath.FromSlash(name)), data)
+			}
+			local := t.TempDir()
+			// A local directory where b.txt would land: its download fails.
+			if err := os.MkdirAll(filepath.Join(local, "b.txt", "keep"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tree := map[string][]byte{"tree/top": []byte("top"), "tree/in/deep": randomData(t, 20_000)}
+			for name, data := range map[string][]byte{"up1.dat": []byte("u1"), "up2.dat": []byte("u2"), "tree/top": tree["tree/top"], "tree/in/deep": tree["tree/in/deep"]} {
+				p := filepath.Join(local, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := strings.Join([]string{
+				"lcd " + local,
+				"mget -cc 2 *.txt",
+				"mput up*.dat",
+				"get -cd 'd*/*.bin' out/deep/",
+				"put -r -cc 3 tree a/b/c",
+				"get nothing*",
+			}, "\n") + "\n"
+			r := ferry(t, []byte(script), "shell", url)
+			if r.code != 1 || !strings.Contains(r.stderr, "3 command(s) failed") {
+				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			for _, want := range []string{"\nmget b.txt: ", "\nmget: 1 of 3 failed\n", "\nmput up2.dat: ", "\nmput: 1 of 2 failed\n", "get: " + remoteDir + "/nothing*: no match\n"} {
+				if !strings.Contains("\n"+r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			for _, want := range []string{"2 files, 40001 bytes, 1 failed\n", "1 files, 2 bytes, 1 failed\n", "2 files, 30003 bytes\n", "2 files, 20003 bytes\n"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+				}
+			}
+			checks := map[string][]byte{
+				filepath.Join(local, "a.txt"):                   remote["a.txt"],
+				filepath.Join(local, "c.txt"):                   remote["c.txt"],
+				filepath.Join(local, "out", "deep", "one.bin"):  remote["d1/one.bin"],
+				filepath.Join(local, "out", "deep", "two.bin"):  remote["d2/two.bin"],
+				filepath.Join(dir, "up1.dat"):                   []byte("u1"),
+				filepath.Join(dir, "a", "b", "c", "top"):        tree["tree/top"],
+				filepath.Join(dir, "a", "b", "c", "in", "deep"): tree["tree/in/deep"],
+			}
+			for p, want := range checks {
+				if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(local, "b.txt", "keep")); err != nil || !fi.IsDir() {
+				t.Errorf("the failed download touched b.txt/: %v", err)
+			}
+			assertNoTemp(t, local)
+		})
 	}
 }
