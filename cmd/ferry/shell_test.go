@@ -31,10 +31,25 @@ func TestSplitWords(t *testing.T) {
 		{`get x"y z"w`, []string{"get", "xy zw"}, false},
 		{`get "open`, nil, true},
 		{`get end\`, nil, true},
+		{`get 'a b`, nil, true},
+		{`get a"b`, nil, true},
+		{`get "x\\"`, []string{"get", `x\`}, false},
+		{`get a\ `, []string{"get", "a "}, false},
+		{`get '' b`, []string{"get", "", "b"}, false},
+		{"get \"a\tb\" \"it's\"", []string{"get", "a\tb", "it's"}, false},
+		{`get -cc 4 'd*/x'`, []string{"get", "-cc", "4", "d*/x"}, false},
+		{"", nil, false},
+		{" \t ", nil, false},
 	} {
 		got, err := splitWords(tc.in)
-		if (err != nil) != tc.bad || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+		if (err != nil) != tc.bad || strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
 			t.Errorf("splitWords(%q) = %q, %v", tc.in, got, err)
+		}
+		// The completer's view of the same line agrees on the last word.
+		if !tc.bad && len(tc.want) > 0 && !strings.HasSuffix(tc.in, " ") && !strings.HasSuffix(tc.in, "\t") {
+			if _, word, index := partialWord(tc.in); word != tc.want[len(tc.want)-1] || index != len(tc.want)-1 {
+				t.Errorf("partialWord(%q) = %q, %d", tc.in, word, index)
+			}
 		}
 	}
 }
@@ -53,6 +68,12 @@ func TestPartialWordAndEscape(t *testing.T) {
 		{`get "my fi`, 4, "my fi", 1},
 		{`get 'a b' c`, 10, "c", 2},
 		{`put x y\`, 6, "y", 2},
+		{`put x \`, 6, "", 2},
+		{`get 'open quo`, 4, "open quo", 1},
+		{`get "a b" c\ d`, 10, "c d", 2},
+		{"get a\t", 6, "", 2},
+		{`get -cc 4 su`, 10, "su", 3},
+		{`get x"y z`, 4, "xy z", 1},
 	} {
 		start, word, index := partialWord(tc.head)
 		if start != tc.start || word != tc.word || index != tc.index {
@@ -65,6 +86,27 @@ func TestPartialWordAndEscape(t *testing.T) {
 			t.Errorf("escapeWord(%q) = %q splits to %q, %v", s, escapeWord(s), w, err)
 		}
 	}
+}
+
+// FuzzScanWords checks that escaped words split back to themselves and
+// that the completer sees the last one.
+func FuzzScanWords(f *testing.F) {
+	f.Add("a b", `q"uo'te`)
+	f.Add(`back\slash`, "tab\there")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a == "" || b == "" {
+			return
+		}
+		line := escapeWord(a) + " " + escapeWord(b)
+		w, err := splitWords(line)
+		if err != nil || len(w) != 2 || w[0] != a || w[1] != b {
+			t.Fatalf("splitWords(%q) = %q, %v", line, w, err)
+		}
+		start, word, index := partialWord(line)
+		if start != len(escapeWord(a))+1 || word != b || index != 1 {
+			t.Fatalf("partialWord(%q) = %d %q %d", line, start, word, index)
+		}
+	})
 }
 
 // pty is the master side of a pseudo-terminal whose output is collected.
