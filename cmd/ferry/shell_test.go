@@ -225,6 +225,9 @@ func runShellPTY(t *testing.T, args ...string) (p *pty, done <-chan struct{}, co
 	}()
 	t.Cleanup(func() {
 		cancel()
+		// A shell waiting for keys ends when the terminal goes away
+		// (a failed test left it at its prompt).
+		p.master.Close()
 		<-ch
 	})
 	return p, ch, code
@@ -338,6 +341,73 @@ func TestShellPTY(t *testing.T) {
 	h, err := os.ReadFile(hist)
 	if err != nil || !strings.Contains(string(h), "get report\\ 2024.txt \n") || !strings.Contains(string(h), "pwd\n") {
 		t.Errorf("history file %q, %v", h, err)
+	}
+}
+
+// TestShellPTYGCT drives ferry shell through a pseudo-terminal against
+// GCT's server: Tab completes a remote file name with a space and a
+// remote directory (also for cd), and the completed get and put copy.
+func TestShellPTYGCT(t *testing.T) {
+	srv := startGCT(t)
+	report := randomData(t, 80_000)
+	inner := []byte("inner\n")
+	writeServed(t, filepath.Join(srv.dir, "gct report.txt"), report)
+	mkdirServed(t, filepath.Join(srv.dir, "subdir"))
+	writeServed(t, filepath.Join(srv.dir, "subdir", "inner.dat"), inner)
+	local := t.TempDir()
+	upload := randomData(t, 60_000)
+	if err := os.WriteFile(filepath.Join(local, "upload.dat"), upload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p, done, code := runShellPTY(t, "-history", "none", srv.url)
+	mark := p.expect(t, 0, "ferry 127.0.0.1:"+srv.dir+"> ")
+	p.send(t, "lcd "+escapeWord(local)+"\r")
+	mark = p.expect(t, mark, "local directory: "+local)
+
+	// A remote file name with a space.
+	p.send(t, "get gct\t")
+	mark = p.expect(t, mark, `get gct\ report.txt `)
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "gct report.txt"), report)
+	mark = p.expect(t, mark, "gct report.txt: 80000 bytes in ")
+
+	// A remote directory gets its '/', then the file in it.
+	p.send(t, "get subd\t")
+	mark = p.expect(t, mark, "get subdir/")
+	p.send(t, "in\t")
+	mark = p.expect(t, mark, "get subdir/inner.dat ")
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "inner.dat"), inner)
+
+	// A local name, then the remote directory as the destination.
+	p.send(t, "put upl\t")
+	mark = p.expect(t, mark, "put upload.dat ")
+	p.send(t, "sub\t")
+	mark = p.expect(t, mark, "put upload.dat subdir/")
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(srv.dir, "subdir", "upload.dat"), upload)
+
+	// cd completes directories only.
+	p.send(t, "cd s\t")
+	mark = p.expect(t, mark, "cd subdir/")
+	p.send(t, "\r")
+	// The prompt is long: the editor shows its end.
+	mark = p.expect(t, mark, srv.dir[len(srv.dir)-8:]+"/subdir> ")
+	// The upload dropped the cached listing: the new file completes.
+	p.send(t, "ls up\t")
+	mark = p.expect(t, mark, "ls upload.dat ")
+	p.send(t, "\r")
+	mark = p.expect(t, mark, "upload.dat\r\n")
+
+	p.send(t, "\x04")
+	select {
+	case <-done:
+		if *code != 0 {
+			t.Errorf("exit %d; output:\n%s", *code, p.output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the shell did not end on Ctrl-D; output:\n%s", p.output()[mark:])
 	}
 }
 
