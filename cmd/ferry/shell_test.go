@@ -575,8 +575,9 @@ func TestProgressLivePTY(t *testing.T) {
 	}
 }
 
-// TestShellInterruptPTY stops a slow download with Ctrl-C: the shell
-// stays, leaves no partial file, and reconnects for the next command.
+// TestShellInterruptPTY stops a slow download, and a slow mget, with
+// Ctrl-C: the shell stays, leaves no partial file, and reconnects for the
+// next command.
 func TestShellInterruptPTY(t *testing.T) {
 	srv := startFerrySrv(t)
 	if err := os.WriteFile(filepath.Join(srv.dir, "slow.bin"), make([]byte, 64<<20), 0o644); err != nil {
@@ -597,6 +598,17 @@ func TestShellInterruptPTY(t *testing.T) {
 	assertNoTemp(t, local)
 	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
 		t.Errorf("partial download left: %v", err)
+	}
+	// The same through the job runner (mget): one Ctrl-C stops it all.
+	srv.slow.Store(true)
+	p.send(t, "mget slow.bin\r")
+	mark = p.expect(t, mark, "[0/1 files]")
+	p.send(t, "\x03")
+	mark = p.expect(t, mark, "mget: interrupted")
+	srv.slow.Store(false)
+	assertNoTemp(t, local)
+	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
+		t.Errorf("partial mget left: %v", err)
 	}
 	p.send(t, "ls\r")
 	mark = p.expect(t, mark, "slow.bin\r\n")

@@ -121,6 +121,10 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 		line += fmt.Sprintf(", %d failed", n)
 	}
 	fmt.Fprintln(s.env.stdout, line)
+	if ctx.Err() != nil {
+		// Interrupted: the files not copied all fail for that reason.
+		return context.Cause(ctx)
+	}
 	failed := slices.Clone(sum.Failed)
 	slices.SortStableFunc(failed, func(a, b job.Result) int {
 		return strings.Compare(s.pairName(a.Pair), s.pairName(b.Pair))
@@ -128,9 +132,6 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 	for _, f := range failed {
 		problems = append(problems, f.Err)
 		fmt.Fprintf(s.env.stderr, "%s %s: %s\n", cmd, s.pairName(f.Pair), reason(f.Err))
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
 	}
 	return failures(problems, len(problems)+sum.Files)
 }
