@@ -23,6 +23,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/lineedit"
 	"github.com/ferrygrid/ferry/internal/progress"
 )
@@ -38,13 +39,6 @@ func init() {
 
 // shellHistoryMax bounds the lines kept in memory and in the history file.
 const shellHistoryMax = 1000
-
-// maxWalk bounds the entries get -r and put -r visit, and maxDepth their
-// depth, so that a loop of links or a huge tree cannot run away.
-const (
-	maxWalk  = 1_000_000
-	maxDepth = 64
-)
 
 // shellCmd is one command of the shell.
 type shellCmd struct {
@@ -74,10 +68,10 @@ func init() {
 		{"cd", "[DIR]", "change the remote directory (no DIR: the login directory)", [2]compKind{compRemoteDir, compNone}, (*shell).cmdCd},
 		{"pwd", "", "print the remote directory", [2]compKind{}, (*shell).cmdPwd},
 		{"ls", "[-l] [-a] [PATH|PATTERN]", "list a remote directory; -l long form, -a also dot files", [2]compKind{compRemote, compRemote}, (*shell).cmdLs},
-		{"get", "[-r] REMOTE [LOCAL]", "download a file (-r a directory tree)", [2]compKind{compRemote, compLocal}, (*shell).cmdGet},
-		{"put", "[-r] LOCAL [REMOTE]", "upload a file (-r a directory tree)", [2]compKind{compLocal, compRemote}, (*shell).cmdPut},
-		{"mget", "PATTERN...", "download the remote files matching the patterns", [2]compKind{compRemote, compRemote}, (*shell).cmdMget},
-		{"mput", "PATTERN...", "upload the local files matching the patterns", [2]compKind{compLocal, compLocal}, (*shell).cmdMput},
+		{"get", "[-r] [-cd] [-cc N] REMOTE [LOCAL]", "download files: -r trees, wildcards, -cd makes parents, -cc N at once", [2]compKind{compRemote, compLocal}, (*shell).cmdGet},
+		{"put", "[-r] [-cd] [-cc N] LOCAL [REMOTE]", "upload files: -r trees, wildcards, -cd makes parents, -cc N at once", [2]compKind{compLocal, compRemote}, (*shell).cmdPut},
+		{"mget", "[-r] [-cc N] PATTERN...", "download the remote files matching the patterns here", [2]compKind{compRemote, compRemote}, (*shell).cmdMget},
+		{"mput", "[-r] [-cc N] PATTERN...", "upload the local files matching the patterns there", [2]compKind{compLocal, compLocal}, (*shell).cmdMput},
 		{"mkdir", "[-p] DIR...", "create remote directories (-p with parents)", [2]compKind{compRemoteDir, compRemoteDir}, (*shell).cmdMkdir},
 		{"rmdir", "DIR...", "remove empty remote directories", [2]compKind{compRemoteDir, compRemoteDir}, (*shell).cmdRmdir},
 		{"rm", "FILE|PATTERN...", "remove remote files", [2]compKind{compRemote, compRemote}, (*shell).cmdRm},
@@ -96,8 +90,12 @@ func init() {
 
 func shellHelpText() string {
 	var b strings.Builder
+	w := 0
 	for _, c := range shellCmds {
-		fmt.Fprintf(&b, "  %-6s %-24s %s\n", c.name, c.args, c.help)
+		w = max(w, len(c.args))
+	}
+	for _, c := range shellCmds {
+		fmt.Fprintf(&b, "  %-6s %-*s %s\n", c.name, w, c.args, c.help)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
@@ -129,6 +127,9 @@ type shell struct {
 	// 1 the transfers use MODE E.
 	parallel int
 	verbose  bool // -vb: per-stream progress
+	// workers is the number of files many-file commands copy at once
+	// (-cc); zero means job.DefaultWorkers.
+	workers int
 	// interactiveMode is set on a terminal: transfers report their
 	// size, time and rate.
 	interactiveMode bool
@@ -161,6 +162,7 @@ func runShell(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["shell"], e)
 	parallel := fs.Int("p", 1, "data connections per transfer (above 1: MODE E)")
 	verbose := fs.Bool("vb", false, "show the progress of each data connection during transfers")
+	workers := fs.Int("cc", 0, fmt.Sprintf("files that get -r, put -r, mget and mput copy at once, each with its own session; 0: %d", job.DefaultWorkers))
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
 	historyFile := fs.String("history", "", "history file (default ~/.ferry_history; \"none\" keeps no file)")
 	stopOnError := fs.Bool("e", false, "script mode: stop at the first failing command")
@@ -182,6 +184,9 @@ func runShell(ctx context.Context, e *env, args []string) error {
 	if *parallel < 1 || *parallel > 64 {
 		return usagef("-p must be 1 to 64")
 	}
+	if *workers < 0 || *workers > maxShellWorkers {
+		return usagef("-cc must be 0 to %d", maxShellWorkers)
+	}
 	if fs.NArg() > 1 {
 		return usagef("want at most one URL")
 	}
@@ -190,7 +195,7 @@ func runShell(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	s := &shell{env: e, opts: clientOptions{active: *active, gsi: &g}, parallel: *parallel,
-		verbose: *verbose, lcwd: lcwd, listings: map[string]listing{}}
+		verbose: *verbose, workers: *workers, lcwd: lcwd, listings: map[string]listing{}}
 	defer s.disconnect(ctx)
 	if fs.NArg() == 1 {
 		loc, err := parseLocation(fs.Arg(0))
@@ -457,20 +462,49 @@ func (s *shell) lpath(p string) string {
 	return filepath.Join(s.lcwd, p)
 }
 
-// flags splits leading "-x" options off args; allowed lists the letters.
-func shellFlags(args []string, allowed string) (map[byte]bool, []string, error) {
-	set := map[byte]bool{}
+// shellOpts are the leading options of a command: single letters, which
+// may be grouped ("-la"), and whole words ("-cd"), some with a value
+// ("-cc 4"). Each set option maps to its value, "" for a switch.
+type shellOpts map[string]string
+
+func (o shellOpts) has(name string) bool {
+	_, ok := o[name]
+	return ok
+}
+
+// parseShellOpts splits the leading options off args. letters lists the
+// one-letter switches; words the word options, those ending in "=" taking
+// the next argument as their value. "--" ends the options.
+func parseShellOpts(args []string, letters string, words ...string) (shellOpts, []string, error) {
+	set := shellOpts{}
+next:
 	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
-		if args[0] == "--" {
-			return set, args[1:], nil
-		}
-		for i := 1; i < len(args[0]); i++ {
-			if strings.IndexByte(allowed, args[0][i]) < 0 {
-				return nil, nil, fmt.Errorf("unknown option -%c", args[0][i])
-			}
-			set[args[0][i]] = true
-		}
+		a := args[0]
 		args = args[1:]
+		if a == "--" {
+			break
+		}
+		for _, w := range words {
+			name, valued := strings.CutSuffix(w, "=")
+			if a[1:] != name {
+				continue
+			}
+			if valued {
+				if len(args) == 0 {
+					return nil, nil, fmt.Errorf("option -%s wants a value", name)
+				}
+				set[name], args = args[0], args[1:]
+			} else {
+				set[name] = ""
+			}
+			continue next
+		}
+		for i := 1; i < len(a); i++ {
+			if strings.IndexByte(letters, a[i]) < 0 {
+				return nil, nil, fmt.Errorf("unknown option -%c", a[i])
+			}
+			set[a[i:i+1]] = ""
+		}
 	}
 	return set, args, nil
 }
@@ -510,7 +544,7 @@ func (s *shell) cmdPwd(ctx context.Context, _ []string, _ string) error {
 }
 
 func (s *shell) cmdLs(ctx context.Context, args []string, _ string) error {
-	fl, args, err := shellFlags(args, "la")
+	fl, args, err := parseShellOpts(args, "la")
 	if err != nil {
 		return err
 	}
@@ -552,12 +586,12 @@ func (s *shell) cmdLs(ctx context.Context, args []string, _ string) error {
 			}
 			fmt.Fprintf(s.env.stdout, "%s:\n", a)
 		}
-		if !fl['a'] {
+		if !fl.has("a") {
 			entries = slices.DeleteFunc(entries, func(e client.Entry) bool { return strings.HasPrefix(e.Name, ".") })
 		}
 		slices.SortFunc(entries, func(a, b client.Entry) int { return strings.Compare(a.Name, b.Name) })
 		for _, en := range entries {
-			printEntry(s.env.stdout, en, fl['l'])
+			printEntry(s.env.stdout, en, fl.has("l"))
 		}
 	}
 	return nil
@@ -594,7 +628,7 @@ func (s *shell) remoteGlob(ctx context.Context, pattern string, onlyFiles bool) 
 }
 
 func (s *shell) cmdGet(ctx context.Context, args []string, _ string) error {
-	fl, args, err := shellFlags(args, "r")
+	o, args, err := parseShellOpts(args, "r", jobOptions...)
 	if err != nil {
 		return err
 	}
@@ -605,26 +639,28 @@ func (s *shell) cmdGet(ctx context.Context, args []string, _ string) error {
 	if err != nil {
 		return err
 	}
+	if o.has("r") || o.has("cd") || hasGlob(args[0]) {
+		dst := s.lcwd + string(filepath.Separator)
+		if len(args) == 2 {
+			dst = s.lpathDir(args[1])
+		}
+		return s.runJob(ctx, "get", false, o, []string{s.rpathDir(args[0])}, dst)
+	}
 	src := s.rpath(args[0])
 	st, err := c.Stat(ctx, src)
 	if err != nil {
 		return err
 	}
-	base := path.Base(strings.TrimSuffix(src, "/"))
+	if isDirType(st.Type) {
+		return fmt.Errorf("%s is a directory (use get -r)", args[0])
+	}
+	base := path.Base(src)
 	dst := s.lpath(base)
 	if len(args) == 2 {
 		dst = s.lpath(args[1])
 		if fi, err := os.Stat(dst); err == nil && fi.IsDir() || strings.HasSuffix(args[1], "/") {
 			dst = filepath.Join(dst, base)
 		}
-	}
-	if isDirType(st.Type) {
-		if !fl['r'] {
-			return fmt.Errorf("%s is a directory (use get -r)", args[0])
-		}
-		files, bytes, err := s.getTree(ctx, src, dst)
-		fmt.Fprintf(s.env.stdout, "%d files, %d bytes\n", files, bytes)
-		return err
 	}
 	_, err = s.getFile(ctx, src, dst, st.Size)
 	return err
@@ -667,54 +703,8 @@ func (s *shell) getFile(ctx context.Context, src, dst string, size int64) (int64
 	return n, nil
 }
 
-// getTree downloads the remote directory src into the local directory dst.
-func (s *shell) getTree(ctx context.Context, src, dst string) (files, bytes int64, err error) {
-	visited := 0
-	var walk func(src, dst string, depth int) error
-	walk = func(src, dst string, depth int) error {
-		if depth > maxDepth {
-			return fmt.Errorf("%s: deeper than %d levels", src, maxDepth)
-		}
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return err
-		}
-		entries, err := s.conn.List(ctx, src)
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(entries, func(a, b client.Entry) int { return strings.Compare(a.Name, b.Name) })
-		for _, e := range entries {
-			if visited++; visited > maxWalk {
-				return fmt.Errorf("more than %d entries", maxWalk)
-			}
-			if e.Name == "" || strings.ContainsAny(e.Name, "/\\") || e.Name == "." || e.Name == ".." {
-				fmt.Fprintf(s.env.stderr, "skipping bad name %q in %s\n", e.Name, src)
-				continue
-			}
-			rs, ld := path.Join(src, e.Name), filepath.Join(dst, e.Name)
-			switch {
-			case isDirType(e.Type):
-				if err := walk(rs, ld, depth+1); err != nil {
-					return err
-				}
-			case e.Type == "file" || e.Type == "":
-				n, err := s.getFile(ctx, rs, ld, e.Size)
-				if err != nil {
-					return fmt.Errorf("%s: %w", rs, err)
-				}
-				files++
-				bytes += n
-			default:
-				fmt.Fprintf(s.env.stderr, "skipping %s (%s)\n", rs, e.Type)
-			}
-		}
-		return nil
-	}
-	return files, bytes, walk(src, dst, 0)
-}
-
 func (s *shell) cmdPut(ctx context.Context, args []string, _ string) error {
-	fl, args, err := shellFlags(args, "r")
+	o, args, err := parseShellOpts(args, "r", jobOptions...)
 	if err != nil {
 		return err
 	}
@@ -725,10 +715,20 @@ func (s *shell) cmdPut(ctx context.Context, args []string, _ string) error {
 	if err != nil {
 		return err
 	}
+	if o.has("r") || o.has("cd") || hasGlob(args[0]) {
+		dst := s.rpathDir(".")
+		if len(args) == 2 {
+			dst = s.rpathDir(args[1])
+		}
+		return s.runJob(ctx, "put", true, o, []string{s.lpathDir(args[0])}, dst)
+	}
 	src := s.lpath(args[0])
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory (use put -r)", args[0])
 	}
 	base := filepath.Base(src)
 	dst := s.rpath(base)
@@ -741,14 +741,6 @@ func (s *shell) cmdPut(ctx context.Context, args []string, _ string) error {
 		}
 	}
 	defer s.changed()
-	if fi.IsDir() {
-		if !fl['r'] {
-			return fmt.Errorf("%s is a directory (use put -r)", args[0])
-		}
-		files, bytes, err := s.putTree(ctx, src, dst)
-		fmt.Fprintf(s.env.stdout, "%d files, %d bytes\n", files, bytes)
-		return err
-	}
 	_, err = s.putFile(ctx, src, dst)
 	return err
 }
@@ -786,138 +778,44 @@ func (s *shell) putFile(ctx context.Context, src, dst string) (int64, error) {
 	return n, nil
 }
 
-// putTree uploads the local directory src to the remote directory dst.
-func (s *shell) putTree(ctx context.Context, src, dst string) (files, bytes int64, err error) {
-	visited := 0
-	err = filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if visited++; visited > maxWalk {
-			return fmt.Errorf("more than %d entries", maxWalk)
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if strings.Count(rel, string(filepath.Separator)) > maxDepth {
-			return fmt.Errorf("%s: deeper than %d levels", p, maxDepth)
-		}
-		rp := dst
-		if rel != "." {
-			rp = path.Join(dst, filepath.ToSlash(rel))
-		}
-		switch {
-		case d.IsDir():
-			if err := mkdirAll(ctx, s.conn, rp); err != nil {
-				return fmt.Errorf("%s: %w", rp, err)
-			}
-		case d.Type().IsRegular() || d.Type()&os.ModeSymlink != 0:
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-				fmt.Fprintf(s.env.stderr, "skipping %s (not a regular file)\n", p)
-				return nil
-			}
-			n, err := s.putFile(ctx, p, rp)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			files++
-			bytes += n
-		default:
-			fmt.Fprintf(s.env.stderr, "skipping %s (not a regular file)\n", p)
-		}
-		return nil
-	})
-	return files, bytes, err
-}
-
 func (s *shell) cmdMget(ctx context.Context, args []string, _ string) error {
+	o, args, err := parseShellOpts(args, "r", jobOptions...)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 {
 		return errors.New("want PATTERN...")
 	}
 	if _, err := s.remote(ctx); err != nil {
 		return err
 	}
-	var errs []error
-	for _, pat := range args {
-		var entries []client.Entry
-		var err error
-		if hasGlob(path.Base(pat)) {
-			entries, err = s.remoteGlob(ctx, pat, true)
-		} else {
-			var st client.Entry
-			st, err = s.conn.Stat(ctx, s.rpath(pat))
-			st.Name = pat
-			entries = []client.Entry{st}
-		}
-		if err == nil && len(entries) == 0 {
-			err = fmt.Errorf("%s: no match", pat)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, e := range entries {
-			if _, err := s.getFile(ctx, s.rpath(e.Name), s.lpath(path.Base(e.Name)), e.Size); err != nil {
-				fmt.Fprintf(s.env.stderr, "get %s: %s\n", e.Name, describe(err))
-				errs = append(errs, err)
-				if ctx.Err() != nil {
-					return errors.Join(errs...)
-				}
-			}
-		}
+	srcs := make([]string, len(args))
+	for i, a := range args {
+		srcs[i] = s.rpathDir(a)
 	}
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	if len(errs) > 1 {
-		return fmt.Errorf("%d failures", len(errs))
-	}
-	return nil
+	return s.runJob(ctx, "mget", false, o, srcs, s.lcwd+string(filepath.Separator))
 }
 
 func (s *shell) cmdMput(ctx context.Context, args []string, _ string) error {
+	o, args, err := parseShellOpts(args, "r", jobOptions...)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 {
 		return errors.New("want PATTERN...")
 	}
 	if _, err := s.remote(ctx); err != nil {
 		return err
 	}
-	defer s.changed()
-	var errs []error
-	for _, pat := range args {
-		matches, err := filepath.Glob(s.lpath(pat))
-		if err == nil && len(matches) == 0 {
-			err = fmt.Errorf("%s: no match", pat)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, m := range matches {
-			if fi, err := os.Stat(m); err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			if _, err := s.putFile(ctx, m, s.rpath(filepath.Base(m))); err != nil {
-				fmt.Fprintf(s.env.stderr, "put %s: %s\n", m, describe(err))
-				errs = append(errs, err)
-				if ctx.Err() != nil {
-					return errors.Join(errs...)
-				}
-			}
-		}
+	srcs := make([]string, len(args))
+	for i, a := range args {
+		srcs[i] = s.lpathDir(a)
 	}
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	if len(errs) > 1 {
-		return fmt.Errorf("%d failures", len(errs))
-	}
-	return nil
+	return s.runJob(ctx, "mput", true, o, srcs, s.rpathDir("."))
 }
 
 func (s *shell) cmdMkdir(ctx context.Context, args []string, _ string) error {
-	fl, args, err := shellFlags(args, "p")
+	fl, args, err := parseShellOpts(args, "p")
 	if err != nil {
 		return err
 	}
@@ -931,7 +829,7 @@ func (s *shell) cmdMkdir(ctx context.Context, args []string, _ string) error {
 	defer s.changed()
 	for _, a := range args {
 		p := strings.TrimSuffix(s.rpath(a), "/")
-		if fl['p'] {
+		if fl.has("p") {
 			err = mkdirAll(ctx, c, p)
 		} else {
 			err = c.Mkdir(ctx, p)
@@ -1054,7 +952,7 @@ func (s *shell) cmdLpwd(context.Context, []string, string) error {
 }
 
 func (s *shell) cmdLls(_ context.Context, args []string, _ string) error {
-	fl, args, err := shellFlags(args, "la")
+	fl, args, err := parseShellOpts(args, "la")
 	if err != nil {
 		return err
 	}
@@ -1082,7 +980,7 @@ func (s *shell) cmdLls(_ context.Context, args []string, _ string) error {
 		p, names = filepath.Dir(p), []string{filepath.Base(p)}
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") && !fl['a'] {
+		if strings.HasPrefix(n, ".") && !fl.has("a") {
 			continue
 		}
 		fi, err := os.Lstat(filepath.Join(p, n))
@@ -1097,7 +995,7 @@ func (s *shell) cmdLls(_ context.Context, args []string, _ string) error {
 			e.Type = "slink"
 			e.Slink, _ = os.Readlink(filepath.Join(p, n))
 		}
-		printEntry(s.env.stdout, e, fl['l'])
+		printEntry(s.env.stdout, e, fl.has("l"))
 	}
 	return nil
 }

@@ -31,10 +31,25 @@ func TestSplitWords(t *testing.T) {
 		{`get x"y z"w`, []string{"get", "xy zw"}, false},
 		{`get "open`, nil, true},
 		{`get end\`, nil, true},
+		{`get 'a b`, nil, true},
+		{`get a"b`, nil, true},
+		{`get "x\\"`, []string{"get", `x\`}, false},
+		{`get a\ `, []string{"get", "a "}, false},
+		{`get '' b`, []string{"get", "", "b"}, false},
+		{"get \"a\tb\" \"it's\"", []string{"get", "a\tb", "it's"}, false},
+		{`get -cc 4 'd*/x'`, []string{"get", "-cc", "4", "d*/x"}, false},
+		{"", nil, false},
+		{" \t ", nil, false},
 	} {
 		got, err := splitWords(tc.in)
-		if (err != nil) != tc.bad || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+		if (err != nil) != tc.bad || strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
 			t.Errorf("splitWords(%q) = %q, %v", tc.in, got, err)
+		}
+		// The completer's view of the same line agrees on the last word.
+		if !tc.bad && len(tc.want) > 0 && !strings.HasSuffix(tc.in, " ") && !strings.HasSuffix(tc.in, "\t") {
+			if _, word, index := partialWord(tc.in); word != tc.want[len(tc.want)-1] || index != len(tc.want)-1 {
+				t.Errorf("partialWord(%q) = %q, %d", tc.in, word, index)
+			}
 		}
 	}
 }
@@ -53,6 +68,12 @@ func TestPartialWordAndEscape(t *testing.T) {
 		{`get "my fi`, 4, "my fi", 1},
 		{`get 'a b' c`, 10, "c", 2},
 		{`put x y\`, 6, "y", 2},
+		{`put x \`, 6, "", 2},
+		{`get 'open quo`, 4, "open quo", 1},
+		{`get "a b" c\ d`, 10, "c d", 2},
+		{"get a\t", 6, "", 2},
+		{`get -cc 4 su`, 10, "su", 3},
+		{`get x"y z`, 4, "xy z", 1},
 	} {
 		start, word, index := partialWord(tc.head)
 		if start != tc.start || word != tc.word || index != tc.index {
@@ -65,6 +86,27 @@ func TestPartialWordAndEscape(t *testing.T) {
 			t.Errorf("escapeWord(%q) = %q splits to %q, %v", s, escapeWord(s), w, err)
 		}
 	}
+}
+
+// FuzzScanWords checks that escaped words split back to themselves and
+// that the completer sees the last one.
+func FuzzScanWords(f *testing.F) {
+	f.Add("a b", `q"uo'te`)
+	f.Add(`back\slash`, "tab\there")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a == "" || b == "" {
+			return
+		}
+		line := escapeWord(a) + " " + escapeWord(b)
+		w, err := splitWords(line)
+		if err != nil || len(w) != 2 || w[0] != a || w[1] != b {
+			t.Fatalf("splitWords(%q) = %q, %v", line, w, err)
+		}
+		start, word, index := partialWord(line)
+		if start != len(escapeWord(a))+1 || word != b || index != 1 {
+			t.Fatalf("partialWord(%q) = %d %q %d", line, start, word, index)
+		}
+	})
 }
 
 // pty is the master side of a pseudo-terminal whose output is collected.
@@ -183,6 +225,9 @@ func runShellPTY(t *testing.T, args ...string) (p *pty, done <-chan struct{}, co
 	}()
 	t.Cleanup(func() {
 		cancel()
+		// A shell waiting for keys ends when the terminal goes away
+		// (a failed test left it at its prompt).
+		p.master.Close()
 		<-ch
 	})
 	return p, ch, code
@@ -190,8 +235,8 @@ func runShellPTY(t *testing.T, args ...string) (p *pty, done <-chan struct{}, co
 
 // TestShellPTY drives ferry shell through a pseudo-terminal against
 // Ferry's server: completion of remote and local names (with spaces),
-// ambiguous completion, get and put, errors that keep the shell alive,
-// history.
+// ambiguous completion, get and put, mget's live display, errors that
+// keep the shell alive, history.
 func TestShellPTY(t *testing.T) {
 	srv := startFerrySrv(t)
 	report := randomData(t, 100_000)
@@ -245,6 +290,25 @@ func TestShellPTY(t *testing.T) {
 	mark = p.expect(t, mark, `ls sub/upload\ me.dat `)
 	p.send(t, "\r")
 
+	// mget runs through the job runner with one live display for all
+	// files: the files-done line, then the summary.
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(srv.dir, fmt.Sprintf("big%d.bin", i)), make([]byte, 12<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.slow.Store(true)
+	p.send(t, "mget -cc 2 big*\r")
+	mark = p.expect(t, mark, "/3 files] ")
+	mark = p.expect(t, mark, " / 12.0 MiB  ")
+	mark = p.expect(t, mark, "3 files, 37748736 bytes in ")
+	srv.slow.Store(false)
+	for i := range 3 {
+		if fi, err := os.Stat(filepath.Join(local, fmt.Sprintf("big%d.bin", i))); err != nil || fi.Size() != 12<<20 {
+			t.Errorf("big%d.bin: %v", i, err)
+		}
+	}
+
 	// Errors print the server's reply and the shell goes on.
 	p.send(t, "get nothing.here\r")
 	mark = p.expect(t, mark, "get: 550 ")
@@ -277,6 +341,73 @@ func TestShellPTY(t *testing.T) {
 	h, err := os.ReadFile(hist)
 	if err != nil || !strings.Contains(string(h), "get report\\ 2024.txt \n") || !strings.Contains(string(h), "pwd\n") {
 		t.Errorf("history file %q, %v", h, err)
+	}
+}
+
+// TestShellPTYGCT drives ferry shell through a pseudo-terminal against
+// GCT's server: Tab completes a remote file name with a space and a
+// remote directory (also for cd), and the completed get and put copy.
+func TestShellPTYGCT(t *testing.T) {
+	srv := startGCT(t)
+	report := randomData(t, 80_000)
+	inner := []byte("inner\n")
+	writeServed(t, filepath.Join(srv.dir, "gct report.txt"), report)
+	mkdirServed(t, filepath.Join(srv.dir, "subdir"))
+	writeServed(t, filepath.Join(srv.dir, "subdir", "inner.dat"), inner)
+	local := t.TempDir()
+	upload := randomData(t, 60_000)
+	if err := os.WriteFile(filepath.Join(local, "upload.dat"), upload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p, done, code := runShellPTY(t, "-history", "none", srv.url)
+	mark := p.expect(t, 0, "ferry 127.0.0.1:"+srv.dir+"> ")
+	p.send(t, "lcd "+escapeWord(local)+"\r")
+	mark = p.expect(t, mark, "local directory: "+local)
+
+	// A remote file name with a space.
+	p.send(t, "get gct\t")
+	mark = p.expect(t, mark, `get gct\ report.txt `)
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "gct report.txt"), report)
+	mark = p.expect(t, mark, "gct report.txt: 80000 bytes in ")
+
+	// A remote directory gets its '/', then the file in it.
+	p.send(t, "get subd\t")
+	mark = p.expect(t, mark, "get subdir/")
+	p.send(t, "in\t")
+	mark = p.expect(t, mark, "get subdir/inner.dat ")
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(local, "inner.dat"), inner)
+
+	// A local name, then the remote directory as the destination.
+	p.send(t, "put upl\t")
+	mark = p.expect(t, mark, "put upload.dat ")
+	p.send(t, "sub\t")
+	mark = p.expect(t, mark, "put upload.dat subdir/")
+	p.send(t, "\r")
+	fileIs(t, filepath.Join(srv.dir, "subdir", "upload.dat"), upload)
+
+	// cd completes directories only.
+	p.send(t, "cd s\t")
+	mark = p.expect(t, mark, "cd subdir/")
+	p.send(t, "\r")
+	// The prompt is long: the editor shows its end.
+	mark = p.expect(t, mark, srv.dir[len(srv.dir)-8:]+"/subdir> ")
+	// The upload dropped the cached listing: the new file completes.
+	p.send(t, "ls up\t")
+	mark = p.expect(t, mark, "ls upload.dat ")
+	p.send(t, "\r")
+	mark = p.expect(t, mark, "upload.dat\r\n")
+
+	p.send(t, "\x04")
+	select {
+	case <-done:
+		if *code != 0 {
+			t.Errorf("exit %d; output:\n%s", *code, p.output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the shell did not end on Ctrl-D; output:\n%s", p.output()[mark:])
 	}
 }
 
@@ -444,8 +575,9 @@ func TestProgressLivePTY(t *testing.T) {
 	}
 }
 
-// TestShellInterruptPTY stops a slow download with Ctrl-C: the shell
-// stays, leaves no partial file, and reconnects for the next command.
+// TestShellInterruptPTY stops a slow download, and a slow mget, with
+// Ctrl-C: the shell stays, leaves no partial file, and reconnects for the
+// next command.
 func TestShellInterruptPTY(t *testing.T) {
 	srv := startFerrySrv(t)
 	if err := os.WriteFile(filepath.Join(srv.dir, "slow.bin"), make([]byte, 64<<20), 0o644); err != nil {
@@ -467,6 +599,17 @@ func TestShellInterruptPTY(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
 		t.Errorf("partial download left: %v", err)
 	}
+	// The same through the job runner (mget): one Ctrl-C stops it all.
+	srv.slow.Store(true)
+	p.send(t, "mget slow.bin\r")
+	mark = p.expect(t, mark, "[0/1 files]")
+	p.send(t, "\x03")
+	mark = p.expect(t, mark, "mget: interrupted")
+	srv.slow.Store(false)
+	assertNoTemp(t, local)
+	if _, err := os.Stat(filepath.Join(local, "slow.bin")); !os.IsNotExist(err) {
+		t.Errorf("partial mget left: %v", err)
+	}
 	p.send(t, "ls\r")
 	mark = p.expect(t, mark, "slow.bin\r\n")
 	p.send(t, "quit\r")
@@ -477,5 +620,89 @@ func TestShellInterruptPTY(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no exit; output %q", p.output()[mark:])
+	}
+}
+
+// TestShellJobs runs the many-file commands through the job runner
+// against both servers: wildcards in directory names, -cd, -cc, a tree
+// into missing parents, and per-file failures that leave the other files
+// copied and make the command's error count them.
+func TestShellJobs(t *testing.T) {
+	for _, srvName := range []string{"ferry", "gct"} {
+		t.Run(srvName, func(t *testing.T) {
+			var dir, url, remoteDir string // remoteDir: dir as the server names it
+			if srvName == "gct" {
+				s := startGCT(t)
+				dir, url, remoteDir = s.dir, s.url, s.dir
+			} else {
+				s := startFerrySrv(t)
+				dir, url = s.dir, s.url+"/"
+			}
+			remote := map[string][]byte{
+				"a.txt": []byte("a"), "b.txt": []byte("bb"), "c.txt": randomData(t, 40_000),
+				"d1/one.bin": randomData(t, 30_000), "d2/two.bin": []byte("two"), "d2/skip.log": []byte("no"),
+			}
+			for _, d := range []string{"d1", "d2", "up2.dat"} {
+				mkdirServed(t, filepath.Join(dir, d))
+			}
+			for name, data := range remote {
+				writeServed(t, filepath.Join(dir, filepath.FromSlash(name)), data)
+			}
+			local := t.TempDir()
+			// A local directory where b.txt would land: its download fails.
+			if err := os.MkdirAll(filepath.Join(local, "b.txt", "keep"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tree := map[string][]byte{"tree/top": []byte("top"), "tree/in/deep": randomData(t, 20_000)}
+			for name, data := range map[string][]byte{"up1.dat": []byte("u1"), "up2.dat": []byte("u2"), "tree/top": tree["tree/top"], "tree/in/deep": tree["tree/in/deep"]} {
+				p := filepath.Join(local, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := strings.Join([]string{
+				"lcd " + local,
+				"mget -cc 2 *.txt",
+				"mput up*.dat",
+				"get -cd 'd*/*.bin' out/deep/",
+				"put -r -cc 3 tree a/b/c",
+				"get nothing*",
+			}, "\n") + "\n"
+			r := ferry(t, []byte(script), "shell", url)
+			if r.code != 1 || !strings.Contains(r.stderr, "3 command(s) failed") {
+				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			for _, want := range []string{"\nmget b.txt: ", "\nmget: 1 of 3 failed\n", "\nmput up2.dat: ", "\nmput: 1 of 2 failed\n", "get: " + remoteDir + "/nothing*: no match\n"} {
+				if !strings.Contains("\n"+r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			for _, want := range []string{"2 files, 40001 bytes, 1 failed\n", "1 files, 2 bytes, 1 failed\n", "2 files, 30003 bytes\n", "2 files, 20003 bytes\n"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+				}
+			}
+			checks := map[string][]byte{
+				filepath.Join(local, "a.txt"):                   remote["a.txt"],
+				filepath.Join(local, "c.txt"):                   remote["c.txt"],
+				filepath.Join(local, "out", "deep", "one.bin"):  remote["d1/one.bin"],
+				filepath.Join(local, "out", "deep", "two.bin"):  remote["d2/two.bin"],
+				filepath.Join(dir, "up1.dat"):                   []byte("u1"),
+				filepath.Join(dir, "a", "b", "c", "top"):        tree["tree/top"],
+				filepath.Join(dir, "a", "b", "c", "in", "deep"): tree["tree/in/deep"],
+			}
+			for p, want := range checks {
+				if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(local, "b.txt", "keep")); err != nil || !fi.IsDir() {
+				t.Errorf("the failed download touched b.txt/: %v", err)
+			}
+			assertNoTemp(t, local)
+		})
 	}
 }

@@ -32,8 +32,8 @@ func (s *shell) complete(ctx context.Context, head string) (int, []string, []str
 		}
 		// Options do not count as arguments.
 		n := 0
-		for _, w := range words[1:] {
-			if !strings.HasPrefix(w, "-") {
+		for i, w := range words[1:] {
+			if !strings.HasPrefix(w, "-") && (i == 0 || words[i] != "-cc") {
 				n++
 			}
 		}

@@ -9,115 +9,106 @@ import (
 	"strings"
 )
 
-// splitWords splits a command line into words at unquoted white space.
-// 'single quotes' keep everything literally, "double quotes" allow \" and
-// \\, and a backslash outside quotes takes the next character literally.
-func splitWords(line string) ([]string, error) {
-	var words []string
+// wordScan is a command line cut into words: at unquoted white space,
+// with 'single quotes' keeping everything literally, "double quotes"
+// allowing \" and \\, and a backslash outside quotes taking the next
+// character literally.
+type wordScan struct {
+	// words are the words that white space ended.
+	words []string
+	// last is the word at the end of the line that no white space ended,
+	// with quotes and escapes undone; open says there is one.
+	last string
+	open bool
+	// start is where last begins in the line (the line's length when
+	// there is none).
+	start int
+	// quote is the quote left open at the end (0: none), and escape says
+	// the line ends in a backslash.
+	quote  byte
+	escape bool
+}
+
+// scanWords scans line: the one tokenizer of splitWords (whole command
+// lines) and partialWord (the line up to the cursor, for completion).
+func scanWords(line string) wordScan {
+	var w wordScan
 	var cur strings.Builder
-	inWord := false
-	var quote byte // 0, '\'' or '"'
 	for i := 0; i < len(line); i++ {
 		ch := line[i]
 		switch {
-		case quote == '\'':
+		case w.quote == '\'':
 			if ch == '\'' {
-				quote = 0
+				w.quote = 0
 			} else {
 				cur.WriteByte(ch)
 			}
-		case quote == '"':
+		case w.quote == '"':
 			switch {
 			case ch == '"':
-				quote = 0
+				w.quote = 0
 			case ch == '\\' && i+1 < len(line) && (line[i+1] == '"' || line[i+1] == '\\'):
 				i++
 				cur.WriteByte(line[i])
 			default:
 				cur.WriteByte(ch)
 			}
-		case ch == '\'' || ch == '"':
-			quote, inWord = ch, true
-		case ch == '\\':
-			if i+1 == len(line) {
-				return nil, errors.New("a backslash ends the line")
-			}
-			i++
-			cur.WriteByte(line[i])
-			inWord = true
 		case ch == ' ' || ch == '\t':
-			if inWord {
-				words = append(words, cur.String())
+			if w.open {
+				w.words = append(w.words, cur.String())
 				cur.Reset()
-				inWord = false
+				w.open = false
 			}
 		default:
-			cur.WriteByte(ch)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
-// partialWord describes the word being typed at the end of head: where it
-// starts in head, its text with quotes and escapes undone, and how many
-// complete words come before it.
-func partialWord(head string) (start int, word string, index int) {
-	var cur strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(head); i++ {
-		ch := head[i]
-		switch {
-		case quote == '\'':
-			if ch == '\'' {
-				quote = 0
-			} else {
-				cur.WriteByte(ch)
-			}
-		case quote == '"':
-			switch {
-			case ch == '"':
-				quote = 0
-			case ch == '\\' && i+1 < len(head) && (head[i+1] == '"' || head[i+1] == '\\'):
-				i++
-				cur.WriteByte(head[i])
-			default:
-				cur.WriteByte(ch)
-			}
-		case ch == ' ' || ch == '\t':
-			if inWord {
-				index++
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			if !inWord {
-				start, inWord = i, true
+			if !w.open {
+				w.start, w.open = i, true
 			}
 			switch ch {
 			case '\'', '"':
-				quote = ch
+				w.quote = ch
 			case '\\':
-				if i+1 < len(head) {
+				if i+1 == len(line) {
+					w.escape = true
+				} else {
 					i++
-					cur.WriteByte(head[i])
+					cur.WriteByte(line[i])
 				}
 			default:
 				cur.WriteByte(ch)
 			}
 		}
 	}
-	if !inWord {
-		start = len(head)
+	if w.open {
+		w.last = cur.String()
+	} else {
+		w.start = len(line)
 	}
-	return start, cur.String(), index
+	return w
+}
+
+// splitWords splits a command line into words (see wordScan); an open
+// quote or a backslash at the end is an error.
+func splitWords(line string) ([]string, error) {
+	w := scanWords(line)
+	switch {
+	case w.quote != 0:
+		return nil, errors.New("unterminated quote")
+	case w.escape:
+		return nil, errors.New("a backslash ends the line")
+	}
+	if w.open {
+		return append(w.words, w.last), nil
+	}
+	return w.words, nil
+}
+
+// partialWord describes the word being typed at the end of head: where it
+// starts in head, its text with quotes and escapes undone (an open quote
+// or a final backslash tolerated), and how many complete words come
+// before it.
+func partialWord(head string) (start int, word string, index int) {
+	w := scanWords(head)
+	return w.start, w.last, len(w.words)
 }
 
 // escapeWord makes s one word for splitWords, with backslashes before
