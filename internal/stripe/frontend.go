@@ -114,11 +114,12 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mover %s unreachable: %w", addr, err)
 	}
-	if err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout)); err != nil {
+	keys, err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mover %s: %w", addr, err)
 	}
-	return newLink(c, "mover "+addr, p.hb), nil
+	return newLink(c, "mover "+addr, p.hb, keys), nil
 }
 
 // monitor keeps a link to one mover, logging when it goes up or down.

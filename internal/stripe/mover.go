@@ -147,12 +147,13 @@ func (m *Mover) Close() error {
 func (m *Mover) handle(c net.Conn) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
-	if err := moverHandshake(c, m.Secret, hb.timeout); err != nil {
+	keys, err := moverHandshake(c, m.Secret, hb.timeout)
+	if err != nil {
 		log.Warn("refused a frontend", "err", err)
 		c.Close()
 		return
 	}
-	l := newLink(c, "frontend "+c.RemoteAddr().String(), hb)
+	l := newLink(c, "frontend "+c.RemoteAddr().String(), hb, keys)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -198,7 +199,10 @@ func (s *moverSession) run() {
 	for {
 		msg, err := s.l.recv(ctx)
 		if err != nil {
-			if s.busy() {
+			switch {
+			case errors.Is(err, ErrTampered), errors.Is(err, ErrReplay):
+				s.log.Warn("refused a frame from the frontend", "err", err)
+			case s.busy():
 				s.log.Warn("frontend lost during a transfer; stopping it", "err", err)
 			}
 			return

@@ -12,8 +12,11 @@ package stripe
 //	F: auth{proof_f}                             (after checking proof_m)
 //	M: welcome{}                                 or error{text}
 //	F: session{control peer, ...}                (session links only)
-//	then requests F→M with a sequence number, replies M→F echoing it;
-//	ping both ways every heartbeat interval.
+//	then, every frame sealed (seal.go), requests F→M with a sequence
+//	number, replies M→F echoing it; ping both ways every heartbeat interval.
+//
+// Version 2 seals every frame after the handshake; version 1 links were
+// plain TCP after it.
 
 import (
 	"crypto/hmac"
@@ -29,7 +32,7 @@ import (
 )
 
 // Version is the protocol version a hello carries; peers must agree.
-const Version = 1
+const Version = 2
 
 // MaxFrame bounds a frame's body (a listing travels inline to the mover).
 const MaxFrame = 64 << 20
@@ -241,7 +244,7 @@ const (
 // the other role or another connection.
 func proof(secret []byte, role string, own, peer []byte) []byte {
 	h := hmac.New(sha256.New, secret)
-	h.Write([]byte("ferry-stripe-v1\x00" + role + "\x00"))
+	h.Write([]byte("ferry-stripe-v2\x00" + role + "\x00"))
 	h.Write(own)
 	h.Write(peer)
 	return h.Sum(nil)
