@@ -159,9 +159,19 @@ func (s *striped) marks() []int {
 // TestStripedGlobusURLCopy: globus-url-copy against a striped Ferry
 // (frontend and three movers on distinct addresses). Uploads with
 // -stripe get SPAS (three addresses); downloads send PORT and every mover
-// sends its stripes. globus-url-copy -stripe -sbs N uploads are left out
-// here: to single-stripe servers they hang in the GCT client (also with
-// GCT's own server).
+// sends its stripes.
+//
+// globus-url-copy -stripe -sbs N uploads are left out: they hang in
+// globus-url-copy whatever the server. Uploading 10,000,003 bytes with
+// -sbs 65536 to two stripes, guc (-dbg) reads its last buffer (offset
+// 9,437,184, 562,819 bytes, eof) but sends only one 64 KiB block of it to
+// each stripe before the EOFs, so each stripe ends after 4,784,128 bytes
+// (9,568,256 in all), and then it waits forever for the rest of that
+// buffer to be written. A striped GCT server (globus-gridftp-server -r
+// with two -dn data nodes) gets exactly the same 9,568,256 bytes and
+// even answers 226; a striped Ferry refuses the short file (426: the
+// stripes ended before the bytes announced with ALLO). guc hangs after
+// either reply. Without -sbs (1 MiB blocks) the uploads are complete.
 func TestStripedGlobusURLCopy(t *testing.T) {
 	root := t.TempDir()
 	s := startStriped(t, root, 3)
