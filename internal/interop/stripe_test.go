@@ -369,3 +369,47 @@ func TestStripedGCT(t *testing.T) {
 		})
 	}
 }
+
+// TestStripedGSI: globus-url-copy -stripe over gsiftp:// against a striped
+// GSI Ferry with the default DCAU (A: every mover presents the session's
+// delegated proxy and accepts only the user's own identity), with PROT P,
+// and with DCAU N; every mover sends its part of a download.
+func TestStripedGSI(t *testing.T) {
+	p := newPKI(t) // sets X509_CERT_DIR, which the movers inherit
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	s := &striped{secret: secretFile(t)}
+	var addrs []string
+	for i := range 2 {
+		m := startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, s.secret)
+		s.movers = append(s.movers, m)
+		addrs = append(addrs, m.addr)
+	}
+	s.server = gsiServer(t, p, root, "-allow-foreign-data", "-movers", strings.Join(addrs, ","),
+		"-mover-secret", s.secret, "-mover-heartbeat", "100ms", "-mover-timeout", "2s")
+	const size = 6<<20 + 9
+	want := writeRandom(t, filepath.Join(root, "g.bin"), size, 17)
+	local := t.TempDir()
+	proxy := p.ferryProxy(t)
+	url := "gsiftp://" + s.addr
+	for _, flags := range [][]string{{"-stripe"}, {"-stripe", "-p", "2", "-dcpriv"}, {"-stripe", "-nodcau"}} {
+		name := strings.Join(flags, "")
+		t.Run(name, func(t *testing.T) {
+			guc := func(args ...string) {
+				t.Helper()
+				all := append([]string{"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + filepath.Join(p.dir, "certificates"), "globus-url-copy"}, flags...)
+				mustRun(t, "", "", "env", append(all, args...)...)
+			}
+			got := filepath.Join(local, name)
+			mark := s.marks()
+			guc(url+"/g.bin", "file://"+got)
+			sameFile(t, got, want)
+			s.checkShares(t, "send", "/g.bin", mark, size)
+			// Uploads go where globus-url-copy sends them (here all to the
+			// first SPAS address, as without GSI).
+			up := "/up" + name
+			guc("file://"+got, url+up)
+			sameFile(t, filepath.Join(root, up), want)
+		})
+	}
+}

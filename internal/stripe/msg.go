@@ -98,6 +98,7 @@ type Msg struct {
 	Addrs  []netip.AddrPort `json:"addrs,omitempty"`
 	Job    *Job             `json:"job,omitempty"`
 	Data   []byte           `json:"data,omitempty"` // a listing's bytes
+	Sec    *Security        `json:"sec,omitempty"`  // data channel security; nil: none
 
 	// Event, done.
 	Event *xfer.Event `json:"ev,omitempty"`
@@ -217,6 +218,11 @@ func (m *Msg) check() error {
 			if rg.Start < 0 || rg.End < rg.Start {
 				return bad("restart range")
 			}
+		}
+	}
+	if m.Sec != nil {
+		if err := m.Sec.check(); err != nil {
+			return bad(err.Error())
 		}
 	}
 	if ev := m.Event; ev != nil {
