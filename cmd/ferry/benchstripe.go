@@ -74,5 +74,17 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Err != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (see above)", failed, len(results))
+	}
+	return nil
 }
