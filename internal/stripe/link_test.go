@@ -16,12 +16,13 @@ import (
 
 // meddler is a frame-aware TCP proxy between a frontend and a mover: it
 // passes the two plain handshake frames each way, then, when told, flips
-// a byte of the next sealed frame or sends it twice.
+// a byte of the next sealed frame, sends it twice, or puts a plain frame
+// before it.
 type meddler struct {
 	l      net.Listener
 	target string
 	mu     sync.Mutex
-	action map[bool]string // by direction (true: to the mover): "", "flip", "replay"
+	action map[bool]string // by direction (true: to the mover): "", "flip", "replay", "inject"
 	wg     sync.WaitGroup
 	conns  []net.Conn
 }
@@ -96,6 +97,9 @@ func (md *meddler) pipe(dst, src net.Conn, toMover bool) {
 				frame[len(frame)-1] ^= 1
 			case "replay":
 				out = append(bytes.Clone(frame), frame...)
+			case "inject": // a plain frame before this one
+				out, _ = AppendFrame(nil, &Msg{Type: TypeAbort, Seq: 1})
+				out = append(out, frame...)
 			}
 			md.action[toMover] = ""
 			md.mu.Unlock()
@@ -135,9 +139,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestLinkRefusesTamperedAndReplayedFrames: a byte flipped in transit, or
-// a frame sent twice, drops the link with a log line saying why, on
-// whichever side received it; the frontend then reconnects afresh.
+// TestLinkRefusesTamperedAndReplayedFrames: a byte flipped in transit, a
+// frame sent twice, or a plain frame slipped in drops the link with a log
+// line saying why, on whichever side received it; the frontend then
+// reconnects afresh.
 func TestLinkRefusesTamperedAndReplayedFrames(t *testing.T) {
 	secret := []byte("link-test-secret")
 	var moverLog, poolLog logBuffer
@@ -165,9 +170,10 @@ func TestLinkRefusesTamperedAndReplayedFrames(t *testing.T) {
 		want, where string
 	}{
 		{true, "flip", &moverLog, "frame failed authentication", "mover"},
-		{true, "replay", &moverLog, "frame out of sequence (replayed or reordered)", "mover"},
+		{true, "replay", &moverLog, "frame out of sequence", "mover"},
+		{true, "inject", &moverLog, "frame failed authentication", "mover"},
 		{false, "flip", &poolLog, "frame failed authentication", "frontend"},
-		{false, "replay", &poolLog, "frame out of sequence (replayed or reordered)", "frontend"},
+		{false, "replay", &poolLog, "frame out of sequence", "frontend"},
 	} {
 		waitFor(t, "the mover up", func() bool { return p.Up() == 1 })
 		before := strings.Count(tc.log.String(), tc.want)

@@ -41,9 +41,9 @@ const maxSealed = 8 + 1 + MaxFrame + 16
 // ErrTampered reports a sealed frame that failed authentication.
 var ErrTampered = errors.New("stripe: frame failed authentication (tampered, or not from the peer)")
 
-// ErrReplay reports a sealed frame out of sequence: replayed, reordered or
-// with a frame missing before it.
-var ErrReplay = errors.New("stripe: frame out of sequence (replayed or reordered)")
+// ErrReplay reports a sealed frame out of sequence: replayed, reordered,
+// injected, or with a frame missing before it.
+var ErrReplay = errors.New("stripe: frame out of sequence (replayed, reordered or injected)")
 
 // sealer protects one direction of a link. Not safe for concurrent use.
 type sealer struct {
@@ -120,7 +120,7 @@ func parseSealedHeader(h []byte) (int, error) {
 	}
 	l := binary.BigEndian.Uint32(h)
 	if l < 8+1+16 || l > maxSealed {
-		return 0, fmt.Errorf("stripe: sealed frame of %d bytes is out of bounds", l)
+		return 0, fmt.Errorf("%w: its length %d is out of bounds", ErrTampered, l)
 	}
 	return int(l), nil
 }
