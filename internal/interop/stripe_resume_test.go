@@ -155,8 +155,13 @@ func (s *labStriped) runOnHost0(program string, args ...string) (*exec.Cmd, *syn
 // globus-url-copy -rst is not here: when a mover dies the frontend
 // answers the transfer with 426 (the session lives on), and
 // globus-url-copy -rst -rst-retries 40 then exits with that error without
-// a second attempt (the server logs no further login); its restart plugin
-// restarts after a lost connection, not after an error reply.
+// a second attempt (the server logs no further login). It does the same
+// against a striped GCT server (globus-gridftp-server -r, two -dn data
+// nodes, on the same kind of lab) whose data node is SIGKILLed during a
+// download: GCT answers "500 Command failed. : IPC failed while
+// attempting to perform request" and globus-url-copy -rst exits with it
+// after 7 MB of 20. Its restart plugin restarts after lost connections,
+// not after error replies.
 func TestStripedResumeCommandLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
