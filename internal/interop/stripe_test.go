@@ -413,3 +413,32 @@ func TestStripedGSI(t *testing.T) {
 		})
 	}
 }
+
+// TestStripedFTPS: curl over explicit TLS (AUTH TLS, PROT P) against a
+// striped Ferry with a password user: the data connections of the first
+// mover are TLS with the server's certificate, both ways. curl is told to
+// use PASV and its address: EPSV has no address, and the mover listens on
+// another than the frontend's.
+func TestStripedFTPS(t *testing.T) {
+	p := newPKI(t)
+	root := t.TempDir()
+	pw := filepath.Join(t.TempDir(), "passwd")
+	mustRun(t, "", "secret\n", ferryBin, "passwd", pw, "alice")
+	sec := secretFile(t)
+	var addrs []string
+	for i := range 2 {
+		addrs = append(addrs, startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, sec).addr)
+	}
+	srv := startFerry(t, root, "-passwd", pw, "-cert", p.hostCert, "-key", p.hostKey, "-movers", strings.Join(addrs, ","),
+		"-mover-secret", sec, "-mover-heartbeat", "100ms", "-mover-timeout", "2s", "-log-level", "debug")
+	want := writeRandom(t, filepath.Join(root, "f.bin"), 3<<20+5, 19)
+	cacert := filepath.Join(p.dir, "cacert.pem")
+	got := filepath.Join(t.TempDir(), "curl.bin")
+	mustRun(t, "", "", "curl", "-sS", "--disable-epsv", "--no-ftp-skip-pasv-ip", "--ssl-reqd", "--cacert", cacert, "-u", "alice:secret", "-o", got, srv.url("/f.bin"))
+	sameFile(t, got, want)
+	mustRun(t, "", "", "curl", "-sS", "--disable-epsv", "--no-ftp-skip-pasv-ip", "--ssl-reqd", "--cacert", cacert, "-u", "alice:secret", "-T", got, srv.url("/up.bin"))
+	sameFile(t, filepath.Join(root, "up.bin"), want)
+	if !strings.Contains(srv.log.String(), "cmd=\"PROT P\"") {
+		t.Errorf("curl did not ask for PROT P:\n%s", srv.log)
+	}
+}

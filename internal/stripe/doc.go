@@ -11,7 +11,10 @@
 // Shutdown): for each frontend session it runs a local DTP (internal/dtp)
 // restricted to its stripe and reads or writes its part of the file
 // through its storage, which must show the same tree as the frontend's (a
-// shared file system).
+// shared file system). A session's data channel security (GSI DCAU and
+// PROT, FTPS PROT) goes to the movers with each request: its credential
+// and the DCAU check, which a mover verifies with its own trust store
+// (security.go).
 //
 // The frontend–mover protocol (msg.go, no I/O) is framed JSON: a 4-byte
 // length, a type byte, a JSON body. A connection starts with a versioned,
