@@ -373,7 +373,8 @@ func TestStripedGCT(t *testing.T) {
 // TestStripedGSI: globus-url-copy -stripe over gsiftp:// against a striped
 // GSI Ferry with the default DCAU (A: every mover presents the session's
 // delegated proxy and accepts only the user's own identity), with PROT P,
-// and with DCAU N; every mover sends its part of a download.
+// and with DCAU N, and ferry cp -stripe with DCAU A both ways; every mover
+// moves its part (of a download; and of ferry cp's upload).
 func TestStripedGSI(t *testing.T) {
 	p := newPKI(t) // sets X509_CERT_DIR, which the movers inherit
 	root := t.TempDir()
@@ -412,6 +413,18 @@ func TestStripedGSI(t *testing.T) {
 			sameFile(t, filepath.Join(root, up), want)
 		})
 	}
+	// ferry cp -stripe with its default DCAU A: the movers connect to it
+	// for downloads; uploads go to every SPAS address.
+	env := []string{"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + filepath.Join(p.dir, "certificates")}
+	got := filepath.Join(local, "ferry-cp")
+	mark := s.marks()
+	mustRun(t, "", "", "env", append(env, ferryBin, "cp", "-q", "-stripe", "-p", "2", url+"/g.bin", got)...)
+	sameFile(t, got, want)
+	s.checkShares(t, "send", "/g.bin", mark, size)
+	mark = s.marks()
+	mustRun(t, "", "", "env", append(env, ferryBin, "cp", "-q", "-stripe", "-sbs", "65536", got, url+"/up-ferry-cp")...)
+	sameFile(t, filepath.Join(root, "up-ferry-cp"), want)
+	s.checkShares(t, "receive", "/up-ferry-cp", mark, size)
 }
 
 // TestStripedFTPS: curl over explicit TLS (AUTH TLS, PROT P) against a
