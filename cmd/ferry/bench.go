@@ -16,7 +16,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "benchmark Ferry against GCT and raw TCP on loopback or an emulated WAN",
-		usage:   "loopback [flags] | wan -preset NAME [flags]",
+		usage:   "loopback [flags] | wan -preset NAME [flags] | stripe [flags]",
 		run:     runBench,
 	})
 }
@@ -49,8 +49,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = args[0], args[1:]
 	}
-	if mode == "wan" {
+	switch mode {
+	case "wan":
 		return runBenchWAN(ctx, e, args)
+	case "stripe":
+		return runBenchStripe(ctx, e, args)
 	}
 	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
@@ -70,7 +73,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if mode != "loopback" {
-		return usagef("want 'ferry bench loopback [flags]' or 'ferry bench wan -preset NAME [flags]'")
+		return usagef("want 'ferry bench loopback [flags]', 'ferry bench wan -preset NAME [flags]' or 'ferry bench stripe [flags]'")
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

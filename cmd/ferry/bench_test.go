@@ -220,6 +220,11 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "loopback", "-logins", "0"},
 		{"bench", "loopback", "-workloads", "gsi-dcau"},
 		{"bench", "loopback", "extra"},
+		{"bench", "stripe", "-movers", "0"},
+		{"bench", "stripe", "-rate", "fast"},
+		{"bench", "stripe", "-size", "0"},
+		{"bench", "stripe", "-impls", "raw"},
+		{"bench", "stripe", "extra"},
 	} {
 		var stderr bytes.Buffer
 		if code := runMain(t.Context(), &env{stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr}, args); code != 2 {

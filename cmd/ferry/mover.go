@@ -15,6 +15,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/memory"
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/stripe"
 )
 
@@ -38,6 +39,7 @@ func runMover(ctx context.Context, e *env, args []string) error {
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "how often to ping the frontend")
 	timeout := fs.Duration("timeout", 10*time.Second, "a frontend silent this long is gone: its transfer stops")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	caDir := fs.String("ca-dir", "", "trusted CA `DIR` for secured data channels (DCAU) of GSI sessions (default: $X509_CERT_DIR, else /etc/grid-security/certificates, if it exists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,6 +75,15 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		m.Storage = null.New()
 	default:
 		return usagef("unknown -storage %q (posix, memory, null)", *storage)
+	}
+	dir := *caDir
+	if dir == "" {
+		dir = gsi.TrustDir()
+	}
+	if _, err := os.Stat(dir); err == nil || *caDir != "" {
+		if m.Trust, err = gsi.LoadTrustDir(dir); err != nil {
+			return err
+		}
 	}
 	if *dataIface != "" {
 		if m.DataIP, err = netip.ParseAddr(*dataIface); err != nil {

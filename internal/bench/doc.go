@@ -1,5 +1,14 @@
-// Package bench is the data-plane benchmark behind "ferry bench loopback"
-// and "ferry bench wan".
+// Package bench is the data-plane benchmark behind "ferry bench loopback",
+// "ferry bench wan" and "ferry bench stripe".
+//
+// # Striping
+//
+// "ferry bench stripe" (RunStripe, WriteStripeTable) measures how a
+// third-party copy between two striped servers scales with the number of
+// data nodes when each node's own link is the bottleneck: a wan.Lab of
+// 2N+1 hosts, each link rate-limited, N data nodes a side, Ferry (ferry
+// serve -movers and ferry mover with null storage, ferry cp -stripe) and
+// GCT (globus-gridftp-server -r and -dn, globus-url-copy -stripe) in turn.
 //
 // # WAN
 //

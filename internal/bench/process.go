@@ -141,9 +141,9 @@ type server struct {
 	stopOnce sync.Once
 }
 
-// listening matches the line both ferry serve and the GCT server print once
-// they accept connections.
-var listening = regexp.MustCompile(`Server listening at \S*:(\d+)\s`)
+// listening matches the line ferry serve, ferry mover and the GCT server
+// print once they accept connections.
+var listening = regexp.MustCompile(`(?:Server|Mover) listening at \S*:(\d+)\s`)
 
 // startTimeout bounds how long a server may take to report its port.
 const startTimeout = 30 * time.Second

@@ -77,6 +77,10 @@ type Config struct {
 	// verification (Go's x509 path validation does not understand
 	// proxies). Nil accepts any certificate, or none where TLS allows it.
 	VerifyPeer func(chain []*x509.Certificate) error
+	// Authz says what VerifyPeer checks, for a process that must rebuild
+	// it with its own trust store (a striped server's data movers); the
+	// zero value means VerifyPeer is nil.
+	Authz Authorization
 	// ServerName is the SNI a TLS client sends. It is sent only when it is
 	// a valid DNS host name (never an IP address or a user's CN with
 	// spaces); empty, the default, sends none.
@@ -86,6 +90,13 @@ type Config struct {
 	MinVersion, MaxVersion uint16
 	// HandshakeTimeout bounds the handshake and flag exchange; 0 means 30s.
 	HandshakeTimeout time.Duration
+}
+
+// Authorization names a VerifyPeer function: Mode 'A' is
+// SelfAuthorization and 'S' SubjectAuthorization, of DN; 0 is none.
+type Authorization struct {
+	Mode byte
+	DN   string
 }
 
 // DefaultHandshakeTimeout is the handshake deadline when Config has none.

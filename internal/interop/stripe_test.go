@@ -159,9 +159,19 @@ func (s *striped) marks() []int {
 // TestStripedGlobusURLCopy: globus-url-copy against a striped Ferry
 // (frontend and three movers on distinct addresses). Uploads with
 // -stripe get SPAS (three addresses); downloads send PORT and every mover
-// sends its stripes. globus-url-copy -stripe -sbs N uploads are left out
-// here: to single-stripe servers they hang in the GCT client (also with
-// GCT's own server).
+// sends its stripes.
+//
+// globus-url-copy -stripe -sbs N uploads are left out: they hang in
+// globus-url-copy whatever the server. Uploading 10,000,003 bytes with
+// -sbs 65536 to two stripes, guc (-dbg) reads its last buffer (offset
+// 9,437,184, 562,819 bytes, eof) but sends only one 64 KiB block of it to
+// each stripe before the EOFs, so each stripe ends after 4,784,128 bytes
+// (9,568,256 in all), and then it waits forever for the rest of that
+// buffer to be written. A striped GCT server (globus-gridftp-server -r
+// with two -dn data nodes) gets exactly the same 9,568,256 bytes and
+// even answers 226; a striped Ferry refuses the short file (426: the
+// stripes ended before the bytes announced with ALLO). guc hangs after
+// either reply. Without -sbs (1 MiB blocks) the uploads are complete.
 func TestStripedGlobusURLCopy(t *testing.T) {
 	root := t.TempDir()
 	s := startStriped(t, root, 3)
@@ -357,5 +367,91 @@ func TestStripedGCT(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStripedGSI: globus-url-copy -stripe over gsiftp:// against a striped
+// GSI Ferry with the default DCAU (A: every mover presents the session's
+// delegated proxy and accepts only the user's own identity), with PROT P,
+// and with DCAU N, and ferry cp -stripe with DCAU A both ways; every mover
+// moves its part (of a download; and of ferry cp's upload).
+func TestStripedGSI(t *testing.T) {
+	p := newPKI(t) // sets X509_CERT_DIR, which the movers inherit
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	s := &striped{secret: secretFile(t)}
+	var addrs []string
+	for i := range 2 {
+		m := startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, s.secret)
+		s.movers = append(s.movers, m)
+		addrs = append(addrs, m.addr)
+	}
+	s.server = gsiServer(t, p, root, "-allow-foreign-data", "-movers", strings.Join(addrs, ","),
+		"-mover-secret", s.secret, "-mover-heartbeat", "100ms", "-mover-timeout", "2s")
+	const size = 6<<20 + 9
+	want := writeRandom(t, filepath.Join(root, "g.bin"), size, 17)
+	local := t.TempDir()
+	proxy := p.ferryProxy(t)
+	url := "gsiftp://" + s.addr
+	for _, flags := range [][]string{{"-stripe"}, {"-stripe", "-p", "2", "-dcpriv"}, {"-stripe", "-nodcau"}} {
+		name := strings.Join(flags, "")
+		t.Run(name, func(t *testing.T) {
+			guc := func(args ...string) {
+				t.Helper()
+				all := append([]string{"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + filepath.Join(p.dir, "certificates"), "globus-url-copy"}, flags...)
+				mustRun(t, "", "", "env", append(all, args...)...)
+			}
+			got := filepath.Join(local, name)
+			mark := s.marks()
+			guc(url+"/g.bin", "file://"+got)
+			sameFile(t, got, want)
+			s.checkShares(t, "send", "/g.bin", mark, size)
+			// Uploads go where globus-url-copy sends them (here all to the
+			// first SPAS address, as without GSI).
+			up := "/up" + name
+			guc("file://"+got, url+up)
+			sameFile(t, filepath.Join(root, up), want)
+		})
+	}
+	// ferry cp -stripe with its default DCAU A: the movers connect to it
+	// for downloads; uploads go to every SPAS address.
+	env := []string{"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + filepath.Join(p.dir, "certificates")}
+	got := filepath.Join(local, "ferry-cp")
+	mark := s.marks()
+	mustRun(t, "", "", "env", append(env, ferryBin, "cp", "-q", "-stripe", "-p", "2", url+"/g.bin", got)...)
+	sameFile(t, got, want)
+	s.checkShares(t, "send", "/g.bin", mark, size)
+	mark = s.marks()
+	mustRun(t, "", "", "env", append(env, ferryBin, "cp", "-q", "-stripe", "-sbs", "65536", got, url+"/up-ferry-cp")...)
+	sameFile(t, filepath.Join(root, "up-ferry-cp"), want)
+	s.checkShares(t, "receive", "/up-ferry-cp", mark, size)
+}
+
+// TestStripedFTPS: curl over explicit TLS (AUTH TLS, PROT P) against a
+// striped Ferry with a password user: the data connections of the first
+// mover are TLS with the server's certificate, both ways. curl is told to
+// use PASV and its address: EPSV has no address, and the mover listens on
+// another than the frontend's.
+func TestStripedFTPS(t *testing.T) {
+	p := newPKI(t)
+	root := t.TempDir()
+	pw := filepath.Join(t.TempDir(), "passwd")
+	mustRun(t, "", "secret\n", ferryBin, "passwd", pw, "alice")
+	sec := secretFile(t)
+	var addrs []string
+	for i := range 2 {
+		addrs = append(addrs, startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, sec).addr)
+	}
+	srv := startFerry(t, root, "-passwd", pw, "-cert", p.hostCert, "-key", p.hostKey, "-movers", strings.Join(addrs, ","),
+		"-mover-secret", sec, "-mover-heartbeat", "100ms", "-mover-timeout", "2s", "-log-level", "debug")
+	want := writeRandom(t, filepath.Join(root, "f.bin"), 3<<20+5, 19)
+	cacert := filepath.Join(p.dir, "cacert.pem")
+	got := filepath.Join(t.TempDir(), "curl.bin")
+	mustRun(t, "", "", "curl", "-sS", "--disable-epsv", "--no-ftp-skip-pasv-ip", "--ssl-reqd", "--cacert", cacert, "-u", "alice:secret", "-o", got, srv.url("/f.bin"))
+	sameFile(t, got, want)
+	mustRun(t, "", "", "curl", "-sS", "--disable-epsv", "--no-ftp-skip-pasv-ip", "--ssl-reqd", "--cacert", cacert, "-u", "alice:secret", "-T", got, srv.url("/up.bin"))
+	sameFile(t, filepath.Join(root, "up.bin"), want)
+	if !strings.Contains(srv.log.String(), "cmd=\"PROT P\"") {
+		t.Errorf("curl did not ask for PROT P:\n%s", srv.log)
 	}
 }

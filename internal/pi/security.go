@@ -294,8 +294,10 @@ func (s *session) dataSecurity() *dcsec.Config {
 		cfg := &dcsec.Config{Style: dcsec.GSI, Level: dcsec.Level(s.prot), Server: true, Certificate: &cert}
 		if s.dcau == 'S' {
 			cfg.VerifyPeer = dcsec.SubjectAuthorization(sec.Trust, s.dcauSubject)
+			cfg.Authz = dcsec.Authorization{Mode: 'S', DN: s.dcauSubject}
 		} else {
 			cfg.VerifyPeer = dcsec.SelfAuthorization(sec.Trust, s.gssIdentity.DN)
+			cfg.Authz = dcsec.Authorization{Mode: 'A', DN: s.gssIdentity.DN}
 		}
 		return cfg
 	}

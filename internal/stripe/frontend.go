@@ -114,11 +114,12 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mover %s unreachable: %w", addr, err)
 	}
-	if err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout)); err != nil {
+	keys, err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mover %s: %w", addr, err)
 	}
-	return newLink(c, "mover "+addr, p.hb), nil
+	return newLink(c, "mover "+addr, p.hb, keys), nil
 }
 
 // monitor keeps a link to one mover, logging when it goes up or down.
@@ -234,14 +235,12 @@ type Frontend struct {
 
 	home      string
 	buf       int
-	sec       *dcsec.Config
+	sec       *Security        // the movers' data channel security; nil: none
+	secErr    error            // why the session's security cannot go to the movers
 	listening map[int]bool     // movers with a passive listener
 	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
 	seq       atomic.Uint64
 }
-
-// errSecurity: DCAU/PROT would need the session's credentials on every mover.
-var errSecurity = errors.New("data channel security (DCAU/PROT) is not supported by this striped server; send DCAU N")
 
 // SetHome sets where the user's root lies in the movers' storage.
 func (f *Frontend) SetHome(home string) { f.home = home }
@@ -252,9 +251,15 @@ func (f *Frontend) StripeStatus() []string { return f.pool.Status() }
 // SetBuffer sets the TCP buffer of data sockets the movers make from now on.
 func (f *Frontend) SetBuffer(size int) { f.buf = size }
 
-// SetSecurity records the data channel security; only plain TCP (nil) is
-// supported, other settings fail the next transfers with a clear reply.
-func (f *Frontend) SetSecurity(cfg *dcsec.Config) { f.sec = cfg }
+// SetSecurity records the data channel security; the movers get it (the
+// session's credential and DCAU check) with each request. Settings that
+// cannot be passed on fail the next transfers with a clear reply.
+func (f *Frontend) SetSecurity(cfg *dcsec.Config) {
+	f.sec, f.secErr = securityOf(cfg)
+	if f.secErr != nil {
+		f.secErr = fmt.Errorf("data channel security (DCAU/PROT) cannot be used on this striped server (%w); send DCAU N", f.secErr)
+	}
+}
 
 // Close ends the session's links; the movers drop its listeners and
 // connections.
@@ -375,7 +380,7 @@ func (f *Frontend) listen(ctx context.Context, ipv4 bool, n int) ([]netip.AddrPo
 	f.reset(keep)
 	addrs := make([]netip.AddrPort, n)
 	for i := range n {
-		r, err := f.call(ctx, i, &Msg{Type: TypePassive, IPv4: ipv4, Buffer: f.buf})
+		r, err := f.call(ctx, i, &Msg{Type: TypePassive, IPv4: ipv4, Buffer: f.buf, Sec: f.sec})
 		if err != nil {
 			return nil, err
 		}
@@ -400,8 +405,8 @@ func (f *Frontend) Active(ctx context.Context, addrs []netip.AddrPort) error {
 // its stripes of a MODE E file to active receivers; listings, stream mode
 // and passive set-ups go through the first mover.
 func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, notify func(xfer.Event)) (int64, error) {
-	if f.sec != nil {
-		return 0, &xfer.DataError{Open: true, Err: errSecurity}
+	if f.secErr != nil {
+		return 0, &xfer.DataError{Open: true, Err: f.secErr}
 	}
 	if len(f.active) == 0 && len(f.listening) == 0 {
 		return 0, xfer.ErrNoDataAddress
@@ -426,7 +431,7 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 		if len(movers) > 1 {
 			r.Senders, r.SenderIndex = len(movers), k
 		}
-		msgs[k] = &Msg{Type: TypeSend, Buffer: f.buf, Addrs: f.active, Job: jobOf(&r, f.moverPath(req.Path)), Data: data}
+		msgs[k] = &Msg{Type: TypeSend, Buffer: f.buf, Addrs: f.active, Job: jobOf(&r, f.moverPath(req.Path)), Data: data, Sec: f.sec}
 	}
 	return f.run(ctx, movers, msgs, notify)
 }
@@ -435,8 +440,8 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 // mover writes what reaches it, at its offsets, through its own storage;
 // dst (the frontend's own handle on the file) is not written.
 func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
-	if f.sec != nil {
-		return 0, &xfer.DataError{Open: true, Err: errSecurity}
+	if f.secErr != nil {
+		return 0, &xfer.DataError{Open: true, Err: f.secErr}
 	}
 	var movers []int
 	for i := range f.pool.movers {
@@ -452,7 +457,7 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 	}
 	msgs := make([]*Msg, len(movers))
 	for k := range movers {
-		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path))}
+		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path)), Sec: f.sec}
 	}
 	n, err := f.run(ctx, movers, msgs, notify)
 	if err == nil && len(movers) > 1 && req.Size >= 0 && req.Restart.Len() == 0 && n < req.Size {

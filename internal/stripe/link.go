@@ -36,8 +36,10 @@ type link struct {
 	name string // "mover 10.0.0.2:7000" or "frontend 10.0.0.1:51234"
 	conn net.Conn
 	hb   heartbeat
+	keys *linkKeys // keys.recv is the reader goroutine's
 
-	wmu sync.Mutex // serialises writes
+	wmu  sync.Mutex // serialises writes and guards keys.send
+	wbuf []byte
 
 	in   chan *Msg
 	dead chan struct{} // closed when the link died; err is set before
@@ -46,8 +48,8 @@ type link struct {
 	wg   sync.WaitGroup
 }
 
-func newLink(conn net.Conn, name string, hb heartbeat) *link {
-	l := &link{name: name, conn: conn, hb: hb, in: make(chan *Msg, 64), dead: make(chan struct{})}
+func newLink(conn net.Conn, name string, hb heartbeat, keys *linkKeys) *link {
+	l := &link{name: name, conn: conn, hb: hb, keys: keys, in: make(chan *Msg, 64), dead: make(chan struct{})}
 	l.wg.Go(l.read)
 	l.wg.Go(l.ping)
 	return l
@@ -81,9 +83,11 @@ func (l *link) Err() error {
 func (l *link) read() {
 	for {
 		l.conn.SetReadDeadline(time.Now().Add(l.hb.timeout))
-		m, err := readMsg(l.conn)
+		m, err := l.readSealed()
 		if err != nil {
 			switch {
+			case errors.Is(err, ErrTampered), errors.Is(err, ErrReplay):
+				err = fmt.Errorf("%s: %w; dropping the link", l.name, err)
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				err = fmt.Errorf("%s: no heartbeat for %v (hung or unreachable)", l.name, l.hb.timeout)
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -123,14 +127,17 @@ func (l *link) ping() {
 // send writes m; a write that takes longer than the heartbeat timeout
 // kills the link.
 func (l *link) send(m *Msg) error {
-	b, err := AppendFrame(nil, m)
-	if err != nil {
-		return err
-	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.Err(); err != nil {
 		return err
+	}
+	b, err := l.keys.send.seal(l.wbuf[:0], m)
+	if err != nil {
+		return err
+	}
+	if cap(b) <= 64<<10 {
+		l.wbuf = b
 	}
 	l.conn.SetWriteDeadline(time.Now().Add(l.hb.timeout))
 	if _, err := l.conn.Write(b); err != nil {
@@ -159,7 +166,28 @@ func (l *link) recv(ctx context.Context) (*Msg, error) {
 	}
 }
 
-// readMsg reads one frame from r.
+// readSealed reads and opens the next sealed frame.
+func (l *link) readSealed() (*Msg, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(l.conn, h[:]); err != nil {
+		return nil, err
+	}
+	n, err := parseSealedHeader(h[:])
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, h[:])
+	if _, err := io.ReadFull(l.conn, frame[4:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return l.keys.recv.open(frame)
+}
+
+// readMsg reads one plain frame (handshake) from r.
 func readMsg(r io.Reader) (*Msg, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -198,59 +226,62 @@ func newNonce() []byte {
 }
 
 // frontendHandshake authenticates a new connection to a mover: it proves
-// the secret and checks the mover's proof. The mover speaks second, after
-// seeing our nonce, so its proof cannot be replayed.
-func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) error {
+// the secret and checks the mover's proof, then derives the link's keys.
+// The mover speaks second, after seeing our nonce, so its proof cannot be
+// replayed.
+func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
 	conn.SetDeadline(time.Now().Add(timeout))
 	defer conn.SetDeadline(time.Time{})
 	own := newNonce()
 	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
-		return err
+		return nil, err
 	}
 	m, err := readMsg(conn)
 	if err != nil {
-		return fmt.Errorf("hello: %w", err)
+		return nil, fmt.Errorf("hello: %w", err)
 	}
 	switch {
 	case m.Type == TypeError:
-		return fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
+		return nil, fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
 	case m.Type != TypeHello:
-		return fmt.Errorf("%w: the peer sent %v instead of hello", ErrAuth, m.Type)
+		return nil, fmt.Errorf("%w: the peer sent %v instead of hello", ErrAuth, m.Type)
 	case m.Version != Version:
-		return fmt.Errorf("stripe: protocol version mismatch: the mover speaks %d, this frontend %d; run the same Ferry version on both", m.Version, Version)
+		return nil, fmt.Errorf("stripe: protocol version mismatch: the mover speaks %d, this frontend %d; run the same Ferry version on both", m.Version, Version)
 	case m.Role != roleMover:
-		return fmt.Errorf("%w: the peer is a %q, not a mover", ErrAuth, m.Role)
+		return nil, fmt.Errorf("%w: the peer is a %q, not a mover", ErrAuth, m.Role)
 	case !checkProof(secret, roleMover, m.Nonce, own, m.Proof):
-		return fmt.Errorf("%w: the mover does not know the shared secret", ErrAuth)
+		return nil, fmt.Errorf("%w: the mover does not know the shared secret", ErrAuth)
 	}
-	if err := writeMsg(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, m.Nonce)}); err != nil {
-		return err
+	moverNonce := m.Nonce
+	if err := writeMsg(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, moverNonce)}); err != nil {
+		return nil, err
 	}
 	m, err = readMsg(conn)
 	if err != nil {
-		return fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
+		return nil, fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
 	}
 	switch m.Type {
 	case TypeWelcome:
-		return nil
+		return deriveKeys(secret, own, moverNonce, true)
 	case TypeError:
-		return fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
+		return nil, fmt.Errorf("%w: the mover refused: %s", ErrAuth, m.Text)
 	}
-	return fmt.Errorf("%w: the mover sent %v instead of welcome", ErrAuth, m.Type)
+	return nil, fmt.Errorf("%w: the mover sent %v instead of welcome", ErrAuth, m.Type)
 }
 
-// moverHandshake authenticates a connecting frontend; a refusal is
-// explained to the peer before the connection closes.
-func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) error {
+// moverHandshake authenticates a connecting frontend and derives the
+// link's keys; a refusal is explained to the peer before the connection
+// closes.
+func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
 	conn.SetDeadline(time.Now().Add(timeout))
 	defer conn.SetDeadline(time.Time{})
-	refuse := func(err error, text string) error {
+	refuse := func(err error, text string) (*linkKeys, error) {
 		writeMsg(conn, &Msg{Type: TypeError, Text: text})
-		return err
+		return nil, err
 	}
 	m, err := readMsg(conn)
 	if err != nil {
-		return fmt.Errorf("hello: %w", err)
+		return nil, fmt.Errorf("hello: %w", err)
 	}
 	switch {
 	case m.Type != TypeHello:
@@ -264,14 +295,17 @@ func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) error {
 	peer := m.Nonce
 	own := newNonce()
 	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
-		return err
+		return nil, err
 	}
 	m, err = readMsg(conn)
 	if err != nil {
-		return fmt.Errorf("%w: no proof from the frontend (%v)", ErrAuth, err)
+		return nil, fmt.Errorf("%w: no proof from the frontend (%v)", ErrAuth, err)
 	}
 	if m.Type != TypeAuth || !checkProof(secret, roleFrontend, peer, own, m.Proof) {
 		return refuse(fmt.Errorf("%w: the frontend does not know the shared secret", ErrAuth), "authentication failed: wrong shared secret")
 	}
-	return writeMsg(conn, &Msg{Type: TypeWelcome})
+	if err := writeMsg(conn, &Msg{Type: TypeWelcome}); err != nil {
+		return nil, err
+	}
+	return deriveKeys(secret, peer, own, false)
 }

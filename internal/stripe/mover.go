@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/dtp"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -36,6 +38,9 @@ type Mover struct {
 	// how long a silent frontend lives (its transfer is then stopped).
 	// Zero means 2s and five heartbeats.
 	Heartbeat, HeartbeatTimeout time.Duration
+	// Trust verifies the peers of secured data channels (DCAU A and S);
+	// nil refuses every peer of a session with DCAU.
+	Trust *gsi.TrustStore
 	// Logger receives events; nil discards.
 	Logger *slog.Logger
 
@@ -147,12 +152,13 @@ func (m *Mover) Close() error {
 func (m *Mover) handle(c net.Conn) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
-	if err := moverHandshake(c, m.Secret, hb.timeout); err != nil {
+	keys, err := moverHandshake(c, m.Secret, hb.timeout)
+	if err != nil {
 		log.Warn("refused a frontend", "err", err)
 		c.Close()
 		return
 	}
-	l := newLink(c, "frontend "+c.RemoteAddr().String(), hb)
+	l := newLink(c, "frontend "+c.RemoteAddr().String(), hb, keys)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -181,6 +187,7 @@ type moverSession struct {
 	log     *slog.Logger
 	localIP netip.Addr
 	local   *dtp.Local // nil until the frontend describes its session
+	sec     *Security  // the data channel security local has
 
 	cancel context.CancelCauseFunc // of the running transfer; nil when none
 	done   chan struct{}           // closed when the running transfer ends
@@ -198,7 +205,10 @@ func (s *moverSession) run() {
 	for {
 		msg, err := s.l.recv(ctx)
 		if err != nil {
-			if s.busy() {
+			switch {
+			case errors.Is(err, ErrTampered), errors.Is(err, ErrReplay):
+				s.log.Warn("refused a frame from the frontend", "err", err)
+			case s.busy():
 				s.log.Warn("frontend lost during a transfer; stopping it", "err", err)
 			}
 			return
@@ -208,6 +218,7 @@ func (s *moverSession) run() {
 			if s.local != nil {
 				s.local.Close()
 			}
+			s.sec = nil
 			ip := s.m.DataIP
 			if !ip.IsValid() {
 				ip = s.localIP
@@ -230,6 +241,10 @@ func (s *moverSession) run() {
 				s.reply(msg.Seq, err)
 				continue
 			}
+			if err := s.secure(msg.Sec); err != nil {
+				s.reply(msg.Seq, err)
+				continue
+			}
 			s.local.SetBuffer(msg.Buffer)
 			ap, err := s.local.Passive(ctx, msg.IPv4)
 			if err != nil {
@@ -245,6 +260,10 @@ func (s *moverSession) run() {
 				s.l.send(&Msg{Type: TypeDone, Seq: msg.Seq, Kind: KindOther, Text: err.Error()})
 				continue
 			}
+			if err := s.secure(msg.Sec); err != nil {
+				s.l.send(&Msg{Type: TypeDone, Seq: msg.Seq, Kind: KindOpen, Text: err.Error()})
+				continue
+			}
 			s.start(ctx, msg)
 		case TypeAbort:
 			s.stop(xfer.ErrAborted)
@@ -252,6 +271,24 @@ func (s *moverSession) run() {
 			s.log.Warn("unexpected message from the frontend", "type", msg.Type)
 		}
 	}
+}
+
+// secure gives the local DTP the session's data channel security when it
+// changed (which drops its cached connections).
+func (s *moverSession) secure(sec *Security) error {
+	if sec.equal(s.sec) {
+		return nil
+	}
+	var cfg *dcsec.Config
+	if sec != nil {
+		var err error
+		if cfg, err = sec.config(s.m.Trust); err != nil {
+			return err
+		}
+	}
+	s.local.SetSecurity(cfg)
+	s.sec = sec
+	return nil
 }
 
 func (s *moverSession) ready() error {

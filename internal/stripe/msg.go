@@ -12,8 +12,11 @@ package stripe
 //	F: auth{proof_f}                             (after checking proof_m)
 //	M: welcome{}                                 or error{text}
 //	F: session{control peer, ...}                (session links only)
-//	then requests F→M with a sequence number, replies M→F echoing it;
-//	ping both ways every heartbeat interval.
+//	then, every frame sealed (seal.go), requests F→M with a sequence
+//	number, replies M→F echoing it; ping both ways every heartbeat interval.
+//
+// Version 2 seals every frame after the handshake; version 1 links were
+// plain TCP after it.
 
 import (
 	"crypto/hmac"
@@ -29,7 +32,7 @@ import (
 )
 
 // Version is the protocol version a hello carries; peers must agree.
-const Version = 1
+const Version = 2
 
 // MaxFrame bounds a frame's body (a listing travels inline to the mover).
 const MaxFrame = 64 << 20
@@ -95,6 +98,7 @@ type Msg struct {
 	Addrs  []netip.AddrPort `json:"addrs,omitempty"`
 	Job    *Job             `json:"job,omitempty"`
 	Data   []byte           `json:"data,omitempty"` // a listing's bytes
+	Sec    *Security        `json:"sec,omitempty"`  // data channel security; nil: none
 
 	// Event, done.
 	Event *xfer.Event `json:"ev,omitempty"`
@@ -216,6 +220,11 @@ func (m *Msg) check() error {
 			}
 		}
 	}
+	if m.Sec != nil {
+		if err := m.Sec.check(); err != nil {
+			return bad(err.Error())
+		}
+	}
 	if ev := m.Event; ev != nil {
 		if len(ev.Ranges) > maxRestart || ev.Stripe < 0 || ev.Stripe > 64 {
 			return bad("event")
@@ -241,7 +250,7 @@ const (
 // the other role or another connection.
 func proof(secret []byte, role string, own, peer []byte) []byte {
 	h := hmac.New(sha256.New, secret)
-	h.Write([]byte("ferry-stripe-v1\x00" + role + "\x00"))
+	h.Write([]byte("ferry-stripe-v2\x00" + role + "\x00"))
 	h.Write(own)
 	h.Write(peer)
 	return h.Sum(nil)

@@ -128,11 +128,11 @@ func handshake(frontSecret, moverSecret []byte) (frontErr, moverErr error) {
 	defer b.Close()
 	done := make(chan error, 1)
 	go func() {
-		err := moverHandshake(b, moverSecret, 2*time.Second)
+		_, err := moverHandshake(b, moverSecret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
-	frontErr = frontendHandshake(a, frontSecret, 2*time.Second)
+	_, frontErr = frontendHandshake(a, frontSecret, 2*time.Second)
 	a.Close()
 	return frontErr, <-done
 }
@@ -160,7 +160,11 @@ func TestHandshakeMoverRefusesReplayedProof(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	done := make(chan error, 1)
-	go func() { done <- moverHandshake(b, secret, 2*time.Second); b.Close() }()
+	go func() {
+		_, err := moverHandshake(b, secret, 2*time.Second)
+		b.Close()
+		done <- err
+	}()
 	writeMsg(a, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()})
 	hello, err := readMsg(a)
 	if err != nil {
@@ -181,7 +185,11 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	done := make(chan error, 1)
-	go func() { done <- moverHandshake(b, secret, 2*time.Second); b.Close() }()
+	go func() {
+		_, err := moverHandshake(b, secret, 2*time.Second)
+		b.Close()
+		done <- err
+	}()
 	writeMsg(a, &Msg{Type: TypeHello, Version: Version + 1, Role: roleFrontend, Nonce: newNonce()})
 	r, err := readMsg(a)
 	if err != nil || r.Type != TypeError || !strings.Contains(r.Text, "version mismatch") {
@@ -198,7 +206,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		writeMsg(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
 		d.Close()
 	}()
-	if err := frontendHandshake(c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
+	if _, err := frontendHandshake(c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
 		t.Errorf("frontend facing a newer mover: %v", err)
 	}
 }

@@ -104,7 +104,11 @@ var staleName = regexp.MustCompile(`^(.+)-([0-9]+)-([0-9]+)-[cs]$`)
 
 // removeStale deletes the namespaces named by prefix whose creating process
 // is gone: what an earlier run killed before its cleanup left behind.
-func removeStale(prefix string) error {
+func removeStale(prefix string) error { return removeStaleMatching(prefix, staleName) }
+
+// removeStaleMatching is removeStale for names that re matches with the
+// prefix and the pid as its first two groups.
+func removeStaleMatching(prefix string, re *regexp.Regexp) error {
 	entries, err := os.ReadDir(netnsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -114,7 +118,7 @@ func removeStale(prefix string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		m := staleName.FindStringSubmatch(e.Name())
+		m := re.FindStringSubmatch(e.Name())
 		if m == nil || m[1] != prefix {
 			continue
 		}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/bench"
+	"github.com/ferrygrid/ferry/internal/wan"
+)
+
+const benchStripeHelp = `
+"ferry bench stripe" measures striping: for each count N of -movers it
+builds a lab of 2N+1 network namespaces on one bridge (host 0: the client
+and both frontends; N source and N destination data nodes, one a host), each
+host's link limited to -rate both ways with htb, and times a third-party
+copy of N × -size bytes between a striped source and a striped destination:
+ferry serve -movers with a ferry mover on each data host (null storage),
+steered by ferry cp -stripe, and globus-gridftp-server -r with -dn data
+nodes (a sparse tmpfs file to /dev/null), steered by globus-url-copy
+-stripe, alternately, -reps times. It prints a Markdown table of the
+aggregate rate and its ratio to one data node. It must run as root.
+`
+
+func runBenchStripe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(commands["bench"], e)
+	usage := fs.Usage
+	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchStripeHelp) }
+	movers := fs.String("movers", "1,2,4", "comma-separated counts of data nodes on each side")
+	rate := fs.String("rate", "200M", "each host's link rate, each way (bit/s with K, M or G)")
+	size := fs.String("size", "96M", "bytes per data node in each run (a run moves N times this)")
+	par := fs.Int("p", 2, "data connections per stripe")
+	reps := fs.Int("reps", 3, "runs per implementation and count")
+	impls := fs.String("impls", "ferry,gct", "comma-separated implementations: ferry, gct")
+	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
+	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: /dev/shm)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "limit for each client run")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	cfg := bench.StripeConfig{Ferry: *ferry, Parallel: *par, Reps: *reps, Dir: *dir, Timeout: *timeout, Progress: e.stderr}
+	var err error
+	if cfg.Movers, err = parseInts(*movers); err != nil {
+		return usagef("-movers: %v", err)
+	}
+	if cfg.Rate, err = wan.ParseRate(*rate); err != nil {
+		return usagef("-rate: %v", err)
+	}
+	if cfg.PerMover, err = bench.ParseSize(*size); err != nil || cfg.PerMover <= 0 {
+		return usagef("-size: want a positive size (%v)", err)
+	}
+	if *par < 1 || *reps < 1 || *timeout <= 0 {
+		return usagef("-p and -reps must be at least 1, -timeout positive")
+	}
+	for _, i := range splitList(*impls) {
+		if i != string(bench.Ferry) && i != string(bench.GCT) {
+			return usagef("-impls: unknown implementation %q (ferry, gct)", i)
+		}
+		cfg.Impls = append(cfg.Impls, bench.Impl(i))
+	}
+	if cfg.Ferry == "" && slices.Contains(cfg.Impls, bench.Ferry) {
+		if cfg.Ferry, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
+		}
+	}
+	results, runErr := bench.RunStripe(ctx, cfg)
+	if len(results) > 0 {
+		if err := bench.WriteStripeTable(e.stdout, cfg, results); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Err != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (see above)", failed, len(results))
+	}
+	return nil
+}
