@@ -143,10 +143,10 @@ func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []
 
 // runBatch is the part GetFiles and PutFiles share: it answers an empty
 // batch and a broken Conn, switches to MODE E and hands the batch to
-// eblock, or (MODE E refused, or StreamMode) transfers the n files one by
+// modeE, or (MODE E refused, or StreamMode) transfers the n files one by
 // one with one, reporting each to Done.
 func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing string,
-	eblock func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error,
+	modeE func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error,
 	one func(i int, o *BatchOptions) error) []error {
 	var o BatchOptions
 	if opts != nil {
@@ -163,7 +163,7 @@ func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing st
 		w, stopWatch := watchAll(ctx, c.nc)
 		err := c.setMode(true)
 		if err == nil {
-			return eblock(w, stopWatch, &o, errs)
+			return modeE(w, stopWatch, &o, errs)
 		}
 		c.endBatch(ctx, stopWatch, err)
 		if c.err != nil {
@@ -861,8 +861,8 @@ func (c *Conn) putChannel(ctx context.Context, w *watcher, n, buf int) ([]net.Co
 	return ok, errors.Join(errs...)
 }
 
-// sendAll is the data side of an upload batch: it sends each started
-// file's blocks over the data connections, in order. It returns the
+// sendAll is the data side of an upload batch without STOR-DRAIN: it
+// sends each started file's blocks over the data connections, in order. It returns the
 // connections to keep.
 func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []net.Conn, sec *securing, o *BatchOptions) []net.Conn {
 	for op := range b.startc {
