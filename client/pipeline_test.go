@@ -261,8 +261,17 @@ func TestPutFilesDrain(t *testing.T) {
 				return bytes.NewReader(want[i]), nil
 			}}
 		}
+		// A command the server might not read as a STOR is not sent.
+		const long = 12
+		files[long].Path = p.remote(strings.Repeat("x", 4100))
 		errs := c.PutFiles(ctx, files, &client.BatchOptions{Window: 6, Parallel: par})
 		for i, err := range errs {
+			if i == long {
+				if err == nil || !strings.Contains(err.Error(), "longer than 4096") {
+					t.Errorf("p%d: file with a 4100-byte name: %v, want refused locally", par, err)
+				}
+				continue
+			}
 			if _, ok := refused[i]; ok {
 				var re *client.ReplyError
 				if !errors.As(err, &re) || re.Reply.Code != 550 || errors.Is(err, client.ErrBatchStopped) {
