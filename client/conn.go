@@ -108,6 +108,7 @@ type Conn struct {
 	wbuf   []byte
 
 	modeE    bool       // the server is in MODE E
+	drainOn  bool       // OPTS PIPE STOR-DRAIN=ON was accepted (see pipeline.go)
 	cache    []net.Conn // MODE E data connections kept for the next transfer
 	cacheDir direction  // which way cache carries data
 	dataBuf  int        // socket buffer size for this transfer's data connections; 0: kernel default

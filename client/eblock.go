@@ -607,6 +607,9 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	if c.err != nil {
 		return 0, c.err
 	}
+	if err := c.setStorDrain(false); err != nil {
+		return 0, err
+	}
 	window := Range{Start: o.Offset, End: o.Offset + size}
 	missing := o.Restart.Missing(window)
 	command := "STOR " + path

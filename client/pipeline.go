@@ -12,13 +12,20 @@ package client
 // file's blocks only after the file's 125/150 reply, so the data of a
 // refused RETR (there is none) can never be mistaken for the next file's.
 //
-// Uploads send a file's blocks only after its 125/150: a STOR the server
-// refuses before reading (no such directory, no permission) reads nothing
-// from the cached connections, and blocks written ahead would be taken
-// for the next file's. The STOR and ALLO of later files are still sent
-// ahead, which leaves one round trip per file (globus-url-copy -pp -fast
-// waits for each 226 before the next ALLO, then for that reply before STOR:
-// three).
+// Uploads to a server that offers the STOR-DRAIN extension (FEAT line
+// "PIPE STOR-DRAIN", enabled with OPTS PIPE STOR-DRAIN=ON; Ferry's server,
+// docs/extensions.md) pipeline fully too: a file's blocks follow its STOR
+// at once, and a STOR the server refuses has its blocks read and
+// discarded there, so the stream stays in step and the refusal lands on
+// that file alone.
+//
+// Other servers (GCT's) get a file's blocks only after its 125/150: a
+// STOR they refuse before reading (no such directory, no permission)
+// reads nothing from the cached connections, and blocks written ahead
+// would be taken for the next file's. The STOR and ALLO of later files
+// are still sent ahead, which leaves one round trip per file
+// (globus-url-copy -pp -fast waits for each 226 before the next ALLO,
+// then for that reply before STOR: three).
 
 import (
 	"cmp"
@@ -29,6 +36,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,12 +134,26 @@ func (o *BatchOptions) window() int {
 // get an error wrapping ErrBatchStopped. The data connections stay open
 // for the next batch in the same direction on this Conn.
 func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []error {
+	return c.runBatch(ctx, len(files), opts, "downloading",
+		func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
+			return c.getEBlock(ctx, w, stopWatch, files, o, errs)
+		},
+		func(i int, o *BatchOptions) error { return c.getOne(ctx, files[i], o) })
+}
+
+// runBatch is the part GetFiles and PutFiles share: it answers an empty
+// batch and a broken Conn, switches to MODE E and hands the batch to
+// modeE, or (MODE E refused, or StreamMode) transfers the n files one by
+// one with one, reporting each to Done.
+func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing string,
+	modeE func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error,
+	one func(i int, o *BatchOptions) error) []error {
 	var o BatchOptions
 	if opts != nil {
 		o = *opts
 	}
-	errs := make([]error, len(files))
-	if len(files) == 0 {
+	errs := make([]error, n)
+	if n == 0 {
 		return errs
 	}
 	if c.err != nil {
@@ -141,16 +163,16 @@ func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []
 		w, stopWatch := watchAll(ctx, c.nc)
 		err := c.setMode(true)
 		if err == nil {
-			return c.getEBlock(ctx, w, stopWatch, files, &o, errs)
+			return modeE(w, stopWatch, &o, errs)
 		}
 		c.endBatch(ctx, stopWatch, err)
 		if c.err != nil {
 			return fillErrs(errs, 0, c.err, o.Done)
 		}
-		c.log.Debug("MODE E refused; downloading in stream mode", "err", err)
+		c.log.Debug("MODE E refused; "+doing+" in stream mode", "err", err)
 	}
-	for i, g := range files {
-		errs[i] = c.getOne(ctx, g, &o)
+	for i := range n {
+		errs[i] = one(i, &o)
 		if o.Done != nil {
 			o.Done(i, errs[i])
 		}
@@ -173,45 +195,18 @@ func (c *Conn) getOne(ctx context.Context, g Get, o *BatchOptions) error {
 
 // PutFiles uploads a batch of files over this Conn and returns one error
 // per file (nil: the server confirmed the file with 226). It uses MODE E
-// with cached data connections, sends ALLO and STOR of up to Window files
-// ahead, and sends a file's blocks when the server has answered its STOR
-// with 125 or 150 (see the top of pipeline.go). Without MODE E (refused,
-// or StreamMode) the files go one by one in stream mode. Errors are as
-// for GetFiles.
+// with cached data connections and sends ALLO and STOR of up to Window
+// files ahead. A file's blocks go right behind its STOR when the server
+// offers STOR-DRAIN, else when the server has answered the STOR with 125
+// or 150 (see the top of pipeline.go). Without MODE E (refused, or
+// StreamMode) the files go one by one in stream mode. Errors are as for
+// GetFiles.
 func (c *Conn) PutFiles(ctx context.Context, files []Put, opts *BatchOptions) []error {
-	var o BatchOptions
-	if opts != nil {
-		o = *opts
-	}
-	errs := make([]error, len(files))
-	if len(files) == 0 {
-		return errs
-	}
-	if c.err != nil {
-		return fillErrs(errs, 0, c.err, nil)
-	}
-	if !o.StreamMode {
-		w, stopWatch := watchAll(ctx, c.nc)
-		err := c.setMode(true)
-		if err == nil {
-			return c.putEBlock(ctx, w, stopWatch, files, &o, errs)
-		}
-		c.endBatch(ctx, stopWatch, err)
-		if c.err != nil {
-			return fillErrs(errs, 0, c.err, o.Done)
-		}
-		c.log.Debug("MODE E refused; uploading in stream mode", "err", err)
-	}
-	for i, p := range files {
-		errs[i] = c.putOne(ctx, p, &o)
-		if o.Done != nil {
-			o.Done(i, errs[i])
-		}
-		if c.err != nil {
-			return fillErrs(errs, i+1, c.err, o.Done)
-		}
-	}
-	return errs
+	return c.runBatch(ctx, len(files), opts, "uploading",
+		func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
+			return c.putEBlock(ctx, w, stopWatch, files, o, errs)
+		},
+		func(i int, o *BatchOptions) error { return c.putOne(ctx, files[i], o) })
 }
 
 // putOne uploads one file in stream mode.
@@ -303,6 +298,10 @@ type batchOp struct {
 	final   Reply         // the final reply, once fin is closed
 	err     error         // the control connection failed before the final reply
 	fin     chan struct{} // closed when final or err is known
+
+	// unstartedErr is the file's error when it never started, set
+	// before fin is closed.
+	unstartedErr error
 }
 
 // ok reports a positive final reply.
@@ -333,6 +332,11 @@ type batch struct {
 	// unstarted, when not nil, releases what file i held when its
 	// transfer command was answered without starting (reply reader).
 	unstarted func(i int)
+
+	// eager hands each transfer to the data side as soon as its command
+	// is sent, not at its 125/150; the data side then finishes every
+	// file (uploads with STOR-DRAIN).
+	eager bool
 
 	mu       sync.Mutex
 	errs     []error // guarded by mu
@@ -431,7 +435,9 @@ func (b *batch) readReplies() {
 			if r.Class() == 1 {
 				if op.item >= 0 && !op.started && !isMarker(r) {
 					op.started = true
-					b.startc <- op
+					if !b.eager {
+						b.startc <- op
+					}
 				}
 				continue
 			}
@@ -447,30 +453,42 @@ func (b *batch) readReplies() {
 			// queued ones for it before that.
 			broke = fmt.Errorf("client: %s: %w", verb(op.line), op.failure())
 		}
-		close(op.fin)
 		if op.item >= 0 && !op.started {
-			err := op.failure()
-			if err == nil {
-				// 2xx without 125/150: no data came, and the data
-				// connections are in an unknown state.
-				err = fmt.Errorf("client: %s: final reply %d without a preliminary reply", verb(op.line), op.final.Code)
-				b.stop(err)
-			} else if op.err != nil {
-				err = stoppedError(op.err)
-			} else if cause := cmp.Or(b.stopped(), broke); cause != nil {
-				// Refused after the batch broke, most likely because
-				// its data connections are gone (425, 426): the file
-				// never had its chance.
-				err = fmt.Errorf("%w (%w)", stoppedError(cause), err)
-			}
+			op.unstartedErr = b.unstartedErr(op, broke)
+		}
+		close(op.fin)
+		if op.item >= 0 && !op.started && !b.eager {
 			if b.unstarted != nil {
 				b.unstarted(op.item)
 			}
-			b.finish(op.item, err)
+			b.finish(op.item, op.unstartedErr)
 		} else if op.item < 0 && op.err == nil && op.final.Class() != 2 {
 			b.c.log.Debug("command refused; going on", "cmd", verb(op.line), "code", op.final.Code)
 		}
 	}
+}
+
+// unstartedErr is the error of a transfer answered without a 125/150;
+// broke is why the batch broke, if it did.
+func (b *batch) unstartedErr(op *batchOp, broke error) error {
+	err := op.failure()
+	switch {
+	case err == nil:
+		// 2xx without 125/150: no data came, and the data connections
+		// are in an unknown state.
+		err = fmt.Errorf("client: %s: final reply %d without a preliminary reply", verb(op.line), op.final.Code)
+		b.stop(err)
+	case op.err != nil:
+		err = stoppedError(op.err)
+	default:
+		if cause := cmp.Or(b.stopped(), broke); cause != nil {
+			// Refused after the batch broke, most likely because its
+			// data connections are gone (425, 426): the file never had
+			// its chance.
+			err = fmt.Errorf("%w (%w)", stoppedError(cause), err)
+		}
+	}
+	return err
 }
 
 // run sends the commands of files 0..n-1 (cmds gives them; ok false skips
@@ -494,14 +512,18 @@ func (b *batch) run(n int, cmds func(i int) (lines []string, ok bool), data func
 			continue
 		}
 		var err error
+		var op *batchOp
 		for k, l := range lines {
 			item := -1
 			if k == len(lines)-1 {
 				item = i
 			}
-			if _, err = b.send(item, l); err != nil {
+			if op, err = b.send(item, l); err != nil {
 				break
 			}
+		}
+		if err == nil && b.eager {
+			b.startc <- op
 		}
 		if err != nil {
 			if b.unstarted != nil && len(lines) > 0 {
@@ -744,12 +766,19 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 			}
 		}
 	}
+	eager := false
+	if err == nil && c.offersStorDrain() {
+		// Refused: the server keeps the standard behaviour.
+		err = c.setStorDrain(true)
+		eager = c.drainOn
+	}
 	if err != nil {
 		closeConns(conns)
 		c.endBatch(ctx, stopWatch, err)
 		return fillErrs(errs, 0, err, o.Done)
 	}
 	b := c.newBatch(ctx, w, errs, o)
+	b.eager = eager
 	srcs := make([]io.ReaderAt, len(files))
 	sizes := make([]int64, len(files))
 	b.unstarted = func(i int) {
@@ -766,6 +795,12 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 			b.finish(i, err)
 			return nil, false
 		}
+		if eager && len(line)+2 > maxDrainLine {
+			// The server might not read it as a STOR, and would not
+			// drain the blocks behind it.
+			b.finish(i, fmt.Errorf("client: STOR %s: command longer than %d bytes", p.Path, maxDrainLine))
+			return nil, false
+		}
 		r, size, err := openPut(p)
 		if err != nil {
 			b.finish(i, err)
@@ -779,7 +814,11 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 		}
 		return []string{line}, true
 	}, func() {
-		keep = b.sendAll(files, srcs, sizes, conns, sec, o)
+		if eager {
+			keep = b.sendEager(files, srcs, sizes, conns, sec, o)
+		} else {
+			keep = b.sendAll(files, srcs, sizes, conns, sec, o)
+		}
 	})
 	// Sources of files that never started are still open.
 	for i, r := range srcs {
@@ -822,8 +861,8 @@ func (c *Conn) putChannel(ctx context.Context, w *watcher, n, buf int) ([]net.Co
 	return ok, errors.Join(errs...)
 }
 
-// sendAll is the data side of an upload batch: it sends each started
-// file's blocks over the data connections, in order. It returns the
+// sendAll is the data side of an upload batch without STOR-DRAIN: it
+// sends each started file's blocks over the data connections, in order. It returns the
 // connections to keep.
 func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []net.Conn, sec *securing, o *BatchOptions) []net.Conn {
 	for op := range b.startc {
@@ -871,4 +910,132 @@ func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []
 		return nil
 	}
 	return conns
+}
+
+// maxDrainLine is the longest upload command (with CRLF) sent with its
+// data behind it: a server offering STOR-DRAIN reads lines this long.
+const maxDrainLine = 4096
+
+// offersStorDrain reports whether FEAT listed "PIPE STOR-DRAIN".
+func (c *Conn) offersStorDrain() bool {
+	v, ok := c.feat["PIPE"]
+	if !ok {
+		return false
+	}
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ';' || r == ',' }) {
+		if strings.EqualFold(f, "STOR-DRAIN") {
+			return true
+		}
+	}
+	return false
+}
+
+// setStorDrain turns the server's STOR-DRAIN on or off when it is not so
+// already. A refused ON leaves it off (the batch waits for each 150); a
+// refused OFF is an error, as the server would wait for data no upload
+// outside a batch sends.
+func (c *Conn) setStorDrain(on bool) error {
+	if c.drainOn == on {
+		return nil
+	}
+	line := "OPTS PIPE STOR-DRAIN=OFF"
+	if on {
+		line = "OPTS PIPE STOR-DRAIN=ON"
+	}
+	r, err := c.exchange(line)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.Class() == 2:
+		c.drainOn = on
+	case on:
+		c.log.Debug("STOR-DRAIN refused; uploads wait for each 150", "code", r.Code)
+	default:
+		return &ReplyError{Reply: r}
+	}
+	return nil
+}
+
+// eagerDone is a file whose blocks were sent (or failed to go) and whose
+// reply is awaited.
+type eagerDone struct {
+	op  *batchOp
+	src io.ReaderAt
+	err error
+}
+
+// sendEager is the data side of an upload batch with STOR-DRAIN: it sends
+// each file's blocks as soon as its STOR is sent, in order, while
+// finishFiles collects the replies. It returns the connections to keep.
+func (b *batch) sendEager(files []Put, srcs []io.ReaderAt, sizes []int64, conns []net.Conn, sec *securing, o *BatchOptions) []net.Conn {
+	// Every file in startc holds a slot, so the window bounds this.
+	sent := make(chan eagerDone, cap(b.slots)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() { b.finishFiles(files, sent) })
+	for op := range b.startc {
+		i := op.item
+		src, size := srcs[i], sizes[i]
+		srcs[i] = nil
+		if sec != nil {
+			var herr error
+			conns, herr = sec.wait(false)
+			sec = nil
+			if herr != nil {
+				b.stop(herr)
+			}
+		}
+		if cause := b.stopped(); cause != nil {
+			sent <- eagerDone{op: op, src: src, err: stoppedError(cause)}
+			continue
+		}
+		var ranges []xfer.Range
+		if size > 0 {
+			ranges = []xfer.Range{{Start: 0, End: size}}
+		}
+		_, err := eblock.Send(b.ctx, conns, src, ranges, eblock.SendConfig{BlockSize: o.BlockSize})
+		if err != nil {
+			if cause := b.stopped(); cause != nil {
+				// The batch broke first (an earlier file failed after
+				// it started, and the server closed the connections).
+				err = stoppedError(cause)
+			} else {
+				err = fmt.Errorf("client: STOR %s: data connections: %w", files[i].Path, err)
+				b.stop(err)
+			}
+		}
+		sent <- eagerDone{op: op, src: src, err: err}
+	}
+	close(sent)
+	wg.Wait()
+	if sec != nil {
+		conns, _ = sec.wait(true)
+	}
+	if b.stopped() != nil {
+		closeConns(conns)
+		return nil
+	}
+	return conns
+}
+
+// finishFiles finishes the files of sendEager in order as their final
+// replies come. A refusal without 125/150 is that file's error alone: the
+// server drained its blocks. A failure after the start stops the batch:
+// what the server read of the connections is unknown.
+func (b *batch) finishFiles(files []Put, sent <-chan eagerDone) {
+	for d := range sent {
+		<-d.op.fin
+		err := d.err
+		if err == nil {
+			if d.op.started {
+				err = d.op.failure()
+				if err != nil && d.op.err == nil {
+					b.stop(err)
+				}
+			} else {
+				err = d.op.unstartedErr
+			}
+		}
+		b.finish(d.op.item, closeItem(d.src, err))
+	}
 }

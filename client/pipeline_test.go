@@ -221,9 +221,100 @@ func TestPutFiles(t *testing.T) {
 				if k := count(cmds, "EPSV") + count(cmds, "PASV"); k != 1 {
 					t.Errorf("%d passive commands, want 1", k)
 				}
+				// Ferry's server offers STOR-DRAIN, GCT's does not.
+				drains := count(cmds, "OPTS PIPE STOR-DRAIN=ON")
+				if want := map[string]int{"ferry": 1, "gct": 0}[p.name]; drains != want {
+					t.Errorf("%d OPTS PIPE STOR-DRAIN=ON sent to %s, want %d", drains, p.name, want)
+				}
 			})
 		}
 	})
+}
+
+// With STOR-DRAIN a file's blocks follow its STOR at once; files the
+// server refuses (the very first, before any data connection was
+// accepted; a directory; a path through a file; the last) get their
+// refusal, and the blocks sent for them do not spill into the next file.
+func TestPutFilesDrain(t *testing.T) {
+	f := startFerry(t)
+	p := f.peer()
+	if err := os.Mkdir(filepath.Join(p.dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeServed(t, filepath.Join(p.dir, "afile"), []byte("x"))
+	fl := &flight{}
+	c := login(t, p.addr, &client.Config{Logger: slog.New(fl)})
+	ctx := testCtx(t)
+	for _, par := range []int{1, 3} {
+		const n = 24
+		refused := map[int]string{0: "no/such/dir/f", 7: "adir", 8: "afile/f", 9: "no/f", n - 1: "no/last"}
+		want := make([][]byte, n)
+		files := make([]client.Put, n)
+		for i := range n {
+			// Refused files carry blocks too, of every size.
+			want[i] = seeded(batchSize(i+par), uint64(i+100*par))
+			name := fmt.Sprintf("d%d-%d", par, i)
+			if r, ok := refused[i]; ok {
+				name = r
+			}
+			files[i] = client.Put{Path: p.remote(name), Size: int64(len(want[i])), Open: func() (io.ReaderAt, error) {
+				return bytes.NewReader(want[i]), nil
+			}}
+		}
+		// A command the server might not read as a STOR is not sent.
+		const long = 12
+		files[long].Path = p.remote(strings.Repeat("x", 4100))
+		errs := c.PutFiles(ctx, files, &client.BatchOptions{Window: 6, Parallel: par})
+		for i, err := range errs {
+			if i == long {
+				if err == nil || !strings.Contains(err.Error(), "longer than 4096") {
+					t.Errorf("p%d: file with a 4100-byte name: %v, want refused locally", par, err)
+				}
+				continue
+			}
+			if _, ok := refused[i]; ok {
+				var re *client.ReplyError
+				if !errors.As(err, &re) || re.Reply.Code != 550 || errors.Is(err, client.ErrBatchStopped) {
+					t.Errorf("p%d: refused file %d: err %v, want the server's 550", par, i, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("p%d: file %d: %v", par, i, err)
+				continue
+			}
+			got := readAll(t, filepath.Join(p.dir, fmt.Sprintf("d%d-%d", par, i)))
+			if !bytes.Equal(got, want[i]) {
+				t.Errorf("p%d: file %d: %d bytes on the server, want %d", par, i, len(got), len(want[i]))
+			}
+		}
+		if _, err := os.Stat(filepath.Join(p.dir, "no")); err == nil {
+			t.Errorf("p%d: a refused upload created a directory", par)
+		}
+	}
+	cmds, _ := fl.take()
+	if k := count(cmds, "OPTS PIPE STOR-DRAIN=ON"); k != 1 {
+		t.Errorf("OPTS PIPE STOR-DRAIN=ON sent %d times, want once per Conn", k)
+	}
+
+	// A single MODE E upload waits for its 150 and sends nothing for a
+	// refused STOR: it turns the drain off first, or the server would
+	// wait for blocks that never come.
+	_, err := c.StoreAt(ctx, p.remote("no/single"), bytes.NewReader([]byte("abc")), 3, &client.StoreOptions{Parallel: 2})
+	var re *client.ReplyError
+	if !errors.As(err, &re) || re.Reply.Code != 550 {
+		t.Fatalf("refused single upload: %v, want 550", err)
+	}
+	if _, err := c.StoreAt(ctx, p.remote("single"), bytes.NewReader([]byte("abc")), 3, &client.StoreOptions{Parallel: 2}); err != nil {
+		t.Fatalf("single upload after a batch: %v", err)
+	}
+	if got := readAll(t, filepath.Join(p.dir, "single")); string(got) != "abc" {
+		t.Errorf("single upload: %q", got)
+	}
+	cmds, _ = fl.take()
+	if k := count(cmds, "OPTS PIPE STOR-DRAIN=OFF"); k != 1 {
+		t.Errorf("OPTS PIPE STOR-DRAIN=OFF sent %d times, want 1", k)
+	}
 }
 
 // A batch that cannot go on (its context is cancelled) says which files

@@ -283,6 +283,9 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 	if err := dst.setMode(modeE); err != nil {
 		return want, nil, nil, err
 	}
+	if err := dst.setStorDrain(false); err != nil {
+		return want, nil, nil, err
+	}
 	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
 	if s := o.MarkerInterval / time.Second; modeE && s >= 1 {
 		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))

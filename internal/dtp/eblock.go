@@ -259,6 +259,41 @@ func stripeRanges(ranges []xfer.Range, k int, req *xfer.Request) [][]xfer.Range 
 	return parts
 }
 
+// Drain reads one MODE E upload from the data channel and discards it:
+// the file's blocks up to its EOF and EOD count, on the cached connections
+// and any new ones to the passive listener, exactly as Receive would read
+// them (STOR-DRAIN, docs/extensions.md). The PI calls it for an upload it
+// refused before the data channel started, so that the blocks a client
+// sent right behind the command are not taken for the next file's.
+//
+// It is bounded like a transfer: the blocks must obey the MODE E rules
+// and req.Size (ALLO), the stall timeout and ctx (ABOR) apply, and when
+// no connection is cached and no listener waits there is nothing to read
+// and it returns at once. It reports no events and writes nothing. On
+// failure the connections are closed, so the next transfer cannot read a
+// stream that is out of step.
+func (d *Local) Drain(ctx context.Context, req *xfer.Request) (int64, error) {
+	if req.Mode != xfer.ModeEBlock {
+		return 0, nil
+	}
+	d.mu.Lock()
+	idle := len(d.cache) == 0 && d.ln == nil
+	d.mu.Unlock()
+	if idle {
+		return 0, nil
+	}
+	r := *req
+	r.PerfInterval, r.RangeInterval = 0, 0
+	r.StoreOffset = 0
+	return d.receiveEBlock(ctx, &r, discard{}, func(xfer.Event) {})
+}
+
+// discard is the destination of a drained upload.
+type discard struct{}
+
+func (discard) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (discard) Close() error                           { return nil }
+
 func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
 	var received atomic.Int64
 	rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{

@@ -556,6 +556,9 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("SIZE", "SIZE")
 	add("SPAS", "SPAS")
 	add("SPOR", "SPOR")
+	if s.canDrain() {
+		lines = append(lines, featStorDrain)
+	}
 	lines = append(lines, "TVFS", "UTF8")
 	return wire.Reply{Code: 211, Lines: append(lines, "End.")}
 }
@@ -580,6 +583,8 @@ func cmdOPTS(ctx context.Context, s *session, arg string) wire.Reply {
 		return ok(200, "MLST OPTS %s", s.facts)
 	case "RETR":
 		return s.optsRetr(opt)
+	case "PIPE":
+		return s.optsPipe(opt)
 	}
 	return ok(501, "OPTS %s not supported.", f[0])
 }

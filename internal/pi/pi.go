@@ -51,6 +51,16 @@ type DTP interface {
 	Close() error
 }
 
+// Drainer is a DTP that can read and discard the MODE E data of an upload
+// the PI refused before its data channel started (the STOR-DRAIN
+// extension, docs/extensions.md). Drain must read the file's blocks up to
+// its EOF and EOD count from the connections the next upload would use,
+// bounded by req.Size, the stall timeout and ctx, and close them when it
+// cannot. A DTP without it gets no PIPE STOR-DRAIN line in FEAT.
+type Drainer interface {
+	Drain(ctx context.Context, req *xfer.Request) (int64, error)
+}
+
 // StripedDTP is a DTP whose data nodes listen on several hosts: SPAS
 // announces one address per node. A DTP may also implement
 // SetHome(storagePath string), called after login with Account.Home, and

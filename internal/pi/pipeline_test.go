@@ -160,3 +160,106 @@ func TestPipelinedStore(t *testing.T) {
 		}
 	}
 }
+
+// STOR-DRAIN: the client sends every file's blocks right behind its
+// command, without waiting for 150/125. Uploads the server refuses before
+// reading (missing directory, a directory, bad ESTO arguments, a
+// read-only account) have their blocks drained, the rest land intact.
+func TestPipelinedStoreDrain(t *testing.T) {
+	st := seed(t)
+	addr := serve(t, config(st))
+	files := map[string][]byte{"u1": randomBytes(70000), "u2": randomBytes(300000), "u3": nil}
+	type upload struct {
+		cmd  string
+		data []byte
+		code []int // the replies, preliminary ones included
+	}
+	run := func(user string, ups []upload) {
+		c := dial(t, addr)
+		c.expect("USER "+user, 331)
+		c.expect("PASS x", 230)
+		c.expect("MODE E", 200)
+		c.expect("OPTS PIPE STOR-DRAIN=ON", 200)
+		// Two connections, accepted only by the first upload (or drain).
+		conns := []net.Conn{c.dataConn()}
+		d, err := net.Dial("tcp", conns[0].RemoteAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		conns = append(conns, d)
+		var lines []string
+		for _, u := range ups {
+			lines = append(lines, u.cmd)
+		}
+		c.pipelined(append(lines, "NOOP")...)
+		sent := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for _, u := range ups {
+				if u.data == nil && strings.HasPrefix(u.cmd, "ALLO") {
+					continue
+				}
+				var ranges []xfer.Range
+				if len(u.data) > 0 {
+					ranges = []xfer.Range{{Start: 0, End: int64(len(u.data))}}
+				}
+				if _, err := eblock.Send(ctx, conns, bytes.NewReader(u.data), ranges, eblock.SendConfig{BlockSize: 32768}); err != nil {
+					sent <- err
+					return
+				}
+			}
+			sent <- nil
+		}()
+		for _, u := range ups {
+			for _, want := range u.code {
+				r := c.read()
+				for r.Code >= 111 && r.Code <= 113 { // markers
+					r = c.read()
+				}
+				if r.Code != want {
+					t.Fatalf("%s %s: got %v, want %d", user, u.cmd, r, want)
+				}
+			}
+		}
+		if r := c.read(); r.Code != 200 {
+			t.Fatalf("NOOP after the uploads: %v", r)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("sending: %v", err)
+		}
+	}
+	junk := randomBytes(50000)
+	run("anonymous", []upload{
+		{cmd: "STOR /nope/first", data: junk, code: []int{550}},
+		{cmd: "ALLO 70000", code: []int{200}},
+		{cmd: "STOR u1", data: files["u1"], code: []int{125, 226}}, // the drain accepted the connections
+		{cmd: "STOR /dir", data: junk[:100], code: []int{550}},
+		{cmd: "ESTO A x y", data: nil, code: []int{501}},
+		{cmd: "STOR u2", data: files["u2"], code: []int{125, 226}},
+		{cmd: "APPE /nope/u", data: junk, code: []int{550}},
+		{cmd: "STOR u3", data: files["u3"], code: []int{125, 226}},
+		{cmd: "ESTO A 5 /nope/e", data: junk, code: []int{550}},
+	})
+	for name, want := range files {
+		r, err := st.Open(context.Background(), "/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(io.NewSectionReader(r, 0, 1<<20))
+		r.Close()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes stored, want %d", name, len(got), len(want))
+		}
+	}
+	// A read-only account: every upload refused, every one drained.
+	run("reader", []upload{
+		{cmd: "STOR r1", data: junk, code: []int{550}},
+		{cmd: "STOR r2", data: nil, code: []int{550}},
+		{cmd: "STOR r3", data: junk[:7], code: []int{550}},
+	})
+	if _, err := st.Stat(context.Background(), "/r1"); err == nil {
+		t.Error("a read-only account stored a file")
+	}
+}

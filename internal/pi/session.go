@@ -66,6 +66,7 @@ type session struct {
 	retrMarks  time.Duration // OPTS RETR markers: 112 markers while sending; 0 = none
 	perfFreq   time.Duration // TREV PERF: 112 markers while receiving in MODE E
 	rangeFreq  time.Duration // TREV RESTART: 111 markers while receiving in MODE E
+	storDrain  bool          // OPTS PIPE STOR-DRAIN=ON: refused MODE E uploads drain their data
 
 	done chan struct{} // closed when the executor stops; unblocks the reader
 

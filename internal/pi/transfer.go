@@ -138,25 +138,33 @@ func (s *session) retrieve(ctx context.Context, arg string, off, length int64) w
 }
 
 func cmdSTOR(ctx context.Context, s *session, arg string) wire.Reply {
-	return s.store(ctx, arg, storePlain, 0)
+	return s.upload(ctx, arg, storePlain, 0)
 }
 
 func cmdAPPE(ctx context.Context, s *session, arg string) wire.Reply {
-	return s.store(ctx, arg, storeAppend, 0)
+	return s.upload(ctx, arg, storeAppend, 0)
 }
 
 // cmdESTO: ESTO A <offset> <path> stores incoming byte 0 at file offset
 // <offset>, without truncating (protocol.md §8.2).
 func cmdESTO(ctx context.Context, s *session, arg string) wire.Reply {
 	f := wire.SplitArgs(arg, 3)
-	if len(f) != 3 || !strings.EqualFold(f[0], "A") {
+	var off int64
+	var err error
+	if len(f) == 3 && strings.EqualFold(f[0], "A") {
+		off, err = strconv.ParseInt(f[1], 10, 64)
+	}
+	if len(f) != 3 || !strings.EqualFold(f[0], "A") || err != nil || off < 0 {
+		if s.storDrain {
+			// Like a refused STOR, it uses up the file's REST and ALLO.
+			s.takeRest()
+			allo := s.allo
+			s.allo = -1
+			s.drainRefused(ctx, allo)
+		}
 		return ok(501, "Syntax: ESTO A <offset> <path>.")
 	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || off < 0 {
-		return ok(501, "Syntax: ESTO A <offset> <path>.")
-	}
-	return s.store(ctx, f[2], storeAdjusted, off)
+	return s.upload(ctx, f[2], storeAdjusted, off)
 }
 
 type storeKind int
@@ -167,13 +175,25 @@ const (
 	storeAdjusted                  // ESTO A: at an offset, never truncate
 )
 
-func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) wire.Reply {
+// upload runs an upload command; one refused before its data channel
+// started has its data drained (STOR-DRAIN).
+func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset int64) wire.Reply {
+	allo := s.allo
+	r, started := s.store(ctx, arg, kind, offset)
+	if !started {
+		s.drainRefused(ctx, allo)
+	}
+	return r
+}
+
+// store runs an upload and reports whether its data channel started.
+func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) (wire.Reply, bool) {
 	rest, hasRest := s.takeRest()
 	allo := s.allo
 	s.allo = -1
 	p := s.abs(arg)
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
-		return restNeedsModeE
+		return restNeedsModeE, false
 	}
 	req := s.newRequest(p)
 	req.Size = allo
@@ -184,7 +204,7 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	fi, statErr := s.fs.Stat(ctx, p)
 	existed := statErr == nil
 	if existed && fi.IsDir() {
-		return ok(550, "%s: Is a directory.", arg)
+		return ok(550, "%s: Is a directory.", arg), false
 	}
 	switch {
 	case kind == storeAppend && existed:
@@ -200,7 +220,7 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	}
 	w, err := s.fs.Create(ctx, p, opts)
 	if err != nil {
-		return fsError(s, err, arg)
+		return fsError(s, err, arg), false
 	}
 	start := time.Now()
 	n, started, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
@@ -215,9 +235,9 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 		if rerr := s.fs.Remove(context.WithoutCancel(ctx), p); rerr != nil {
 			s.log.Warn("could not remove empty file after failed STOR", "path", p, "err", rerr)
 		}
-		return s.transferReply(err, "")
+		return s.transferReply(err, ""), started
 	}
-	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n))
+	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n)), started
 }
 
 func (s *session) logTransfer(op, p string, n int64, start time.Time, err error) {
