@@ -91,7 +91,7 @@ func (o *IssueOptions) newKey() (*rsa.PrivateKey, error) {
 
 // CA is a certificate authority of a test or tool PKI: a self-signed RSA
 // certificate, its key, and the signing policy that its trust directory
-// entries carry.
+// entries carry. Its methods are safe for concurrent use.
 type CA struct {
 	Cert *x509.Certificate
 	Key  crypto.Signer

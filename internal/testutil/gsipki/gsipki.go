@@ -1,9 +1,9 @@
-// Package gsipki builds a GSI test PKI for tests that need real peers: a
-// CA in a trust directory of GCT's layout (hashed certificate, signing
-// policy, empty CRL), a host certificate for 127.0.0.1 and localhost, a
-// user certificate, proxies (made with the gsi package or with GCT's
-// grid-proxy-init), and a grid-mapfile that maps the user to a local
-// account.
+// Package gsipki builds a GSI test PKI for tests that need real peers,
+// issued with gsi.NewCA: a CA in a trust directory of GCT's layout
+// (hashed certificate, signing policy, empty CRL), a host certificate for
+// 127.0.0.1 and localhost, a user certificate, proxies (made with the gsi
+// package or with GCT's grid-proxy-init), and a grid-mapfile that maps the
+// user to a local account.
 //
 // Everything lives in a world-traversable directory under the system's
 // temporary directory, because a GCT server reads the trust directory
@@ -62,7 +62,8 @@ type PKI struct {
 	// Account is the local account the user is mapped to.
 	Account string
 
-	ca   *gsi.CA
+	ca *gsi.CA // issues the certificates
+
 	mu   sync.Mutex
 	used map[string]int // file name prefixes used; guarded by mu
 }
@@ -89,7 +90,7 @@ func New(t testing.TB, account string) *PKI {
 	}
 	p.makeCA(t)
 	p.HostCert, p.HostKey = p.IssueHost(t, "localhost", "localhost", "127.0.0.1")
-	p.UserCert, p.UserKey, p.User = p.issue(t, gsi.UserCert, UserDN, nil)
+	p.UserCert, p.UserKey, p.User = p.issue(t, gsi.UserCert, UserDN, nil, "user")
 	p.GridMap = filepath.Join(dir, "grid-mapfile")
 	writeFile(t, p.GridMap, []byte(gsi.GridMapLine(UserDN, account)+"\n"))
 	return p
@@ -124,7 +125,7 @@ func (p *PKI) makeCA(t testing.TB) {
 // means no SAN extension), and returns its certificate and key files.
 func (p *PKI) IssueHost(t testing.TB, cn string, sans ...string) (certFile, keyFile string) {
 	t.Helper()
-	certFile, keyFile, _ = p.issue(t, gsi.HostCert, Org+"/OU=hosts/CN="+cn, sans)
+	certFile, keyFile, _ = p.issue(t, gsi.HostCert, Org+"/OU=hosts/CN="+cn, sans, "host")
 	return certFile, keyFile
 }
 
@@ -132,7 +133,7 @@ func (p *PKI) IssueHost(t testing.TB, cn string, sans ...string) (certFile, keyF
 // the grid-mapfile), and returns its credential and files.
 func (p *PKI) IssueUser(t testing.TB, cn string) (cred *gsi.Credential, certFile, keyFile string) {
 	t.Helper()
-	certFile, keyFile, cred = p.issue(t, gsi.UserCert, Org+"/OU=users/CN="+cn, nil)
+	certFile, keyFile, cred = p.issue(t, gsi.UserCert, Org+"/OU=users/CN="+cn, nil, "user")
 	return cred, certFile, keyFile
 }
 
@@ -152,14 +153,15 @@ func (p *PKI) ProxyOf(t testing.TB, cred *gsi.Credential, opt gsi.ProxyOptions) 
 }
 
 // issue issues a certificate valid for six months and writes
-// NAMEcert.pem and NAMEkey.pem (with a unique NAME: host, host2, …).
-func (p *PKI) issue(t testing.TB, kind gsi.CertKind, dn string, hosts []string) (certFile, keyFile string, cred *gsi.Credential) {
+// NAMEcert.pem and NAMEkey.pem, where NAME is prefix made unique (host,
+// host2, …).
+func (p *PKI) issue(t testing.TB, kind gsi.CertKind, dn string, hosts []string, prefix string) (certFile, keyFile string, cred *gsi.Credential) {
 	t.Helper()
 	cred, err := p.ca.Issue(kind, dn, gsi.IssueOptions{NotAfter: time.Now().AddDate(0, 6, 0), Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := p.unique(map[gsi.CertKind]string{gsi.HostCert: "host", gsi.UserCert: "user"}[kind])
+	base := p.unique(prefix)
 	certFile = filepath.Join(p.Dir, base+"cert.pem")
 	keyFile = filepath.Join(p.Dir, base+"key.pem")
 	if err := gsi.WriteCredential(certFile, keyFile, cred); err != nil {
