@@ -2,15 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -74,50 +68,6 @@ const (
 	trustSub   = "certificates"
 )
 
-func randomSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
-
-// policyPrefix returns the DN prefix a test CA's signing policy covers:
-// the CA's name up to its last O attribute, or without its last
-// attribute when it has no O.
-func policyPrefix(caDN string) string {
-	parts := strings.Split(strings.TrimPrefix(caDN, "/"), "/")
-	last := -1
-	for i, p := range parts {
-		if strings.HasPrefix(p, "O=") {
-			last = i
-		}
-	}
-	if last < 0 {
-		last = len(parts) - 2
-	}
-	if last < 0 {
-		return ""
-	}
-	return "/" + strings.Join(parts[:last+1], "/")
-}
-
-// writeNew writes a file that must not exist yet.
-func writeNew(name string, data []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s already exists; remove it first", name)
-		}
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil { // the umask may have narrowed it
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 func runCertCA(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
 	dir := fs.String("dir", "", "directory for cacert.pem, cakey.pem and the trust directory certificates/ (required)")
@@ -133,58 +83,11 @@ func runCertCA(ctx context.Context, e *env, c *command, args []string) error {
 	if *days <= 0 || *bits < 2048 || *bits > 16384 {
 		return usagef("-days must be positive and -bits between 2048 and 16384")
 	}
-	name, err := gsi.ParseDN(*subject)
-	if err != nil {
+	if _, err := gsi.ParseDN(*subject); err != nil {
 		return usagef("-subject: %v", err)
 	}
-	key, err := rsa.GenerateKey(rand.Reader, *bits)
-	if err != nil {
-		return err
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		RawSubject:            name,
-		NotBefore:             now.Add(-5 * time.Minute),
-		NotAfter:              now.AddDate(0, 0, *days),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLen:            -1,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		SignatureAlgorithm:    x509.SHA256WithRSA,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	crl, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{
-		Number:             big.NewInt(1),
-		ThisUpdate:         now.Add(-5 * time.Minute),
-		NextUpdate:         ca.NotAfter,
-		SignatureAlgorithm: x509.SHA256WithRSA,
-	}, ca, key)
-	if err != nil {
-		return err
-	}
-	hash, err := gsi.SubjectHash(ca.RawSubject)
-	if err != nil {
-		return err
-	}
-	caDN := gsi.CertDN(ca)
-	prefix := policyPrefix(caDN)
-	policy := fmt.Sprintf("# Signing policy of %s, written by ferry cert ca.\n"+
-		"access_id_CA   X509    '%s'\n"+
-		"pos_rights     globus  CA:sign\n"+
-		"cond_subjects  globus  '\"%s/*\"'\n", caDN, caDN, prefix)
-	keyPEM, err := gsi.EncodeKeyPEM(key)
+	ca, err := gsi.NewCA(*subject, gsi.IssueOptions{Bits: *bits, NotBefore: now.Add(-5 * time.Minute), NotAfter: now.AddDate(0, 0, *days)})
 	if err != nil {
 		return err
 	}
@@ -192,31 +95,23 @@ func runCertCA(ctx context.Context, e *env, c *command, args []string) error {
 	if err := os.MkdirAll(td, 0o755); err != nil {
 		return err
 	}
-	if err := writeNew(filepath.Join(*dir, caKeyFile), keyPEM, 0o600); err != nil {
+	if err := gsi.WriteCredential(filepath.Join(*dir, caCertFile), filepath.Join(*dir, caKeyFile), ca.Credential()); err != nil {
 		return err
 	}
-	certPEM := gsi.EncodeCertsPEM(ca)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
-		{filepath.Join(*dir, caCertFile), certPEM},
-		{filepath.Join(td, hash+".0"), certPEM},
-		{filepath.Join(td, hash+".signing_policy"), []byte(policy)},
-		{filepath.Join(td, hash+".r0"), pemBlock("X509 CRL", crl)},
-	} {
-		if err := writeNew(f.name, f.data, 0o644); err != nil {
-			return err
-		}
+	if err := ca.WriteTrustDir(td); err != nil {
+		return err
+	}
+	if err := ca.WriteCRL(td); err != nil {
+		return err
+	}
+	hash, err := gsi.SubjectHash(ca.Cert.RawSubject)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(e.stderr, "CA %s (hash %s), valid until %s\nsigning policy: %s/*\n",
-		caDN, hash, ca.NotAfter.UTC().Format(time.RFC3339), prefix)
+		gsi.CertDN(ca.Cert), hash, ca.Cert.NotAfter.UTC().Format(time.RFC3339), ca.PolicyPrefix())
 	fmt.Fprintf(e.stdout, "export X509_CERT_DIR=%s\n", shellQuote(absPath(td)))
 	return nil
-}
-
-func pemBlock(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
 func absPath(p string) string {
@@ -236,84 +131,36 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// testCA is a CA made by "ferry cert ca".
-type testCA struct {
-	cred   *gsi.Credential
-	dn     string
-	policy *gsi.SigningPolicy // nil when the directory has none
-}
-
-func loadTestCA(dir string) (*testCA, error) {
-	cred, err := gsi.LoadCredential(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile))
+// loadTestCA loads a CA made by "ferry cert ca" in dir.
+func loadTestCA(dir string) (*gsi.CA, error) {
+	ca, err := gsi.LoadCA(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile), filepath.Join(dir, trustSub))
 	if err != nil {
 		return nil, fmt.Errorf("loading the CA (made by ferry cert ca?): %w", err)
-	}
-	ca := &testCA{cred: cred, dn: gsi.CertDN(cred.Leaf())}
-	if hash, err := gsi.SubjectHash(cred.Leaf().RawSubject); err == nil {
-		if data, err := os.ReadFile(filepath.Join(dir, trustSub, hash+".signing_policy")); err == nil {
-			if ca.policy, err = gsi.ParseSigningPolicy(data); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return ca, nil
 }
 
-// issue signs an end-entity certificate for the CA and writes
+// issueTo issues a certificate of kind with the CA, valid from five
+// minutes ago for days days (at most as long as the CA), and writes
 // out/<prefix>cert.pem and out/<prefix>key.pem.
-func (ca *testCA) issue(subject string, tmpl *x509.Certificate, days, bits int, out, prefix string) (*x509.Certificate, error) {
-	name, err := gsi.ParseDN(subject)
-	if err != nil {
-		return nil, errUsageWrap(err)
-	}
-	if ca.policy != nil {
-		if err := ca.policy.Allows(ca.dn, subject); err != nil {
-			return nil, fmt.Errorf("%v: the trust directory would reject it; pick a DN the CA may sign", err)
-		}
-	}
-	key, err := rsa.GenerateKey(rand.Reader, bits)
-	if err != nil {
-		return nil, err
-	}
-	if tmpl.SerialNumber, err = randomSerial(); err != nil {
-		return nil, err
+func issueTo(ca *gsi.CA, kind gsi.CertKind, subject string, hosts []string, days, bits int, out, prefix string) (*x509.Certificate, error) {
+	if _, err := gsi.ParseDN(subject); err != nil {
+		return nil, usagef("%v", err)
 	}
 	now := time.Now()
-	tmpl.RawSubject = name
-	tmpl.NotBefore = now.Add(-5 * time.Minute)
-	tmpl.NotAfter = now.AddDate(0, 0, days)
-	if tmpl.NotAfter.After(ca.cred.Leaf().NotAfter) {
-		tmpl.NotAfter = ca.cred.Leaf().NotAfter
-	}
-	tmpl.BasicConstraintsValid = true
-	tmpl.SignatureAlgorithm = x509.SHA256WithRSA
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cred.Leaf(), &key.PublicKey, ca.cred.Key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := gsi.EncodeKeyPEM(key)
+	cred, err := ca.Issue(kind, subject, gsi.IssueOptions{Bits: bits, Hosts: hosts,
+		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.AddDate(0, 0, days)})
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	keyName := filepath.Join(out, prefix+"key.pem")
-	if err := writeNew(keyName, keyPEM, 0o600); err != nil {
+	if err := gsi.WriteCredential(filepath.Join(out, prefix+"cert.pem"), filepath.Join(out, prefix+"key.pem"), cred); err != nil {
 		return nil, err
 	}
-	if err := writeNew(filepath.Join(out, prefix+"cert.pem"), gsi.EncodeCertsPEM(cert), 0o644); err != nil {
-		os.Remove(keyName)
-		return nil, err
-	}
-	return cert, nil
+	return cred.Leaf(), nil
 }
-
-func errUsageWrap(err error) error { return usagef("%v", err) }
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -341,32 +188,23 @@ func runCertHost(ctx context.Context, e *env, c *command, args []string) error {
 	if *days <= 0 || *bits < 2048 || *bits > 16384 {
 		return usagef("-days must be positive and -bits between 2048 and 16384")
 	}
-	tmpl := &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	if ip := net.ParseIP(*host); ip != nil {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-	} else {
-		tmpl.DNSNames = append(tmpl.DNSNames, *host)
-	}
+	hosts := []string{*host}
 	for _, s := range ips {
-		ip := net.ParseIP(s)
-		if ip == nil {
+		if net.ParseIP(s) == nil {
 			return usagef("-ip %q is not an IP address", s)
 		}
-		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		hosts = append(hosts, s)
 	}
-	tmpl.DNSNames = append(tmpl.DNSNames, dnss...)
+	hosts = append(hosts, dnss...)
 	ca, err := loadTestCA(*caDir)
 	if err != nil {
 		return err
 	}
 	dn := *subject
 	if dn == "" {
-		dn = policyPrefix(ca.dn) + "/CN=" + strings.ReplaceAll(*host, "/", `\/`)
+		dn = ca.PolicyPrefix() + "/CN=" + strings.ReplaceAll(*host, "/", `\/`)
 	}
-	cert, err := ca.issue(dn, tmpl, *days, *bits, *out, "host")
+	cert, err := issueTo(ca, gsi.HostCert, dn, hosts, *days, *bits, *out, "host")
 	if err != nil {
 		return err
 	}
@@ -398,13 +236,9 @@ func runCertUser(ctx context.Context, e *env, c *command, args []string) error {
 	}
 	dn := *subject
 	if dn == "" {
-		dn = policyPrefix(ca.dn) + "/CN=" + strings.ReplaceAll(*cn, "/", `\/`)
+		dn = ca.PolicyPrefix() + "/CN=" + strings.ReplaceAll(*cn, "/", `\/`)
 	}
-	tmpl := &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	cert, err := ca.issue(dn, tmpl, *days, *bits, *out, "user")
+	cert, err := issueTo(ca, gsi.UserCert, dn, nil, *days, *bits, *out, "user")
 	if err != nil {
 		return err
 	}

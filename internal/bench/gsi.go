@@ -3,13 +3,9 @@ package bench
 import (
 	"context"
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -81,26 +77,23 @@ func newGSISetup(dir string) (*gsiSetup, error) {
 			return nil, err
 		}
 	}
-	ca, err := g.makeCA()
+	ca, err := newGSICA(g.trustDir)
 	if err != nil {
-		return nil, err
-	}
-	host := &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	if _, err = g.issue(ca, gsiHostDN, host, "host", 2); err != nil {
 		return nil, err
 	}
 	g.hostCert, g.hostKey = filepath.Join(dir, "hostcert.pem"), filepath.Join(dir, "hostkey.pem")
-	u := &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	userCred, err := g.issue(ca, gsiUserDN, u, "user", 3)
+	host, err := ca.Issue(gsi.HostCert, gsiHostDN, gsi.IssueOptions{Bits: gsiBits, Hosts: []string{"localhost", "127.0.0.1"}})
 	if err != nil {
+		return nil, err
+	}
+	if err := gsi.WriteCredential(g.hostCert, g.hostKey, host); err != nil {
+		return nil, err
+	}
+	userCred, err := ca.Issue(gsi.UserCert, gsiUserDN, gsi.IssueOptions{Bits: gsiBits})
+	if err != nil {
+		return nil, err
+	}
+	if err := gsi.WriteCredential(filepath.Join(dir, "usercert.pem"), filepath.Join(dir, "userkey.pem"), userCred); err != nil {
 		return nil, err
 	}
 	if g.proxy, err = gsi.NewProxy(userCred, gsi.ProxyOptions{Lifetime: 24 * time.Hour, Bits: gsiBits}); err != nil {
@@ -148,101 +141,21 @@ func gsiMappedAccount() (string, error) {
 	return "", fmt.Errorf("cannot create the local account %s: %w", gsiAccount, lastErr)
 }
 
-// makeCA makes the CA and its trust directory entries (hashed
-// certificate, signing policy, empty CRL). Its DN has a random suffix.
-func (g *gsiSetup) makeCA() (*gsi.Credential, error) {
+// newGSICA makes a CA valid for a month, with a random suffix in its DN,
+// and its entries in trustDir (hashed certificate, signing policy, empty
+// CRL).
+func newGSICA(trustDir string) (*gsi.CA, error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
-	caDN := gsiOrg + "/CN=FerryBench CA " + hex.EncodeToString(suffix)
-	name, err := gsi.ParseDN(caDN)
+	ca, err := gsi.NewCA(gsiOrg+"/CN=FerryBench CA "+hex.EncodeToString(suffix),
+		gsi.IssueOptions{Bits: gsiBits, NotAfter: time.Now().AddDate(0, 1, 0)})
 	if err != nil {
 		return nil, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, gsiBits)
-	if err != nil {
+	if err := ca.WriteTrustDir(trustDir); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		RawSubject:            name,
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(0, 1, 0),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLen:            -1,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		SignatureAlgorithm:    x509.SHA256WithRSA,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	crl, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{
-		Number: big.NewInt(1), ThisUpdate: now.Add(-time.Hour), NextUpdate: ca.NotAfter,
-		SignatureAlgorithm: x509.SHA256WithRSA,
-	}, ca, key)
-	if err != nil {
-		return nil, err
-	}
-	hash, err := gsi.SubjectHash(ca.RawSubject)
-	if err != nil {
-		return nil, err
-	}
-	policy := fmt.Sprintf("access_id_CA   X509    '%s'\npos_rights     globus  CA:sign\ncond_subjects  globus  '\"%s/*\"'\n", caDN, gsiOrg)
-	for name, data := range map[string][]byte{
-		hash + ".0":              gsi.EncodeCertsPEM(ca),
-		hash + ".signing_policy": []byte(policy),
-		hash + ".r0":             pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: crl}),
-	} {
-		if err := writeMode(filepath.Join(g.trustDir, name), data, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return &gsi.Credential{Chain: []*x509.Certificate{ca}, Key: key}, nil
-}
-
-// issue signs an end-entity certificate for dn and writes PREFIXcert.pem
-// (0644) and PREFIXkey.pem (0600).
-func (g *gsiSetup) issue(ca *gsi.Credential, dn string, tmpl *x509.Certificate, prefix string, serial int64) (*gsi.Credential, error) {
-	name, err := gsi.ParseDN(dn)
-	if err != nil {
-		return nil, err
-	}
-	key, err := rsa.GenerateKey(rand.Reader, gsiBits)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl.SerialNumber = big.NewInt(serial)
-	tmpl.RawSubject = name
-	tmpl.NotBefore = now.Add(-time.Hour)
-	tmpl.NotAfter = now.AddDate(0, 1, 0)
-	tmpl.BasicConstraintsValid = true
-	tmpl.SignatureAlgorithm = x509.SHA256WithRSA
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Leaf(), &key.PublicKey, ca.Key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := gsi.EncodeKeyPEM(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeMode(filepath.Join(g.dir, prefix+"cert.pem"), gsi.EncodeCertsPEM(cert), 0o644); err != nil {
-		return nil, err
-	}
-	if err := writeMode(filepath.Join(g.dir, prefix+"key.pem"), keyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	return &gsi.Credential{Chain: []*x509.Certificate{cert}, Key: key}, nil
+	return ca, ca.WriteCRL(trustDir)
 }
 
 // writeMode writes a new file with exactly mode, whatever the umask.

@@ -28,6 +28,14 @@
 //     propagates down, legacy GT2 "CN=proxy" proxies refused;
 //   - RSA keys under 2048 bits and MD5/SHA-1 signatures are refused.
 //
+// For test and tool PKIs (ferry cert, the benchmarks, the test helpers
+// gsipki and dcsectest) the package also issues certificates (issue.go):
+// NewCA makes a CA with a signing policy for its own DN prefix, CA.Issue
+// makes host and user certificates with GCT's key usages, CA.WriteTrustDir
+// and CA.WriteCRL write its trust directory entries in the layout
+// LoadTrustDir reads, and WriteCredential writes a certificate and key
+// pair with modes 0644 and 0600.
+//
 // References: RFC 3820 (proxy certificates), RFC 5280 (PKIX), RFC 2986
 // (PKCS #10), GFD.78 (GSI delegation), the OGF "EACL" signing-policy format.
 package gsi

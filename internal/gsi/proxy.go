@@ -204,6 +204,10 @@ type ProxyOptions struct {
 	// Bits is the size of the new RSA key; 0 means the issuer's key size,
 	// and anything below 2048 is raised to 2048.
 	Bits int
+	// Start is when the lifetime starts; zero means now. (A start in the
+	// past makes a proxy that has already expired, for tests.) The
+	// notBefore is set 5 minutes earlier for clock skew.
+	Start time.Time
 }
 
 // DefaultProxyLifetime is the lifetime of a proxy when none is asked for,
@@ -249,7 +253,11 @@ func NewProxy(issuer *Credential, opt ProxyOptions) (*Credential, error) {
 	if pathLen == 0 && !opt.PathLenZero || pathLen < 0 {
 		pathLen = -1
 	}
-	der, err := signProxy(issuer, &key.PublicKey, opt.Limited, pathLen, lifetime, time.Now())
+	start := opt.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	der, err := signProxy(issuer, &key.PublicKey, opt.Limited, pathLen, lifetime, start)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,9 @@
-// Package gsipki builds a GSI test PKI for tests that need real peers: a
-// CA in a trust directory of GCT's layout (hashed certificate, signing
-// policy, empty CRL), a host certificate for 127.0.0.1 and localhost, a
-// user certificate, proxies (made with the gsi package or with GCT's
-// grid-proxy-init), and a grid-mapfile that maps the user to a local
-// account.
+// Package gsipki builds a GSI test PKI for tests that need real peers,
+// issued with gsi.NewCA: a CA in a trust directory of GCT's layout
+// (hashed certificate, signing policy, empty CRL), a host certificate for
+// 127.0.0.1 and localhost, a user certificate, proxies (made with the gsi
+// package or with GCT's grid-proxy-init), and a grid-mapfile that maps the
+// user to a local account.
 //
 // Everything lives in a world-traversable directory under the system's
 // temporary directory, because a GCT server reads the trust directory
@@ -13,15 +13,8 @@ package gsipki
 
 import (
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/asn1"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -69,8 +62,9 @@ type PKI struct {
 	// Account is the local account the user is mapped to.
 	Account string
 
+	ca *gsi.CA // issues the certificates
+
 	mu   sync.Mutex
-	n    int            // serial numbers issued; guarded by mu
 	used map[string]int // file name prefixes used; guarded by mu
 }
 
@@ -96,17 +90,15 @@ func New(t testing.TB, account string) *PKI {
 	}
 	p.makeCA(t)
 	p.HostCert, p.HostKey = p.IssueHost(t, "localhost", "localhost", "127.0.0.1")
-	p.UserCert, p.UserKey, p.User = p.issue(t, UserDN, &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, "user")
+	p.UserCert, p.UserKey, p.User = p.issue(t, gsi.UserCert, UserDN, nil, "user")
 	p.GridMap = filepath.Join(dir, "grid-mapfile")
-	writeFile(t, p.GridMap, []byte(gsi.GridMapLine(UserDN, account)+"\n"), 0o644)
+	writeFile(t, p.GridMap, []byte(gsi.GridMapLine(UserDN, account)+"\n"))
 	return p
 }
 
-// makeCA makes the CA and its trust directory entries. Its DN carries a
-// random suffix so that two PKIs of one test never share a subject hash.
+// makeCA makes the CA and its trust directory entries (hashed
+// certificate, signing policy, empty CRL). Its DN carries a random suffix
+// so that two PKIs of one test never share a subject hash.
 func (p *PKI) makeCA(t testing.TB) {
 	t.Helper()
 	suffix := make([]byte, 4)
@@ -114,50 +106,18 @@ func (p *PKI) makeCA(t testing.TB) {
 		t.Fatal(err)
 	}
 	p.CADN = Org + "/CN=FerryTest CA " + hex.EncodeToString(suffix)
-	name, err := gsi.ParseDN(p.CADN)
+	ca, err := gsi.NewCA(p.CADN, gsi.IssueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := newKey(t)
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		RawSubject:            name,
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(1, 0, 0),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLen:            -1,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		SignatureAlgorithm:    x509.SHA256WithRSA,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	p.ca, p.CA = ca, ca.Credential()
+	if err := ca.WriteTrustDir(p.TrustDir); err != nil {
 		t.Fatal(err)
 	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
+	if err := ca.WriteCRL(p.TrustDir); err != nil {
 		t.Fatal(err)
 	}
-	p.CA = &gsi.Credential{Chain: []*x509.Certificate{ca}, Key: key}
-	crl, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{
-		Number:             big.NewInt(1),
-		ThisUpdate:         now.Add(-time.Hour),
-		NextUpdate:         ca.NotAfter,
-		SignatureAlgorithm: x509.SHA256WithRSA,
-	}, ca, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash, err := gsi.SubjectHash(ca.RawSubject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := fmt.Sprintf("access_id_CA   X509    '%s'\npos_rights     globus  CA:sign\ncond_subjects  globus  '\"%s/*\"'\n", p.CADN, Org)
-	writeFile(t, filepath.Join(p.TrustDir, hash+".0"), gsi.EncodeCertsPEM(ca), 0o644)
-	writeFile(t, filepath.Join(p.TrustDir, hash+".signing_policy"), []byte(policy), 0o644)
-	writeFile(t, filepath.Join(p.TrustDir, hash+".r0"), pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: crl}), 0o644)
-	writeFile(t, filepath.Join(p.Dir, "cacert.pem"), gsi.EncodeCertsPEM(ca), 0o644)
+	writeFile(t, filepath.Join(p.Dir, "cacert.pem"), gsi.EncodeCertsPEM(ca.Cert))
 }
 
 // IssueHost issues a host certificate with subject Org/OU=hosts/CN=cn and
@@ -165,18 +125,7 @@ func (p *PKI) makeCA(t testing.TB) {
 // means no SAN extension), and returns its certificate and key files.
 func (p *PKI) IssueHost(t testing.TB, cn string, sans ...string) (certFile, keyFile string) {
 	t.Helper()
-	tmpl := &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	for _, s := range sans {
-		if ip := net.ParseIP(s); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, s)
-		}
-	}
-	certFile, keyFile, _ = p.issue(t, Org+"/OU=hosts/CN="+cn, tmpl, "host")
+	certFile, keyFile, _ = p.issue(t, gsi.HostCert, Org+"/OU=hosts/CN="+cn, sans, "host")
 	return certFile, keyFile
 }
 
@@ -184,10 +133,7 @@ func (p *PKI) IssueHost(t testing.TB, cn string, sans ...string) (certFile, keyF
 // the grid-mapfile), and returns its credential and files.
 func (p *PKI) IssueUser(t testing.TB, cn string) (cred *gsi.Credential, certFile, keyFile string) {
 	t.Helper()
-	certFile, keyFile, cred = p.issue(t, Org+"/OU=users/CN="+cn, &x509.Certificate{
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, "user")
+	certFile, keyFile, cred = p.issue(t, gsi.UserCert, Org+"/OU=users/CN="+cn, nil, "user")
 	return cred, certFile, keyFile
 }
 
@@ -206,47 +152,22 @@ func (p *PKI) ProxyOf(t testing.TB, cred *gsi.Credential, opt gsi.ProxyOptions) 
 	return name
 }
 
-// issue signs an end-entity certificate and writes NAMEcert.pem and
-// NAMEkey.pem (with a unique NAME).
-func (p *PKI) issue(t testing.TB, dn string, tmpl *x509.Certificate, prefix string) (certFile, keyFile string, cred *gsi.Credential) {
+// issue issues a certificate valid for six months and writes
+// NAMEcert.pem and NAMEkey.pem, where NAME is prefix made unique (host,
+// host2, …).
+func (p *PKI) issue(t testing.TB, kind gsi.CertKind, dn string, hosts []string, prefix string) (certFile, keyFile string, cred *gsi.Credential) {
 	t.Helper()
-	name, err := gsi.ParseDN(dn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := newKey(t)
-	now := time.Now()
-	tmpl.SerialNumber = p.serial()
-	tmpl.RawSubject = name
-	tmpl.NotBefore = now.Add(-time.Hour)
-	tmpl.NotAfter = now.AddDate(0, 6, 0)
-	tmpl.BasicConstraintsValid = true
-	tmpl.SignatureAlgorithm = x509.SHA256WithRSA
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CA.Leaf(), &key.PublicKey, p.CA.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	cred, err := p.ca.Issue(kind, dn, gsi.IssueOptions{NotAfter: time.Now().AddDate(0, 6, 0), Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := p.unique(prefix)
 	certFile = filepath.Join(p.Dir, base+"cert.pem")
 	keyFile = filepath.Join(p.Dir, base+"key.pem")
-	writeFile(t, certFile, gsi.EncodeCertsPEM(cert), 0o644)
-	keyPEM, err := gsi.EncodeKeyPEM(key)
-	if err != nil {
+	if err := gsi.WriteCredential(certFile, keyFile, cred); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, keyFile, keyPEM, 0o600)
-	return certFile, keyFile, &gsi.Credential{Chain: []*x509.Certificate{cert}, Key: key}
-}
-
-func (p *PKI) serial() *big.Int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	return big.NewInt(int64(1000 + p.n))
+	return certFile, keyFile, cred
 }
 
 // unique returns prefix for its first use, then prefix2, prefix3…
@@ -293,64 +214,24 @@ func (p *PKI) GCTProxy(t testing.TB, extra ...string) string {
 // ago and returns the file.
 func (p *PKI) ExpiredProxy(t testing.TB) string {
 	t.Helper()
-	key := newKey(t)
-	user := p.User.Leaf()
-	var rdns pkix.RDNSequence
-	if _, err := asn1.Unmarshal(user.RawSubject, &rdns); err != nil {
-		t.Fatal(err)
-	}
-	serial := big.NewInt(int64(time.Now().UnixNano() & 0x7fffffff))
-	rdns = append(rdns, pkix.RelativeDistinguishedNameSET{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: serial.String()}})
-	subject, err := asn1.Marshal(rdns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pci, err := asn1.Marshal(struct {
-		Policy struct{ Lang asn1.ObjectIdentifier }
-	}{struct{ Lang asn1.ObjectIdentifier }{gsi.OIDPolicyInheritAll}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:       serial,
-		RawSubject:         subject,
-		NotBefore:          now.Add(-2 * time.Hour),
-		NotAfter:           now.Add(-time.Hour),
-		KeyUsage:           x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		SignatureAlgorithm: x509.SHA256WithRSA,
-		ExtraExtensions:    []pkix.Extension{{Id: gsi.OIDProxyCertInfo, Critical: true, Value: pci}},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, user, &key.PublicKey, p.User.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	proxy, err := gsi.NewProxy(p.User, gsi.ProxyOptions{Start: time.Now().Add(-2 * time.Hour), Lifetime: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := filepath.Join(p.Dir, p.unique("expired")+".pem")
-	if err := gsi.WriteProxyFile(name, &gsi.Credential{Chain: []*x509.Certificate{cert, user}, Key: key}); err != nil {
+	if err := gsi.WriteProxyFile(name, proxy); err != nil {
 		t.Fatal(err)
 	}
 	return name
 }
 
-func newKey(t testing.TB) *rsa.PrivateKey {
+// writeFile writes a file readable by all, whatever the umask.
+func writeFile(t testing.TB, name string, data []byte) {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
+	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return key
-}
-
-func writeFile(t testing.TB, name string, data []byte, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(name, data, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(name, mode); err != nil {
+	if err := os.Chmod(name, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
