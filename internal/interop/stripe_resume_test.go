@@ -235,8 +235,8 @@ func TestStripedResumeCommandLine(t *testing.T) {
 			// Interrupt once a quarter of the file has arrived.
 			var at int64
 			for range 600 {
-				if fi, err := os.Stat(file); err == nil && fi.Size() >= size/4 {
-					at = fi.Size()
+				if n := arrived(file); n >= size/4 {
+					at = n
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -269,4 +269,21 @@ func TestStripedResumeCommandLine(t *testing.T) {
 			s.waitUp(t)
 		})
 	}
+}
+
+// arrived is how much of a copy to file has been written: the size of
+// file, or, while ferry cp still writes a download to its temporary
+// .NAME.ferry-* beside it (renamed into place when complete), of that.
+func arrived(file string) int64 {
+	if fi, err := os.Stat(file); err == nil {
+		return fi.Size()
+	}
+	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".ferry-*"))
+	var n int64
+	for _, tmp := range temps {
+		if fi, err := os.Stat(tmp); err == nil {
+			n = max(n, fi.Size())
+		}
+	}
+	return n
 }
