@@ -70,9 +70,11 @@ func StartLab(ctx context.Context, cfg LabConfig) (l *Lab, err error) {
 	}
 	base := fmt.Sprintf("%s-%d-%d", cfg.Name, os.Getpid(), labSeq.Add(1))
 	l = &Lab{cfg: cfg}
+	// "return nil, err" has set l to nil by the time this runs.
+	lab := l
 	defer func() {
 		if err != nil {
-			l.teardown()
+			lab.teardown()
 			l = nil
 		}
 	}()
@@ -124,7 +126,10 @@ func StartLab(ctx context.Context, cfg LabConfig) (l *Lab, err error) {
 			}
 		}
 	}
+	// Under mu: the watch may fire at once, and its Close reads stop.
+	l.mu.Lock()
 	l.stop = context.AfterFunc(ctx, func() { l.Close() })
+	l.mu.Unlock()
 	return l, nil
 }
 

@@ -144,7 +144,8 @@ type Link struct {
 	idleRTT time.Duration
 	// compensation is what calibration took off each direction's delay.
 	compensation time.Duration
-	stop         func() bool // unregisters the context watch
+	stopMu       sync.Mutex
+	stop         func() bool // unregisters the context watch; under stopMu
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -218,7 +219,10 @@ func Start(ctx context.Context, cfg Config) (l *Link, err error) {
 	l.fwd.resetStats()
 	l.started = time.Now()
 	l.fwd.lossOn.Store(true)
+	// Under stopMu: the watch may fire at once, and its Close reads stop.
+	l.stopMu.Lock()
 	l.stop = context.AfterFunc(ctx, func() { l.Close() })
+	l.stopMu.Unlock()
 	return l, nil
 }
 
@@ -346,8 +350,11 @@ func (l *Link) fidelity() Fidelity {
 // return the same report and error.
 func (l *Link) Close() (Fidelity, error) {
 	l.closeOnce.Do(func() {
-		if l.stop != nil {
-			l.stop()
+		l.stopMu.Lock()
+		stop := l.stop
+		l.stopMu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		// TUN drops can only be read while the devices exist, and the
 		// counters only settle once the forwarder stops: stop it first.
