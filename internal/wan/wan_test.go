@@ -33,7 +33,7 @@ func needNetns(t *testing.T) {
 func dialIn(t *testing.T, l *Link, to netip.AddrPort) net.Conn {
 	t.Helper()
 	var c net.Conn
-	err := inNetns(l.Namespace(Client), func() (err error) {
+	err := inNetns(t.Context(), l.Namespace(Client), func() (err error) {
 		c, err = net.DialTimeout("tcp", to.String(), 5*time.Second)
 		return err
 	})
@@ -46,7 +46,7 @@ func dialIn(t *testing.T, l *Link, to netip.AddrPort) net.Conn {
 func listenIn(t *testing.T, l *Link) net.Listener {
 	t.Helper()
 	var ln net.Listener
-	err := inNetns(l.Namespace(Server), func() (err error) {
+	err := inNetns(t.Context(), l.Namespace(Server), func() (err error) {
 		ln, err = net.Listen("tcp", netip.AddrPortFrom(l.Addr(Server), 0).String())
 		return err
 	})
