@@ -413,12 +413,9 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 	}
 	var data []byte
 	if req.Listing {
-		if src.Size() > MaxFrame/2 {
-			return 0, &xfer.StorageError{Err: fmt.Errorf("listing of %d bytes is too long for a striped server", src.Size())}
-		}
-		data = make([]byte, src.Size())
-		if _, err := src.ReadAt(data, 0); err != nil && err != io.EOF {
-			return 0, &xfer.StorageError{Err: err}
+		var err error
+		if data, err = readListing(src); err != nil {
+			return 0, err
 		}
 	}
 	movers := []int{0}
@@ -467,6 +464,24 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 		err = &xfer.DataError{Err: fmt.Errorf("the stripes ended after %d of the %d bytes announced (ALLO)", n, req.Size)}
 	}
 	return n, err
+}
+
+// readListing reads a listing whole, for the mover that sends it; a
+// listing shorter than its size is an error, never padding.
+func readListing(src dsi.Reader) ([]byte, error) {
+	size := src.Size()
+	if size > MaxListing {
+		return nil, &xfer.StorageError{Err: fmt.Errorf("listing of %d bytes is too long for a striped server (at most %d)", size, MaxListing)}
+	}
+	data := make([]byte, size)
+	n, err := src.ReadAt(data, 0)
+	if n == len(data) {
+		return data, nil
+	}
+	if err == nil || err == io.EOF {
+		err = fmt.Errorf("the listing shrank while it was read: %d of %d bytes", n, size)
+	}
+	return nil, &xfer.StorageError{Err: err}
 }
 
 func (f *Frontend) all() []int {

@@ -37,6 +37,9 @@ const Version = 2
 // MaxFrame bounds a frame's body (a listing travels inline to the mover).
 const MaxFrame = 64 << 20
 
+// MaxListing bounds a listing a striped server sends (inline, in JSON).
+const MaxListing = MaxFrame / 2
+
 // headerSize is the length and type prefix of a frame.
 const headerSize = 5
 
