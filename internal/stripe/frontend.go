@@ -114,7 +114,7 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mover %s unreachable: %w", addr, err)
 	}
-	keys, err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
+	keys, err := frontendHandshake(ctx, c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mover %s: %w", addr, err)

@@ -225,13 +225,30 @@ func newNonce() []byte {
 	return b
 }
 
+// bound limits a handshake on conn to timeout and to ctx: the returned
+// function, deferred, lifts the deadline and, when ctx ended the
+// handshake, makes *err say so.
+func bound(ctx context.Context, conn net.Conn, timeout time.Duration, err *error) func() {
+	conn.SetDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	return func() {
+		if !stop() { // ctx ended: whatever the outcome, the link is not wanted
+			if *err == nil {
+				*err = context.Cause(ctx)
+			} else {
+				*err = fmt.Errorf("%w (%w)", context.Cause(ctx), *err)
+			}
+		}
+		conn.SetDeadline(time.Time{})
+	}
+}
+
 // frontendHandshake authenticates a new connection to a mover: it proves
 // the secret and checks the mover's proof, then derives the link's keys.
 // The mover speaks second, after seeing our nonce, so its proof cannot be
 // replayed.
-func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
-	conn.SetDeadline(time.Now().Add(timeout))
-	defer conn.SetDeadline(time.Time{})
+func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
+	defer bound(ctx, conn, timeout, &err)()
 	own := newNonce()
 	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
 		return nil, err
@@ -272,9 +289,8 @@ func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*li
 // moverHandshake authenticates a connecting frontend and derives the
 // link's keys; a refusal is explained to the peer before the connection
 // closes.
-func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
-	conn.SetDeadline(time.Now().Add(timeout))
-	defer conn.SetDeadline(time.Time{})
+func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
+	defer bound(ctx, conn, timeout, &err)()
 	refuse := func(err error, text string) (*linkKeys, error) {
 		writeMsg(conn, &Msg{Type: TypeError, Text: text})
 		return nil, err

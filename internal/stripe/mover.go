@@ -152,7 +152,7 @@ func (m *Mover) Close() error {
 func (m *Mover) handle(c net.Conn) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
-	keys, err := moverHandshake(c, m.Secret, hb.timeout)
+	keys, err := moverHandshake(context.Background(), c, m.Secret, hb.timeout)
 	if err != nil {
 		log.Warn("refused a frontend", "err", err)
 		c.Close()

@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -128,11 +129,11 @@ func handshake(frontSecret, moverSecret []byte) (frontErr, moverErr error) {
 	defer b.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, moverSecret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, moverSecret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
-	_, frontErr = frontendHandshake(a, frontSecret, 2*time.Second)
+	_, frontErr = frontendHandshake(context.Background(), a, frontSecret, 2*time.Second)
 	a.Close()
 	return frontErr, <-done
 }
@@ -161,7 +162,7 @@ func TestHandshakeMoverRefusesReplayedProof(t *testing.T) {
 	defer a.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, secret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, secret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
@@ -186,7 +187,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	defer a.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, secret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, secret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
@@ -206,7 +207,7 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		writeMsg(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
 		d.Close()
 	}()
-	if _, err := frontendHandshake(c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
+	if _, err := frontendHandshake(context.Background(), c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
 		t.Errorf("frontend facing a newer mover: %v", err)
 	}
 }
