@@ -215,6 +215,11 @@ func (s *moverSession) run() {
 		}
 		switch msg.Type {
 		case TypeSession:
+			if s.busy() {
+				// The transfer goroutine uses the DTP: it stays.
+				s.reply(msg.Seq, errors.New("a transfer is running; the session cannot change now"))
+				continue
+			}
 			if s.local != nil {
 				s.local.Close()
 			}
@@ -264,7 +269,7 @@ func (s *moverSession) run() {
 				s.l.send(&Msg{Type: TypeDone, Seq: msg.Seq, Kind: KindOpen, Text: err.Error()})
 				continue
 			}
-			s.start(ctx, msg)
+			s.start(ctx, s.local, msg)
 		case TypeAbort:
 			s.stop(xfer.ErrAborted)
 		default:
@@ -328,7 +333,7 @@ func (s *moverSession) stop(cause error) {
 
 // start runs a transfer in its own goroutine, so that heartbeats and an
 // abort are still read while it runs.
-func (s *moverSession) start(ctx context.Context, msg *Msg) {
+func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 	s.stop(errors.New("superseded"))
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -336,7 +341,7 @@ func (s *moverSession) start(ctx context.Context, msg *Msg) {
 	go func() {
 		defer close(done)
 		defer cancel(nil)
-		n, err := s.transfer(ctx, msg)
+		n, err := s.transfer(ctx, local, msg)
 		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
 		if err != nil {
 			reply.Kind, reply.Text = classify(err)
@@ -348,9 +353,10 @@ func (s *moverSession) start(ctx context.Context, msg *Msg) {
 	}()
 }
 
-func (s *moverSession) transfer(ctx context.Context, msg *Msg) (int64, error) {
+// transfer runs in its own goroutine: it touches no field of s the run
+// loop writes, and uses the DTP it was given.
+func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg) (int64, error) {
 	req := msg.Job.request()
-	local := s.local
 	local.SetBuffer(msg.Buffer)
 	if len(msg.Addrs) > 0 {
 		if err := local.Active(ctx, msg.Addrs); err != nil {

@@ -1,0 +1,189 @@
+package stripe
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// blocking is a storage whose readers block until released (ignoring
+// their context, as a hung file system does); opened closes when the
+// first reader has been opened.
+type blocking struct {
+	dsi.Storage
+	opened   chan struct{}
+	released chan struct{}
+	once     sync.Once
+	relOnce  sync.Once
+}
+
+func newBlocking(st dsi.Storage) *blocking {
+	return &blocking{Storage: st, opened: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (b *blocking) release() { b.relOnce.Do(func() { close(b.released) }) }
+
+func (b *blocking) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	r, err := b.Storage.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	b.once.Do(func() { close(b.opened) })
+	return blockingReader{r, b}, nil
+}
+
+type blockingReader struct {
+	dsi.Reader
+	b *blocking
+}
+
+func (r blockingReader) ReadAt(p []byte, off int64) (int, error) {
+	<-r.b.released
+	return r.Reader.ReadAt(p, off)
+}
+
+// fileStorage is a memory storage holding name with data.
+func fileStorage(t *testing.T, name string, data []byte) dsi.Storage {
+	t.Helper()
+	st := memory.New()
+	w, err := st.Create(t.Context(), name, dsi.CreateOptions{Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var testSecret = []byte("0123456789abcdef-shared")
+
+// serveMover runs m on a loopback listener until the test ends.
+func serveMover(t *testing.T, m *Mover) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { m.Serve(ln); close(done) }()
+	t.Cleanup(func() {
+		m.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// dialMover opens an authenticated link to the mover at addr.
+func dialMover(t *testing.T, addr string) *link {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := frontendHandshake(t.Context(), c, testSecret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLink(c, "mover "+addr, heartbeat{50 * time.Millisecond, 2 * time.Second}, keys)
+	t.Cleanup(l.close)
+	return l
+}
+
+// receiver accepts one data connection and returns all it sent.
+func receiver(t *testing.T) (netip.AddrPort, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort(), got
+}
+
+// until returns the next message of type typ with sequence seq.
+func until(t *testing.T, l *link, typ Type, seq uint64) *Msg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for {
+		m, err := l.recv(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %v %d: %v", typ, seq, err)
+		}
+		if m.Type == typ && m.Seq == seq {
+			return m
+		}
+	}
+}
+
+// TestMoverRefusesSessionDuringTransfer: a new session description while
+// a transfer runs is refused; the transfer keeps its DTP and ends well.
+func TestMoverRefusesSessionDuringTransfer(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	st := newBlocking(fileStorage(t, "/f", data))
+	defer st.release()
+	addr := serveMover(t, &Mover{Storage: st, Secret: testSecret, Heartbeat: 50 * time.Millisecond, HeartbeatTimeout: 2 * time.Second})
+	l := dialMover(t, addr)
+	session := &Msg{Type: TypeSession, ControlPeer: netip.MustParseAddrPort("127.0.0.1:1"), AllowForeign: true}
+	if err := l.send(session); err != nil {
+		t.Fatal(err)
+	}
+	to, got := receiver(t)
+	req := &xfer.Request{Path: "/f", Mode: xfer.ModeStream, Type: xfer.TypeImage, Length: -1, Size: int64(len(data))}
+	if err := l.send(&Msg{Type: TypeSend, Seq: 1, Addrs: []netip.AddrPort{to}, Job: jobOf(req, "/f")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transfer never opened the file")
+	}
+	session.Seq = 2
+	if err := l.send(session); err != nil {
+		t.Fatal(err)
+	}
+	// The refusal comes while the transfer still waits for its storage.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	refused := false
+	for !refused {
+		m, err := l.recv(ctx)
+		if err != nil {
+			t.Errorf("no refusal of a session during a transfer: %v", err)
+			break
+		}
+		refused = m.Type == TypeError && m.Seq == 2 && m.Text != ""
+	}
+	st.release()
+	if done := until(t, l, TypeDone, 1); done.Text != "" || done.N != int64(len(data)) {
+		t.Fatalf("transfer: %+v", done)
+	}
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Fatalf("received %d bytes, want %d", len(b), len(data))
+	}
+}
