@@ -20,7 +20,9 @@
 // length, a type byte, a JSON body. A connection starts with a versioned,
 // mutually authenticated hello: both sides prove knowledge of a shared
 // secret with an HMAC over both nonces and their role; a mover never obeys
-// a peer that has not proved it. From then on every frame is sealed with
+// a peer that has not proved it, and gives a peer that has not proved it
+// little: handshake frames of at most 1 KiB, a bounded time, and a bounded
+// number of handshakes at once (more are closed unread). From then on every frame is sealed with
 // AES-256-GCM under per-direction keys derived (HKDF-SHA256) from the
 // secret and both nonces, numbered so that a replayed, reordered, forged or
 // altered frame drops the link (seal.go). Both sides send heartbeats; a peer

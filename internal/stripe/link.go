@@ -187,13 +187,14 @@ func (l *link) readSealed() (*Msg, error) {
 	return l.keys.recv.open(frame)
 }
 
-// readMsg reads one plain frame (handshake) from r.
-func readMsg(r io.Reader) (*Msg, error) {
+// readHandshake reads one plain frame (handshake) from r; its body is at most
+// maxHandshakeFrame bytes, checked before anything is allocated for it.
+func readHandshake(r io.Reader) (*Msg, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
 	}
-	n, t, err := ParseHeader(h[:])
+	n, t, err := parseHeader(h[:], maxHandshakeFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +208,13 @@ func readMsg(r io.Reader) (*Msg, error) {
 	return ParseBody(t, body)
 }
 
-func writeMsg(w io.Writer, m *Msg) error {
+func writeHandshake(w io.Writer, m *Msg) error {
 	b, err := AppendFrame(nil, m)
 	if err != nil {
 		return err
+	}
+	if len(b) > headerSize+maxHandshakeFrame {
+		return fmt.Errorf("stripe: %v message of %d bytes is too long for a handshake", m.Type, len(b)-headerSize)
 	}
 	_, err = w.Write(b)
 	return err
@@ -250,10 +254,10 @@ func bound(ctx context.Context, conn net.Conn, timeout time.Duration, err *error
 func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
 	defer bound(ctx, conn, timeout, &err)()
 	own := newNonce()
-	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
 		return nil, err
 	}
-	m, err := readMsg(conn)
+	m, err := readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -270,10 +274,10 @@ func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeou
 		return nil, fmt.Errorf("%w: the mover does not know the shared secret", ErrAuth)
 	}
 	moverNonce := m.Nonce
-	if err := writeMsg(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, moverNonce)}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, moverNonce)}); err != nil {
 		return nil, err
 	}
-	m, err = readMsg(conn)
+	m, err = readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
 	}
@@ -292,10 +296,10 @@ func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeou
 func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
 	defer bound(ctx, conn, timeout, &err)()
 	refuse := func(err error, text string) (*linkKeys, error) {
-		writeMsg(conn, &Msg{Type: TypeError, Text: text})
+		writeHandshake(conn, &Msg{Type: TypeError, Text: text})
 		return nil, err
 	}
-	m, err := readMsg(conn)
+	m, err := readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -310,17 +314,17 @@ func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout t
 	}
 	peer := m.Nonce
 	own := newNonce()
-	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
 		return nil, err
 	}
-	m, err = readMsg(conn)
+	m, err = readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no proof from the frontend (%v)", ErrAuth, err)
 	}
 	if m.Type != TypeAuth || !checkProof(secret, roleFrontend, peer, own, m.Proof) {
 		return refuse(fmt.Errorf("%w: the frontend does not know the shared secret", ErrAuth), "authentication failed: wrong shared secret")
 	}
-	if err := writeMsg(conn, &Msg{Type: TypeWelcome}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeWelcome}); err != nil {
 		return nil, err
 	}
 	return deriveKeys(secret, peer, own, false)

@@ -2,12 +2,14 @@ package stripe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -41,14 +43,24 @@ type Mover struct {
 	// Trust verifies the peers of secured data channels (DCAU A and S);
 	// nil refuses every peer of a session with DCAU.
 	Trust *gsi.TrustStore
+	// HandshakeTimeout bounds a connection's whole handshake; 0 means the
+	// heartbeat timeout, at most 5s.
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections still in their handshake (not
+	// yet proved to know the secret); more are closed at once. 0 means 16.
+	MaxHandshakes int
 	// Logger receives events; nil discards.
 	Logger *slog.Logger
 
-	mu     sync.Mutex
-	lns    map[net.Listener]struct{}
-	links  map[*link]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	lns      map[net.Listener]struct{}
+	links    map[*link]struct{}
+	slots    chan struct{} // one per handshake under way
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closed   bool
+	wg       sync.WaitGroup
+	dropping atomic.Bool // a drop was logged and none since
 }
 
 func (m *Mover) log() *slog.Logger {
@@ -75,8 +87,11 @@ func (m *Mover) Serve(l net.Listener) error {
 	}
 	if m.lns == nil {
 		m.lns, m.links = map[net.Listener]struct{}{}, map[*link]struct{}{}
+		m.slots = make(chan struct{}, cmp.Or(m.MaxHandshakes, 16))
+		m.ctx, m.cancel = context.WithCancel(context.Background())
 	}
 	m.lns[l] = struct{}{}
+	slots := m.slots
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -103,9 +118,21 @@ func (m *Mover) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
+		select {
+		case slots <- struct{}{}:
+			m.dropping.Store(false)
+		default:
+			// Strangers hold every handshake slot: no waiting, no buffer.
+			if !m.dropping.Swap(true) {
+				m.log().Warn("too many connections in their handshake; closing new ones", "max", cap(slots), "peer", c.RemoteAddr().String())
+			}
+			c.Close()
+			continue
+		}
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
+			<-slots
 			c.Close()
 			return ErrMoverClosed
 		}
@@ -113,7 +140,7 @@ func (m *Mover) Serve(l net.Listener) error {
 		m.mu.Unlock()
 		go func() {
 			defer m.wg.Done()
-			m.handle(c)
+			m.handle(c, func() { <-slots })
 		}()
 	}
 }
@@ -140,6 +167,9 @@ func (m *Mover) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
+	if m.cancel != nil {
+		m.cancel() // ends handshakes under way
+	}
 	for l := range m.lns {
 		l.Close()
 	}
@@ -149,10 +179,16 @@ func (m *Mover) Close() error {
 	return nil
 }
 
-func (m *Mover) handle(c net.Conn) {
+// handle serves one connection; release frees its handshake slot.
+func (m *Mover) handle(c net.Conn, release func()) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
-	keys, err := moverHandshake(context.Background(), c, m.Secret, hb.timeout)
+	timeout := m.HandshakeTimeout
+	if timeout <= 0 {
+		timeout = min(hb.timeout, 5*time.Second)
+	}
+	keys, err := moverHandshake(m.ctx, c, m.Secret, timeout)
+	release()
 	if err != nil {
 		log.Warn("refused a frontend", "err", err)
 		c.Close()

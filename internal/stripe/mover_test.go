@@ -3,9 +3,12 @@ package stripe
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -186,4 +189,84 @@ func TestMoverRefusesSessionDuringTransfer(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, data) {
 		t.Fatalf("received %d bytes, want %d", len(b), len(data))
 	}
+}
+
+// closedWithin reports whether the peer closes c within d (reading and
+// discarding what it sends, e.g. a refusal).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestMoverDropsHugeHandshakeFrame: a stranger announcing a frame
+// larger than any handshake message is dropped at once; nothing waits for
+// (or is allocated for) its body.
+func TestMoverDropsHugeHandshakeFrame(t *testing.T) {
+	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret, HandshakeTimeout: 30 * time.Second})
+	for _, n := range []uint32{maxHandshakeFrame + 1, 64 << 20, 1<<32 - 1} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := binary.BigEndian.AppendUint32(nil, n)
+		if _, err := c.Write(append(h, byte(TypeHello))); err != nil {
+			t.Fatal(err)
+		}
+		if !closedWithin(c, 2*time.Second) {
+			t.Errorf("a %d-byte hello: the connection is still open", n)
+		}
+		c.Close()
+	}
+	// The handshake reader itself refuses before allocating for the body.
+	big := binary.BigEndian.AppendUint32(nil, 16<<20)
+	big = append(big, byte(TypeHello))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, err := readHandshake(bytes.NewReader(big)); err == nil {
+			t.Fatal("an oversized handshake frame was read")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("refusing 10 oversized frames allocated %d bytes", n)
+	}
+}
+
+// TestMoverBoundsHandshakes: connections that never finish their
+// handshake hold at most MaxHandshakes slots; one more is closed at once,
+// the silent ones are closed when the handshake time is up, and then a
+// frontend gets in.
+func TestMoverBoundsHandshakes(t *testing.T) {
+	const timeout = 2 * time.Second
+	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret, MaxHandshakes: 2, HandshakeTimeout: timeout})
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	start := time.Now()
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if !closedWithin(extra, timeout/2) {
+		t.Fatal("a connection over MaxHandshakes was not closed at once")
+	}
+	for i, c := range silent {
+		if !closedWithin(c, timeout+3*time.Second-time.Since(start)) {
+			t.Fatalf("silent connection %d outlived the handshake timeout", i)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < timeout/2 {
+		t.Errorf("silent connections closed after %v, before the handshake timeout %v", elapsed, timeout)
+	}
+	dialMover(t, addr) // the slots are free again
 }

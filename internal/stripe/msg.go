@@ -34,11 +34,18 @@ import (
 // Version is the protocol version a hello carries; peers must agree.
 const Version = 2
 
-// MaxFrame bounds a frame's body (a listing travels inline to the mover).
-const MaxFrame = 64 << 20
+// MaxFrame bounds a frame's body after the handshake. The largest
+// messages are a listing's send (MaxListing bytes, base64 in JSON: 4/3 of
+// it) and a job or event with maxRestart ranges (about 45 bytes each).
+const MaxFrame = 16 << 20
 
 // MaxListing bounds a listing a striped server sends (inline, in JSON).
-const MaxListing = MaxFrame / 2
+const MaxListing = 8 << 20
+
+// maxHandshakeFrame bounds a frame's body before the peer has proved the
+// secret: a hello, an auth, a welcome or a refusal needs a few hundred
+// bytes, and nothing larger is read (or allocated for) from a stranger.
+const maxHandshakeFrame = 1 << 10
 
 // headerSize is the length and type prefix of a frame.
 const headerSize = 5
@@ -142,13 +149,18 @@ func AppendFrame(b []byte, m *Msg) ([]byte, error) {
 
 // ParseHeader reads a frame's header: the body length and type.
 func ParseHeader(h []byte) (n int, t Type, err error) {
+	return parseHeader(h, MaxFrame)
+}
+
+// parseHeader reads a frame's header, refusing a body over limit bytes.
+func parseHeader(h []byte, limit int) (n int, t Type, err error) {
 	if len(h) < headerSize {
 		return 0, 0, errors.New("stripe: short frame header")
 	}
 	l := binary.BigEndian.Uint32(h)
 	t = Type(h[4])
-	if l > MaxFrame {
-		return 0, 0, fmt.Errorf("stripe: frame of %d bytes exceeds %d", l, MaxFrame)
+	if uint64(l) > uint64(limit) {
+		return 0, 0, fmt.Errorf("stripe: frame of %d bytes exceeds %d", l, limit)
 	}
 	if t == 0 || t >= typeEnd {
 		return 0, 0, fmt.Errorf("stripe: unknown message type %d", h[4])

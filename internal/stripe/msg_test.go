@@ -166,13 +166,13 @@ func TestHandshakeMoverRefusesReplayedProof(t *testing.T) {
 		b.Close()
 		done <- err
 	}()
-	writeMsg(a, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()})
-	hello, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()})
+	hello, err := readHandshake(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeMsg(a, &Msg{Type: TypeAuth, Proof: hello.Proof})
-	r, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeAuth, Proof: hello.Proof})
+	r, err := readHandshake(a)
 	if err != nil || r.Type != TypeError || !strings.Contains(r.Text, "authentication failed") {
 		t.Errorf("reply to a replayed proof: %+v, %v", r, err)
 	}
@@ -191,8 +191,8 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		b.Close()
 		done <- err
 	}()
-	writeMsg(a, &Msg{Type: TypeHello, Version: Version + 1, Role: roleFrontend, Nonce: newNonce()})
-	r, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeHello, Version: Version + 1, Role: roleFrontend, Nonce: newNonce()})
+	r, err := readHandshake(a)
 	if err != nil || r.Type != TypeError || !strings.Contains(r.Text, "version mismatch") {
 		t.Errorf("reply to a newer frontend: %+v, %v", r, err)
 	}
@@ -203,8 +203,8 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	c, d := net.Pipe()
 	defer c.Close()
 	go func() {
-		readMsg(d)
-		writeMsg(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
+		readHandshake(d)
+		writeHandshake(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
 		d.Close()
 	}()
 	if _, err := frontendHandshake(context.Background(), c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
