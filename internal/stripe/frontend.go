@@ -27,6 +27,9 @@ type PoolConfig struct {
 	// Heartbeat is how often links ping; HeartbeatTimeout how long a
 	// silent mover lives. Zero means 2s and five heartbeats.
 	Heartbeat, HeartbeatTimeout time.Duration
+	// RequestTimeout bounds the wait for a mover's answer to a request
+	// (PASV, SPAS); 0 means the heartbeat timeout.
+	RequestTimeout time.Duration
 	// DialTimeout bounds connecting to a mover; 0 means 5s.
 	DialTimeout time.Duration
 	// MaxBackoff bounds the wait between reconnections to a mover that
@@ -77,6 +80,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		cfg.MaxBackoff = 5 * time.Second
 	}
 	p := &Pool{cfg: cfg, hb: heartbeat{cfg.Heartbeat, cfg.HeartbeatTimeout}.withDefaults(), log: cfg.Logger, frontends: map[*Frontend]struct{}{}}
+	if p.cfg.RequestTimeout <= 0 {
+		p.cfg.RequestTimeout = p.hb.timeout
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -314,7 +320,10 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 	return l, nil
 }
 
-// call sends a request to mover i and waits for its reply.
+// call sends a request to mover i and waits for its reply, at most the
+// request timeout: a mover that heartbeats but does not answer fails the
+// request with an error naming it, and its link is dropped (a late answer
+// must not pass for the next request's).
 func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 	l, err := f.link(ctx, i)
 	if err != nil {
@@ -324,9 +333,16 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 	if err := l.send(m); err != nil {
 		return nil, err
 	}
+	wait := f.pool.cfg.RequestTimeout
+	errLate := fmt.Errorf("mover %s did not answer the %v request within %v", f.pool.movers[i].addr, m.Type, wait)
+	rctx, cancel := context.WithTimeoutCause(ctx, wait, errLate)
+	defer cancel()
 	for range 1 << 16 { // bounded: stale messages of an aborted transfer
-		r, err := l.recv(ctx)
+		r, err := l.recv(rctx)
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, errLate) {
+				l.close()
+			}
 			return nil, err
 		}
 		if r.Seq != m.Seq {

@@ -225,15 +225,21 @@ type moverSession struct {
 	local   *dtp.Local // nil until the frontend describes its session
 	sec     *Security  // the data channel security local has
 
-	cancel context.CancelCauseFunc // of the running transfer; nil when none
-	done   chan struct{}           // closed when the running transfer ends
+	cancel   context.CancelCauseFunc // of the last transfer; nil when none
+	done     chan struct{}           // closed when the last transfer ends
+	stopping bool                    // the last transfer was told to stop
 }
 
 func (s *moverSession) run() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	defer func() {
+		// The link is gone, so nothing waits on this loop: wait for the
+		// transfer (which may hang as long as its storage does).
 		s.stop(errors.New("frontend link ended"))
+		if s.done != nil {
+			<-s.done
+		}
 		if s.local != nil {
 			s.local.Close()
 		}
@@ -336,8 +342,10 @@ func (s *moverSession) ready() error {
 	switch {
 	case s.local == nil:
 		return errors.New("no session set up")
+	case s.busy() && s.stopping:
+		return errors.New("busy: the previous transfer has not stopped yet (its storage or data connections do not answer)")
 	case s.busy():
-		return errors.New("a transfer is running")
+		return errors.New("busy: a transfer is running")
 	}
 	return nil
 }
@@ -358,22 +366,23 @@ func (s *moverSession) busy() bool {
 	}
 }
 
-// stop cancels the running transfer, if any, and waits for it.
+// stop cancels the running transfer, if any, without waiting for it: the
+// run loop must go on reading (and refusing with "busy") even when the
+// transfer hangs in its storage. The transfer reports its end itself.
 func (s *moverSession) stop(cause error) {
-	if s.cancel != nil {
+	if s.busy() {
 		s.cancel(cause)
-		<-s.done
-		s.cancel, s.done = nil, nil
+		s.stopping = true
 	}
 }
 
 // start runs a transfer in its own goroutine, so that heartbeats and an
-// abort are still read while it runs.
+// abort are still read while it runs. The caller has checked that none
+// is running (ready).
 func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
-	s.stop(errors.New("superseded"))
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
+	s.cancel, s.done, s.stopping = cancel, done, false
 	go func() {
 		defer close(done)
 		defer cancel(nil)

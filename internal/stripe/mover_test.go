@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,4 +270,56 @@ func TestMoverBoundsHandshakes(t *testing.T) {
 		t.Errorf("silent connections closed after %v, before the handshake timeout %v", elapsed, timeout)
 	}
 	dialMover(t, addr) // the slots are free again
+}
+
+// TestCallDeadline: a mover that heartbeats but never answers a request
+// fails it within the request timeout, with an error naming the mover.
+func TestCallDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hb := heartbeat{50 * time.Millisecond, 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		keys, err := moverHandshake(context.Background(), c, testSecret, 5*time.Second)
+		if err != nil {
+			c.Close()
+			return
+		}
+		l := newLink(c, "frontend", hb, keys)
+		defer l.close()
+		for { // reads every request, answers none
+			if _, err := l.recv(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	p, err := NewPool(PoolConfig{Movers: []string{ln.Addr().String()}, Secret: testSecret,
+		Heartbeat: hb.interval, HeartbeatTimeout: hb.timeout, RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f := p.NewFrontend(SessionConfig{})
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = f.Passive(ctx, true)
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("PASV to a mover that does not answer: %v after %v", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("PASV failed after %v, request timeout 300ms", d)
+	}
+	f.Close()
+	p.Close()
+	<-served
 }
