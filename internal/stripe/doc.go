@@ -12,9 +12,10 @@
 // restricted to its stripe and reads or writes its part of the file
 // through its storage, which must show the same tree as the frontend's (a
 // shared file system). A session's data channel security (GSI DCAU and
-// PROT, FTPS PROT) goes to the movers with each request: its credential
-// and the DCAU check, which a mover verifies with its own trust store
-// (security.go).
+// PROT, FTPS PROT) goes to the movers with each request: the DCAU check,
+// which a mover verifies with its own trust store, and which credential
+// to present: a delegated proxy, sent once per link, else the mover's own
+// host credential (security.go).
 //
 // The frontend–mover protocol (msg.go, no I/O) is framed JSON: a 4-byte
 // length, a type byte, a JSON body. A connection starts with a versioned,

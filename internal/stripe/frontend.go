@@ -242,6 +242,8 @@ type Frontend struct {
 	home      string
 	buf       int
 	sec       *Security        // the movers' data channel security; nil: none
+	cred      *Msg             // the session's delegated credential; nil: the movers' own
+	credSent  map[*link]bool   // links that got cred
 	secErr    error            // why the session's security cannot go to the movers
 	listening map[int]bool     // movers with a passive listener
 	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
@@ -258,10 +260,11 @@ func (f *Frontend) StripeStatus() []string { return f.pool.Status() }
 func (f *Frontend) SetBuffer(size int) { f.buf = size }
 
 // SetSecurity records the data channel security; the movers get it (the
-// session's credential and DCAU check) with each request. Settings that
+// DCAU check, and the session's credential if delegated) with requests. Settings that
 // cannot be passed on fail the next transfers with a clear reply.
 func (f *Frontend) SetSecurity(cfg *dcsec.Config) {
-	f.sec, f.secErr = securityOf(cfg)
+	f.sec, f.cred, f.secErr = securityOf(cfg)
+	f.credSent = map[*link]bool{}
 	if f.secErr != nil {
 		f.secErr = fmt.Errorf("data channel security (DCAU/PROT) cannot be used on this striped server (%w); send DCAU N", f.secErr)
 	}
@@ -301,6 +304,7 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 	if l != nil {
 		l.close()
 		delete(f.listening, i) // a new link is a new session on the mover
+		delete(f.credSent, l)
 	}
 	l, err := f.pool.dial(ctx, i)
 	if err != nil {
@@ -330,7 +334,7 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 		return nil, err
 	}
 	m.Seq = f.seq.Add(1)
-	if err := l.send(m); err != nil {
+	if err := f.request(l, m); err != nil {
 		return nil, err
 	}
 	wait := f.pool.cfg.RequestTimeout
@@ -354,6 +358,18 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 		return r, nil
 	}
 	return nil, fmt.Errorf("mover %s: no reply", f.pool.movers[i].addr)
+}
+
+// request sends m on l, after the session's delegated credential if m
+// needs it and l has not had it.
+func (f *Frontend) request(l *link, m *Msg) error {
+	if m.Sec != nil && m.Sec.Cred != nil && f.cred != nil && !f.credSent[l] {
+		if err := l.send(f.cred); err != nil {
+			return err
+		}
+		f.credSent[l] = true
+	}
+	return l.send(m)
 }
 
 // reset makes every mover drop its listener except keep.
@@ -526,7 +542,7 @@ func (f *Frontend) run(ctx context.Context, movers []int, msgs []*Msg, notify fu
 		}
 		links[k] = l
 		msgs[k].Seq = seq
-		if err := l.send(msgs[k]); err != nil {
+		if err := f.request(l, msgs[k]); err != nil {
 			f.abort(links[:k], seq)
 			return 0, &xfer.DataError{Open: true, Err: err}
 		}

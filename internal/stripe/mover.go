@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -43,6 +44,10 @@ type Mover struct {
 	// Trust verifies the peers of secured data channels (DCAU A and S);
 	// nil refuses every peer of a session with DCAU.
 	Trust *gsi.TrustStore
+	// Certificate is the mover's host credential: its secured data
+	// channels use it for sessions without a delegated proxy (which the
+	// frontend sends). nil refuses such sessions' secured data channels.
+	Certificate *tls.Certificate
 	// HandshakeTimeout bounds a connection's whole handshake; 0 means the
 	// heartbeat timeout, at most 5s.
 	HandshakeTimeout time.Duration
@@ -224,6 +229,8 @@ type moverSession struct {
 	localIP netip.Addr
 	local   *dtp.Local // nil until the frontend describes its session
 	sec     *Security  // the data channel security local has
+	cred    *Msg       // the session's delegated credential, if sent
+	credID  []byte     // its fingerprint
 
 	cancel   context.CancelCauseFunc // of the last transfer; nil when none
 	done     chan struct{}           // closed when the last transfer ends
@@ -279,6 +286,8 @@ func (s *moverSession) run() {
 				StallTimeout:      msg.Stall,
 				Logger:            s.log,
 			})
+		case TypeCredential:
+			s.cred, s.credID = msg, fingerprint(msg)
 		case TypeReset:
 			if s.local != nil && !s.busy() {
 				s.local.Reset()
@@ -328,10 +337,19 @@ func (s *moverSession) secure(sec *Security) error {
 	}
 	var cfg *dcsec.Config
 	if sec != nil {
-		var err error
-		if cfg, err = sec.config(s.m.Trust); err != nil {
-			return err
+		cert := s.m.Certificate
+		if sec.Cred != nil {
+			if s.cred == nil || !bytes.Equal(sec.Cred, s.credID) {
+				return errors.New("the session's credential did not arrive")
+			}
+			var err error
+			if cert, err = parseCredential(s.cred); err != nil {
+				return err
+			}
+		} else if cert == nil {
+			return errors.New("this mover has no host credential for secured data channels (ferry mover -cert/-key, X509_USER_CERT/X509_USER_KEY or /etc/grid-security/hostcert.pem); delegate a proxy or send DCAU N")
 		}
+		cfg = sec.config(s.m.Trust, cert)
 	}
 	s.local.SetSecurity(cfg)
 	s.sec = sec
