@@ -102,7 +102,8 @@ type Config struct {
 	// when the server runs as root). A nil storage with a nil error means
 	// Storage; an error refuses the login.
 	UserStorage func(ctx context.Context, localUser string) (dsi.Storage, error)
-	// Movers makes the server a striped frontend: the data of every
+	// Movers makes the server a striped frontend (not with UserStorage:
+	// the movers do not act as the mapped user): the data of every
 	// transfer moves through these data movers ("host:port" of ferry mover),
 	// one stripe each, which must serve the same tree as Storage (a shared
 	// file system). SPAS answers one address per mover; PASV, EPSV and
@@ -159,6 +160,11 @@ func New(cfg Config) (*Server, error) {
 	sec, err := cfg.security()
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Movers) > 0 && cfg.UserStorage != nil {
+		// The frontend would check access as the user, the movers would
+		// open the files as themselves.
+		return nil, errors.New("server: Config.Movers cannot be used with Config.UserStorage: the movers do not act as the mapped user")
 	}
 	if len(cfg.Movers) > 0 {
 		s.movers, err = stripe.NewPool(stripe.PoolConfig{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,18 @@ func TestHomeAndLogins(t *testing.T) {
 	c.expect("MKD /new", 257)
 	if _, err := st.Stat(ctx, "/home/alice/new"); err != nil {
 		t.Fatalf("MKD did not land in the home: %v", err)
+	}
+}
+
+// TestStripedRefusesUserStorage: movers open files with their own
+// identity, so a striped server cannot promise per-user storage.
+func TestStripedRefusesUserStorage(t *testing.T) {
+	_, err := server.New(server.Config{
+		Storage: memory.New(), Anonymous: true,
+		Movers: []string{"127.0.0.2:1"}, MoverSecret: []byte("0123456789abcdef"),
+		UserStorage: func(context.Context, string) (dsi.Storage, error) { return memory.New(), nil },
+	})
+	if err == nil || !strings.Contains(err.Error(), "Movers") || !strings.Contains(err.Error(), "UserStorage") {
+		t.Fatalf("New with Movers and UserStorage: %v", err)
 	}
 }

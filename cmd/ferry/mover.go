@@ -39,6 +39,8 @@ func runMover(ctx context.Context, e *env, args []string) error {
 	heartbeat := fs.Duration("heartbeat", 2*time.Second, "how often to ping the frontend")
 	timeout := fs.Duration("timeout", 10*time.Second, "a frontend silent this long is gone: its transfer stops")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	certFile := fs.String("cert", "", "host certificate `FILE` for secured data channels of sessions without a delegated proxy (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
+	keyFile := fs.String("key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	caDir := fs.String("ca-dir", "", "trusted CA `DIR` for secured data channels (DCAU) of GSI sessions (default: $X509_CERT_DIR, else /etc/grid-security/certificates, if it exists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -84,6 +86,17 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		if m.Trust, err = gsi.LoadTrustDir(dir); err != nil {
 			return err
 		}
+	}
+	cred, source, err := gsi.FindHostCredential(*certFile, *keyFile)
+	switch {
+	case err == nil:
+		c := cred.TLSCertificate()
+		m.Certificate = &c
+		m.Logger.Info("host credential", "identity", cred.Identity(), "from", source)
+	case *certFile != "" || !errors.Is(err, gsi.ErrNoCredential):
+		return err
+	default:
+		m.Logger.Info("no host credential: secured data channels need a delegated proxy", "err", err)
 	}
 	if *dataIface != "" {
 		if m.DataIP, err = netip.ParseAddr(*dataIface); err != nil {

@@ -65,7 +65,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cert, "cert", "", "host certificate `FILE` for GSI (gsiftp://) and FTPS (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
 	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
-	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused")
+	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused. Off with -movers, and refused there")
 	fs.StringVar(&f.movers, "movers", "", "striped server: data movers `HOST:PORT,...` (ferry mover), one stripe each, serving the same tree as -root")
 	fs.StringVar(&f.moverSecret, "mover-secret", "", "`FILE` holding the shared secret of the movers (required with -movers)")
 	fs.DurationVar(&f.moverHeartbeat, "mover-heartbeat", 2*time.Second, "how often the frontend and the movers ping each other")
@@ -91,6 +91,20 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	cfg, err := f.serverConfig(e)
 	if err != nil {
 		return err
+	}
+	asUserSet := false
+	fs.Visit(func(fl *flag.Flag) { asUserSet = asUserSet || fl.Name == "run-as-mapped-user" })
+	if f.movers != "" && f.asUser {
+		// The movers open files as themselves: per-user storage on the
+		// frontend alone would check access as one identity and move the
+		// data as another.
+		if asUserSet {
+			return usagef("-movers cannot be used with -run-as-mapped-user: the movers do not act as the mapped user; pass -run-as-mapped-user=false")
+		}
+		f.asUser = false
+		if f.storage == "posix" && os.Geteuid() == 0 {
+			cfg.Logger.Warn("striped server: grid-mapped accounts are served with the server's and the movers' own identity (-run-as-mapped-user is off with -movers)")
+		}
 	}
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {

@@ -100,3 +100,20 @@ func TestServeRefusesNoLogins(t *testing.T) {
 		t.Fatalf("serve without -anonymous or -passwd exited %d, want 2", code)
 	}
 }
+
+// TestServeRefusesMoversAsUser: -movers with -run-as-mapped-user is
+// refused (the movers would not act as the mapped user).
+func TestServeRefusesMoversAsUser(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // if it serves after all
+	defer cancel()
+	code := runMain(ctx, &env{stdout: io.Discard, stderr: &stderr}, []string{"serve", "-listen", "127.0.0.1:0", "-anonymous",
+		"-root", t.TempDir(), "-movers", "127.0.0.2:1", "-mover-secret", secret, "-run-as-mapped-user=true"})
+	if code != 2 || !strings.Contains(stderr.String(), "-run-as-mapped-user") {
+		t.Fatalf("serve -movers -run-as-mapped-user exited %d: %s", code, stderr.String())
+	}
+}

@@ -25,12 +25,12 @@ type mover struct {
 var moverListening = regexp.MustCompile(`^Mover listening at (\S+)\n`)
 
 // startMover runs "ferry mover" on listen (host:port, port 0 picks one)
-// serving root with the shared secret in secretFile. It is killed when
-// the test ends.
-func startMover(t *testing.T, listen, root, secretFile string) *mover {
+// serving root with the shared secret in secretFile, with extra flags.
+// It is killed when the test ends.
+func startMover(t *testing.T, listen, root, secretFile string, extra ...string) *mover {
 	t.Helper()
-	cmd := exec.Command(ferryBin, "mover", "-listen", listen, "-root", root, "-secret", secretFile,
-		"-heartbeat", "100ms", "-timeout", "2s")
+	cmd := exec.Command(ferryBin, append([]string{"mover", "-listen", listen, "-root", root, "-secret", secretFile,
+		"-heartbeat", "100ms", "-timeout", "2s"}, extra...)...)
 	out := &lineWatcher{first: make(chan string, 1)}
 	m := &mover{log: &syncBuffer{}, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = out, m.log
@@ -382,7 +382,8 @@ func TestStripedGSI(t *testing.T) {
 	s := &striped{secret: secretFile(t)}
 	var addrs []string
 	for i := range 2 {
-		m := startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, s.secret)
+		// The host credential serves sessions without a delegated proxy.
+		m := startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, s.secret, "-cert", p.hostCert, "-key", p.hostKey)
 		s.movers = append(s.movers, m)
 		addrs = append(addrs, m.addr)
 	}
@@ -440,7 +441,8 @@ func TestStripedFTPS(t *testing.T) {
 	sec := secretFile(t)
 	var addrs []string
 	for i := range 2 {
-		addrs = append(addrs, startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, sec).addr)
+		// FTPS data channels use each mover's own certificate.
+		addrs = append(addrs, startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, sec, "-cert", p.hostCert, "-key", p.hostKey).addr)
 	}
 	srv := startFerry(t, root, "-passwd", pw, "-cert", p.hostCert, "-key", p.hostKey, "-movers", strings.Join(addrs, ","),
 		"-mover-secret", sec, "-mover-heartbeat", "100ms", "-mover-timeout", "2s", "-log-level", "debug")

@@ -208,7 +208,7 @@ func init() {
 		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
 		"CLIENTINFO": {run: siteOK, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
 		"TASKID":     {run: siteOK, help: "SITE TASKID <sp> taskid"},
-		"STRIPES":    {run: siteSTRIPES, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
+		"STRIPES":    {run: siteSTRIPES, login: true, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
 	}
 	// Every GCT spelling of the buffer-size command sets both buffers.
 	for _, name := range []string{"SBUF", "RETRBUFSIZE", "RBUFSZ", "RBUFSIZ", "STORBUFSIZE", "SBUFSZ", "SBUFSIZ"} {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -563,4 +565,132 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// stuck is a storage whose readers block until released, ignoring their
+// context, as a hung file system does.
+type stuck struct {
+	dsi.Storage
+	opened, released chan struct{}
+	once, relOnce    sync.Once
+}
+
+func newStuck(st dsi.Storage) *stuck {
+	return &stuck{Storage: st, opened: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (s *stuck) release() { s.relOnce.Do(func() { close(s.released) }) }
+
+func (s *stuck) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	r, err := s.Storage.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.once.Do(func() { close(s.opened) })
+	return stuckReader{r, s}, nil
+}
+
+type stuckReader struct {
+	dsi.Reader
+	s *stuck
+}
+
+func (r stuckReader) ReadAt(p []byte, off int64) (int, error) {
+	<-r.s.released
+	return r.Reader.ReadAt(p, off)
+}
+
+// TestStuckMoverFailsRequests: a mover whose storage hangs (while its
+// link still heartbeats) cannot hang the control session: after a
+// transfer on it was aborted, SPAS gets a prompt 425 naming the mover.
+func TestStuckMoverFailsRequests(t *testing.T) {
+	root, st := newRoot(t)
+	randomFile(t, filepath.Join(root, "f"), 1<<20)
+	hung := newStuck(st)
+	defer hung.release()
+	m0 := startMover(t, "127.0.0.2:0", hung, secret)
+	// Mover 1 accepts and says nothing: the transfer starts on mover 0
+	// (which opens the file and hangs reading it) and fails a handshake
+	// timeout later on mover 1, so mover 0 is told to abort.
+	silent, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepting := make(chan struct{})
+	defer func() { silent.Close(); <-accepting }()
+	go func() {
+		defer close(accepting)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	c := startFrontend(t, root, st, []string{m0.addr, silent.Addr().String()})
+	c.waitUp(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := c.dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var ports []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				d, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer d.Close(); io.Copy(io.Discard, d) }()
+			}
+		}()
+		p := ln.Addr().(*net.TCPAddr).Port
+		ports = append(ports, fmt.Sprintf("127,0,0,1,%d,%d", p>>8, p&255))
+	}
+	for _, cmd := range []string{"TYPE I", "MODE E", "SPOR " + strings.Join(ports, " ")} {
+		if r, err := conn.Do(ctx, "%s", cmd); err != nil || r.Code/100 != 2 {
+			t.Fatalf("%s: %v %v", cmd, r, err)
+		}
+	}
+	r, err := conn.Do(ctx, "RETR /f")
+	for err == nil && r.Code/100 == 1 {
+		r, err = conn.ReadReply(ctx)
+	}
+	if err != nil || r.Code/100 != 4 {
+		t.Fatalf("RETR with a mover down: %v %v", r, err)
+	}
+	select {
+	case <-hung.opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("mover 0 never opened the file")
+	}
+	start := time.Now()
+	sctx, scancel := context.WithTimeout(ctx, 3*hbTimeout)
+	defer scancel()
+	r, err = conn.Do(sctx, "SPAS")
+	if err != nil {
+		t.Fatalf("SPAS after aborting a stuck mover: no reply after %v: %v", time.Since(start), err)
+	}
+	if r.Code != 425 || !strings.Contains(r.Text(), m0.addr) {
+		t.Errorf("SPAS with mover 0 stuck: %v, want 425 naming %s", r, m0.addr)
+	}
+	hung.release()
+	if r, err := conn.Do(ctx, "NOOP"); err != nil || r.Code != 200 {
+		t.Errorf("session after the stuck mover: %v %v", r, err)
+	}
 }

@@ -12,15 +12,18 @@
 // restricted to its stripe and reads or writes its part of the file
 // through its storage, which must show the same tree as the frontend's (a
 // shared file system). A session's data channel security (GSI DCAU and
-// PROT, FTPS PROT) goes to the movers with each request: its credential
-// and the DCAU check, which a mover verifies with its own trust store
-// (security.go).
+// PROT, FTPS PROT) goes to the movers with each request: the DCAU check,
+// which a mover verifies with its own trust store, and which credential
+// to present: a delegated proxy, sent once per link, else the mover's own
+// host credential (security.go).
 //
 // The frontend–mover protocol (msg.go, no I/O) is framed JSON: a 4-byte
 // length, a type byte, a JSON body. A connection starts with a versioned,
 // mutually authenticated hello: both sides prove knowledge of a shared
 // secret with an HMAC over both nonces and their role; a mover never obeys
-// a peer that has not proved it. From then on every frame is sealed with
+// a peer that has not proved it, and gives a peer that has not proved it
+// little: handshake frames of at most 1 KiB, a bounded time, and a bounded
+// number of handshakes at once (more are closed unread). From then on every frame is sealed with
 // AES-256-GCM under per-direction keys derived (HKDF-SHA256) from the
 // secret and both nonces, numbered so that a replayed, reordered, forged or
 // altered frame drops the link (seal.go). Both sides send heartbeats; a peer

@@ -27,6 +27,9 @@ type PoolConfig struct {
 	// Heartbeat is how often links ping; HeartbeatTimeout how long a
 	// silent mover lives. Zero means 2s and five heartbeats.
 	Heartbeat, HeartbeatTimeout time.Duration
+	// RequestTimeout bounds the wait for a mover's answer to a request
+	// (PASV, SPAS); 0 means the heartbeat timeout.
+	RequestTimeout time.Duration
 	// DialTimeout bounds connecting to a mover; 0 means 5s.
 	DialTimeout time.Duration
 	// MaxBackoff bounds the wait between reconnections to a mover that
@@ -77,6 +80,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		cfg.MaxBackoff = 5 * time.Second
 	}
 	p := &Pool{cfg: cfg, hb: heartbeat{cfg.Heartbeat, cfg.HeartbeatTimeout}.withDefaults(), log: cfg.Logger, frontends: map[*Frontend]struct{}{}}
+	if p.cfg.RequestTimeout <= 0 {
+		p.cfg.RequestTimeout = p.hb.timeout
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -114,7 +120,7 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mover %s unreachable: %w", addr, err)
 	}
-	keys, err := frontendHandshake(c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
+	keys, err := frontendHandshake(ctx, c, p.cfg.Secret, min(p.cfg.DialTimeout, p.hb.timeout))
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mover %s: %w", addr, err)
@@ -236,6 +242,8 @@ type Frontend struct {
 	home      string
 	buf       int
 	sec       *Security        // the movers' data channel security; nil: none
+	cred      *Msg             // the session's delegated credential; nil: the movers' own
+	credSent  map[*link]bool   // links that got cred
 	secErr    error            // why the session's security cannot go to the movers
 	listening map[int]bool     // movers with a passive listener
 	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
@@ -252,10 +260,11 @@ func (f *Frontend) StripeStatus() []string { return f.pool.Status() }
 func (f *Frontend) SetBuffer(size int) { f.buf = size }
 
 // SetSecurity records the data channel security; the movers get it (the
-// session's credential and DCAU check) with each request. Settings that
+// DCAU check, and the session's credential if delegated) with requests. Settings that
 // cannot be passed on fail the next transfers with a clear reply.
 func (f *Frontend) SetSecurity(cfg *dcsec.Config) {
-	f.sec, f.secErr = securityOf(cfg)
+	f.sec, f.cred, f.secErr = securityOf(cfg)
+	f.credSent = map[*link]bool{}
 	if f.secErr != nil {
 		f.secErr = fmt.Errorf("data channel security (DCAU/PROT) cannot be used on this striped server (%w); send DCAU N", f.secErr)
 	}
@@ -295,6 +304,7 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 	if l != nil {
 		l.close()
 		delete(f.listening, i) // a new link is a new session on the mover
+		delete(f.credSent, l)
 	}
 	l, err := f.pool.dial(ctx, i)
 	if err != nil {
@@ -314,19 +324,29 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 	return l, nil
 }
 
-// call sends a request to mover i and waits for its reply.
+// call sends a request to mover i and waits for its reply, at most the
+// request timeout: a mover that heartbeats but does not answer fails the
+// request with an error naming it, and its link is dropped (a late answer
+// must not pass for the next request's).
 func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 	l, err := f.link(ctx, i)
 	if err != nil {
 		return nil, err
 	}
 	m.Seq = f.seq.Add(1)
-	if err := l.send(m); err != nil {
+	if err := f.request(l, m); err != nil {
 		return nil, err
 	}
+	wait := f.pool.cfg.RequestTimeout
+	errLate := fmt.Errorf("mover %s did not answer the %v request within %v", f.pool.movers[i].addr, m.Type, wait)
+	rctx, cancel := context.WithTimeoutCause(ctx, wait, errLate)
+	defer cancel()
 	for range 1 << 16 { // bounded: stale messages of an aborted transfer
-		r, err := l.recv(ctx)
+		r, err := l.recv(rctx)
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, errLate) {
+				l.close()
+			}
 			return nil, err
 		}
 		if r.Seq != m.Seq {
@@ -338,6 +358,18 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 		return r, nil
 	}
 	return nil, fmt.Errorf("mover %s: no reply", f.pool.movers[i].addr)
+}
+
+// request sends m on l, after the session's delegated credential if m
+// needs it and l has not had it.
+func (f *Frontend) request(l *link, m *Msg) error {
+	if m.Sec != nil && m.Sec.Cred != nil && f.cred != nil && !f.credSent[l] {
+		if err := l.send(f.cred); err != nil {
+			return err
+		}
+		f.credSent[l] = true
+	}
+	return l.send(m)
 }
 
 // reset makes every mover drop its listener except keep.
@@ -413,12 +445,9 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 	}
 	var data []byte
 	if req.Listing {
-		if src.Size() > MaxFrame/2 {
-			return 0, &xfer.StorageError{Err: fmt.Errorf("listing of %d bytes is too long for a striped server", src.Size())}
-		}
-		data = make([]byte, src.Size())
-		if _, err := src.ReadAt(data, 0); err != nil && err != io.EOF {
-			return 0, &xfer.StorageError{Err: err}
+		var err error
+		if data, err = readListing(src); err != nil {
+			return 0, err
 		}
 	}
 	movers := []int{0}
@@ -469,6 +498,24 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 	return n, err
 }
 
+// readListing reads a listing whole, for the mover that sends it; a
+// listing shorter than its size is an error, never padding.
+func readListing(src dsi.Reader) ([]byte, error) {
+	size := src.Size()
+	if size > MaxListing {
+		return nil, &xfer.StorageError{Err: fmt.Errorf("listing of %d bytes is too long for a striped server (at most %d)", size, MaxListing)}
+	}
+	data := make([]byte, size)
+	n, err := src.ReadAt(data, 0)
+	if n == len(data) {
+		return data, nil
+	}
+	if err == nil || err == io.EOF {
+		err = fmt.Errorf("the listing shrank while it was read: %d of %d bytes", n, size)
+	}
+	return nil, &xfer.StorageError{Err: err}
+}
+
 func (f *Frontend) all() []int {
 	ids := make([]int, len(f.pool.movers))
 	for i := range ids {
@@ -495,7 +542,7 @@ func (f *Frontend) run(ctx context.Context, movers []int, msgs []*Msg, notify fu
 		}
 		links[k] = l
 		msgs[k].Seq = seq
-		if err := l.send(msgs[k]); err != nil {
+		if err := f.request(l, msgs[k]); err != nil {
 			f.abort(links[:k], seq)
 			return 0, &xfer.DataError{Open: true, Err: err}
 		}

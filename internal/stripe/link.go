@@ -187,13 +187,14 @@ func (l *link) readSealed() (*Msg, error) {
 	return l.keys.recv.open(frame)
 }
 
-// readMsg reads one plain frame (handshake) from r.
-func readMsg(r io.Reader) (*Msg, error) {
+// readHandshake reads one plain frame (handshake) from r; its body is at most
+// maxHandshakeFrame bytes, checked before anything is allocated for it.
+func readHandshake(r io.Reader) (*Msg, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
 	}
-	n, t, err := ParseHeader(h[:])
+	n, t, err := parseHeader(h[:], maxHandshakeFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +208,13 @@ func readMsg(r io.Reader) (*Msg, error) {
 	return ParseBody(t, body)
 }
 
-func writeMsg(w io.Writer, m *Msg) error {
+func writeHandshake(w io.Writer, m *Msg) error {
 	b, err := AppendFrame(nil, m)
 	if err != nil {
 		return err
+	}
+	if len(b) > headerSize+maxHandshakeFrame {
+		return fmt.Errorf("stripe: %v message of %d bytes is too long for a handshake", m.Type, len(b)-headerSize)
 	}
 	_, err = w.Write(b)
 	return err
@@ -225,18 +229,35 @@ func newNonce() []byte {
 	return b
 }
 
+// bound limits a handshake on conn to timeout and to ctx: the returned
+// function, deferred, lifts the deadline and, when ctx ended the
+// handshake, makes *err say so.
+func bound(ctx context.Context, conn net.Conn, timeout time.Duration, err *error) func() {
+	conn.SetDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	return func() {
+		if !stop() { // ctx ended: whatever the outcome, the link is not wanted
+			if *err == nil {
+				*err = context.Cause(ctx)
+			} else {
+				*err = fmt.Errorf("%w (%w)", context.Cause(ctx), *err)
+			}
+		}
+		conn.SetDeadline(time.Time{})
+	}
+}
+
 // frontendHandshake authenticates a new connection to a mover: it proves
 // the secret and checks the mover's proof, then derives the link's keys.
 // The mover speaks second, after seeing our nonce, so its proof cannot be
 // replayed.
-func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
-	conn.SetDeadline(time.Now().Add(timeout))
-	defer conn.SetDeadline(time.Time{})
+func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
+	defer bound(ctx, conn, timeout, &err)()
 	own := newNonce()
-	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: own}); err != nil {
 		return nil, err
 	}
-	m, err := readMsg(conn)
+	m, err := readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -253,10 +274,10 @@ func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*li
 		return nil, fmt.Errorf("%w: the mover does not know the shared secret", ErrAuth)
 	}
 	moverNonce := m.Nonce
-	if err := writeMsg(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, moverNonce)}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeAuth, Proof: proof(secret, roleFrontend, own, moverNonce)}); err != nil {
 		return nil, err
 	}
-	m, err = readMsg(conn)
+	m, err = readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
 	}
@@ -272,14 +293,13 @@ func frontendHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*li
 // moverHandshake authenticates a connecting frontend and derives the
 // link's keys; a refusal is explained to the peer before the connection
 // closes.
-func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkKeys, error) {
-	conn.SetDeadline(time.Now().Add(timeout))
-	defer conn.SetDeadline(time.Time{})
+func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
+	defer bound(ctx, conn, timeout, &err)()
 	refuse := func(err error, text string) (*linkKeys, error) {
-		writeMsg(conn, &Msg{Type: TypeError, Text: text})
+		writeHandshake(conn, &Msg{Type: TypeError, Text: text})
 		return nil, err
 	}
-	m, err := readMsg(conn)
+	m, err := readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -294,17 +314,17 @@ func moverHandshake(conn net.Conn, secret []byte, timeout time.Duration) (*linkK
 	}
 	peer := m.Nonce
 	own := newNonce()
-	if err := writeMsg(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeHello, Version: Version, Role: roleMover, Nonce: own, Proof: proof(secret, roleMover, own, peer)}); err != nil {
 		return nil, err
 	}
-	m, err = readMsg(conn)
+	m, err = readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no proof from the frontend (%v)", ErrAuth, err)
 	}
 	if m.Type != TypeAuth || !checkProof(secret, roleFrontend, peer, own, m.Proof) {
 		return refuse(fmt.Errorf("%w: the frontend does not know the shared secret", ErrAuth), "authentication failed: wrong shared secret")
 	}
-	if err := writeMsg(conn, &Msg{Type: TypeWelcome}); err != nil {
+	if err := writeHandshake(conn, &Msg{Type: TypeWelcome}); err != nil {
 		return nil, err
 	}
 	return deriveKeys(secret, peer, own, false)

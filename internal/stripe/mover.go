@@ -2,12 +2,15 @@ package stripe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -41,14 +44,28 @@ type Mover struct {
 	// Trust verifies the peers of secured data channels (DCAU A and S);
 	// nil refuses every peer of a session with DCAU.
 	Trust *gsi.TrustStore
+	// Certificate is the mover's host credential: its secured data
+	// channels use it for sessions without a delegated proxy (which the
+	// frontend sends). nil refuses such sessions' secured data channels.
+	Certificate *tls.Certificate
+	// HandshakeTimeout bounds a connection's whole handshake; 0 means the
+	// heartbeat timeout, at most 5s.
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections still in their handshake (not
+	// yet proved to know the secret); more are closed at once. 0 means 16.
+	MaxHandshakes int
 	// Logger receives events; nil discards.
 	Logger *slog.Logger
 
-	mu     sync.Mutex
-	lns    map[net.Listener]struct{}
-	links  map[*link]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	lns      map[net.Listener]struct{}
+	links    map[*link]struct{}
+	slots    chan struct{} // one per handshake under way
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closed   bool
+	wg       sync.WaitGroup
+	dropping atomic.Bool // a drop was logged and none since
 }
 
 func (m *Mover) log() *slog.Logger {
@@ -75,8 +92,11 @@ func (m *Mover) Serve(l net.Listener) error {
 	}
 	if m.lns == nil {
 		m.lns, m.links = map[net.Listener]struct{}{}, map[*link]struct{}{}
+		m.slots = make(chan struct{}, cmp.Or(m.MaxHandshakes, 16))
+		m.ctx, m.cancel = context.WithCancel(context.Background())
 	}
 	m.lns[l] = struct{}{}
+	slots := m.slots
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -103,9 +123,21 @@ func (m *Mover) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
+		select {
+		case slots <- struct{}{}:
+			m.dropping.Store(false)
+		default:
+			// Strangers hold every handshake slot: no waiting, no buffer.
+			if !m.dropping.Swap(true) {
+				m.log().Warn("too many connections in their handshake; closing new ones", "max", cap(slots), "peer", c.RemoteAddr().String())
+			}
+			c.Close()
+			continue
+		}
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
+			<-slots
 			c.Close()
 			return ErrMoverClosed
 		}
@@ -113,7 +145,7 @@ func (m *Mover) Serve(l net.Listener) error {
 		m.mu.Unlock()
 		go func() {
 			defer m.wg.Done()
-			m.handle(c)
+			m.handle(c, func() { <-slots })
 		}()
 	}
 }
@@ -140,6 +172,9 @@ func (m *Mover) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
+	if m.cancel != nil {
+		m.cancel() // ends handshakes under way
+	}
 	for l := range m.lns {
 		l.Close()
 	}
@@ -149,10 +184,16 @@ func (m *Mover) Close() error {
 	return nil
 }
 
-func (m *Mover) handle(c net.Conn) {
+// handle serves one connection; release frees its handshake slot.
+func (m *Mover) handle(c net.Conn, release func()) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
-	keys, err := moverHandshake(c, m.Secret, hb.timeout)
+	timeout := m.HandshakeTimeout
+	if timeout <= 0 {
+		timeout = min(hb.timeout, 5*time.Second)
+	}
+	keys, err := moverHandshake(m.ctx, c, m.Secret, timeout)
+	release()
 	if err != nil {
 		log.Warn("refused a frontend", "err", err)
 		c.Close()
@@ -188,16 +229,24 @@ type moverSession struct {
 	localIP netip.Addr
 	local   *dtp.Local // nil until the frontend describes its session
 	sec     *Security  // the data channel security local has
+	cred    *Msg       // the session's delegated credential, if sent
+	credID  []byte     // its fingerprint
 
-	cancel context.CancelCauseFunc // of the running transfer; nil when none
-	done   chan struct{}           // closed when the running transfer ends
+	cancel   context.CancelCauseFunc // of the last transfer; nil when none
+	done     chan struct{}           // closed when the last transfer ends
+	stopping bool                    // the last transfer was told to stop
 }
 
 func (s *moverSession) run() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	defer func() {
+		// The link is gone, so nothing waits on this loop: wait for the
+		// transfer (which may hang as long as its storage does).
 		s.stop(errors.New("frontend link ended"))
+		if s.done != nil {
+			<-s.done
+		}
 		if s.local != nil {
 			s.local.Close()
 		}
@@ -215,6 +264,11 @@ func (s *moverSession) run() {
 		}
 		switch msg.Type {
 		case TypeSession:
+			if s.busy() {
+				// The transfer goroutine uses the DTP: it stays.
+				s.reply(msg.Seq, errors.New("a transfer is running; the session cannot change now"))
+				continue
+			}
 			if s.local != nil {
 				s.local.Close()
 			}
@@ -232,6 +286,8 @@ func (s *moverSession) run() {
 				StallTimeout:      msg.Stall,
 				Logger:            s.log,
 			})
+		case TypeCredential:
+			s.cred, s.credID = msg, fingerprint(msg)
 		case TypeReset:
 			if s.local != nil && !s.busy() {
 				s.local.Reset()
@@ -264,7 +320,7 @@ func (s *moverSession) run() {
 				s.l.send(&Msg{Type: TypeDone, Seq: msg.Seq, Kind: KindOpen, Text: err.Error()})
 				continue
 			}
-			s.start(ctx, msg)
+			s.start(ctx, s.local, msg)
 		case TypeAbort:
 			s.stop(xfer.ErrAborted)
 		default:
@@ -281,10 +337,19 @@ func (s *moverSession) secure(sec *Security) error {
 	}
 	var cfg *dcsec.Config
 	if sec != nil {
-		var err error
-		if cfg, err = sec.config(s.m.Trust); err != nil {
-			return err
+		cert := s.m.Certificate
+		if sec.Cred != nil {
+			if s.cred == nil || !bytes.Equal(sec.Cred, s.credID) {
+				return errors.New("the session's credential did not arrive")
+			}
+			var err error
+			if cert, err = parseCredential(s.cred); err != nil {
+				return err
+			}
+		} else if cert == nil {
+			return errors.New("this mover has no host credential for secured data channels (ferry mover -cert/-key, X509_USER_CERT/X509_USER_KEY or /etc/grid-security/hostcert.pem); delegate a proxy or send DCAU N")
 		}
+		cfg = sec.config(s.m.Trust, cert)
 	}
 	s.local.SetSecurity(cfg)
 	s.sec = sec
@@ -295,8 +360,10 @@ func (s *moverSession) ready() error {
 	switch {
 	case s.local == nil:
 		return errors.New("no session set up")
+	case s.busy() && s.stopping:
+		return errors.New("busy: the previous transfer has not stopped yet (its storage or data connections do not answer)")
 	case s.busy():
-		return errors.New("a transfer is running")
+		return errors.New("busy: a transfer is running")
 	}
 	return nil
 }
@@ -317,26 +384,27 @@ func (s *moverSession) busy() bool {
 	}
 }
 
-// stop cancels the running transfer, if any, and waits for it.
+// stop cancels the running transfer, if any, without waiting for it: the
+// run loop must go on reading (and refusing with "busy") even when the
+// transfer hangs in its storage. The transfer reports its end itself.
 func (s *moverSession) stop(cause error) {
-	if s.cancel != nil {
+	if s.busy() {
 		s.cancel(cause)
-		<-s.done
-		s.cancel, s.done = nil, nil
+		s.stopping = true
 	}
 }
 
 // start runs a transfer in its own goroutine, so that heartbeats and an
-// abort are still read while it runs.
-func (s *moverSession) start(ctx context.Context, msg *Msg) {
-	s.stop(errors.New("superseded"))
+// abort are still read while it runs. The caller has checked that none
+// is running (ready).
+func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
+	s.cancel, s.done, s.stopping = cancel, done, false
 	go func() {
 		defer close(done)
 		defer cancel(nil)
-		n, err := s.transfer(ctx, msg)
+		n, err := s.transfer(ctx, local, msg)
 		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
 		if err != nil {
 			reply.Kind, reply.Text = classify(err)
@@ -348,9 +416,10 @@ func (s *moverSession) start(ctx context.Context, msg *Msg) {
 	}()
 }
 
-func (s *moverSession) transfer(ctx context.Context, msg *Msg) (int64, error) {
+// transfer runs in its own goroutine: it touches no field of s the run
+// loop writes, and uses the DTP it was given.
+func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg) (int64, error) {
 	req := msg.Job.request()
-	local := s.local
 	local.SetBuffer(msg.Buffer)
 	if len(msg.Addrs) > 0 {
 		if err := local.Active(ctx, msg.Addrs); err != nil {

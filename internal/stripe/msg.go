@@ -13,7 +13,11 @@ package stripe
 //	M: welcome{}                                 or error{text}
 //	F: session{control peer, ...}                (session links only)
 //	then, every frame sealed (seal.go), requests F→M with a sequence
-//	number, replies M→F echoing it; ping both ways every heartbeat interval.
+//	number, replies M→F echoing it; ping both ways every heartbeat interval;
+//	credential{chain, key} F→M before the first request that names it.
+
+// Version 3 sends a session's delegated credential once per link instead
+// of with every request, and never the frontend's host credential.
 //
 // Version 2 seals every frame after the handshake; version 1 links were
 // plain TCP after it.
@@ -32,10 +36,22 @@ import (
 )
 
 // Version is the protocol version a hello carries; peers must agree.
-const Version = 2
+// Version 3: a delegated credential travels in a message of its own, once
+// per link, and requests name it; without one a mover uses its own.
+const Version = 3
 
-// MaxFrame bounds a frame's body (a listing travels inline to the mover).
-const MaxFrame = 64 << 20
+// MaxFrame bounds a frame's body after the handshake. The largest
+// messages are a listing's send (MaxListing bytes, base64 in JSON: 4/3 of
+// it) and a job or event with maxRestart ranges (about 45 bytes each).
+const MaxFrame = 16 << 20
+
+// MaxListing bounds a listing a striped server sends (inline, in JSON).
+const MaxListing = 8 << 20
+
+// maxHandshakeFrame bounds a frame's body before the peer has proved the
+// secret: a hello, an auth, a welcome or a refusal needs a few hundred
+// bytes, and nothing larger is read (or allocated for) from a stranger.
+const maxHandshakeFrame = 1 << 10
 
 // headerSize is the length and type prefix of a frame.
 const headerSize = 5
@@ -45,24 +61,25 @@ type Type byte
 
 // Message types.
 const (
-	TypeHello   Type = iota + 1 // both: version, role, nonce (mover: proof)
-	TypeAuth                    // F→M: proof
-	TypeWelcome                 // M→F: authenticated
-	TypeError                   // either: a refusal or a failed request (Text)
-	TypePing                    // either: heartbeat
-	TypeSession                 // F→M: the control session this link serves
-	TypePassive                 // F→M: listen for the next transfer
-	TypeAddr                    // M→F: the passive address
-	TypeSend                    // F→M: send this node's stripes
-	TypeReceive                 // F→M: receive into the file
-	TypeAbort                   // F→M: stop the running transfer
-	TypeEvent                   // M→F: started, progress, ranges
-	TypeDone                    // M→F: transfer ended (N bytes, or error)
-	TypeReset                   // F→M: drop listener and connections
+	TypeHello      Type = iota + 1 // both: version, role, nonce (mover: proof)
+	TypeAuth                       // F→M: proof
+	TypeWelcome                    // M→F: authenticated
+	TypeError                      // either: a refusal or a failed request (Text)
+	TypePing                       // either: heartbeat
+	TypeSession                    // F→M: the control session this link serves
+	TypePassive                    // F→M: listen for the next transfer
+	TypeAddr                       // M→F: the passive address
+	TypeSend                       // F→M: send this node's stripes
+	TypeReceive                    // F→M: receive into the file
+	TypeAbort                      // F→M: stop the running transfer
+	TypeEvent                      // M→F: started, progress, ranges
+	TypeDone                       // M→F: transfer ended (N bytes, or error)
+	TypeReset                      // F→M: drop listener and connections
+	TypeCredential                 // F→M: the session's delegated credential
 	typeEnd
 )
 
-var typeNames = [...]string{"", "hello", "auth", "welcome", "error", "ping", "session", "passive", "addr", "send", "receive", "abort", "event", "done", "reset"}
+var typeNames = [...]string{"", "hello", "auth", "welcome", "error", "ping", "session", "passive", "addr", "send", "receive", "abort", "event", "done", "reset", "credential"}
 
 func (t Type) String() string {
 	if t > 0 && t < typeEnd {
@@ -99,6 +116,11 @@ type Msg struct {
 	Job    *Job             `json:"job,omitempty"`
 	Data   []byte           `json:"data,omitempty"` // a listing's bytes
 	Sec    *Security        `json:"sec,omitempty"`  // data channel security; nil: none
+
+	// Credential: a delegated proxy, DER certificates (leaf first) and
+	// the PKCS #8 key of the leaf.
+	Chain [][]byte `json:"chain,omitempty"`
+	Key   []byte   `json:"key,omitempty"`
 
 	// Event, done.
 	Event *xfer.Event `json:"ev,omitempty"`
@@ -139,13 +161,18 @@ func AppendFrame(b []byte, m *Msg) ([]byte, error) {
 
 // ParseHeader reads a frame's header: the body length and type.
 func ParseHeader(h []byte) (n int, t Type, err error) {
+	return parseHeader(h, MaxFrame)
+}
+
+// parseHeader reads a frame's header, refusing a body over limit bytes.
+func parseHeader(h []byte, limit int) (n int, t Type, err error) {
 	if len(h) < headerSize {
 		return 0, 0, errors.New("stripe: short frame header")
 	}
 	l := binary.BigEndian.Uint32(h)
 	t = Type(h[4])
-	if l > MaxFrame {
-		return 0, 0, fmt.Errorf("stripe: frame of %d bytes exceeds %d", l, MaxFrame)
+	if uint64(l) > uint64(limit) {
+		return 0, 0, fmt.Errorf("stripe: frame of %d bytes exceeds %d", l, limit)
 	}
 	if t == 0 || t >= typeEnd {
 		return 0, 0, fmt.Errorf("stripe: unknown message type %d", h[4])
@@ -229,6 +256,9 @@ func (m *Msg) check() error {
 		if len(ev.Ranges) > maxRestart || ev.Stripe < 0 || ev.Stripe > 64 {
 			return bad("event")
 		}
+	}
+	if len(m.Chain) > 16 || (m.Type == TypeCredential && (len(m.Chain) == 0 || len(m.Key) == 0)) {
+		return bad("credential")
 	}
 	if m.Type == TypeHello && len(m.Nonce) < nonceSize {
 		return bad("nonce too short")

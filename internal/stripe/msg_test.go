@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -128,11 +129,11 @@ func handshake(frontSecret, moverSecret []byte) (frontErr, moverErr error) {
 	defer b.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, moverSecret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, moverSecret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
-	_, frontErr = frontendHandshake(a, frontSecret, 2*time.Second)
+	_, frontErr = frontendHandshake(context.Background(), a, frontSecret, 2*time.Second)
 	a.Close()
 	return frontErr, <-done
 }
@@ -161,17 +162,17 @@ func TestHandshakeMoverRefusesReplayedProof(t *testing.T) {
 	defer a.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, secret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, secret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
-	writeMsg(a, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()})
-	hello, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()})
+	hello, err := readHandshake(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeMsg(a, &Msg{Type: TypeAuth, Proof: hello.Proof})
-	r, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeAuth, Proof: hello.Proof})
+	r, err := readHandshake(a)
 	if err != nil || r.Type != TypeError || !strings.Contains(r.Text, "authentication failed") {
 		t.Errorf("reply to a replayed proof: %+v, %v", r, err)
 	}
@@ -186,12 +187,12 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	defer a.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := moverHandshake(b, secret, 2*time.Second)
+		_, err := moverHandshake(context.Background(), b, secret, 2*time.Second)
 		b.Close()
 		done <- err
 	}()
-	writeMsg(a, &Msg{Type: TypeHello, Version: Version + 1, Role: roleFrontend, Nonce: newNonce()})
-	r, err := readMsg(a)
+	writeHandshake(a, &Msg{Type: TypeHello, Version: Version + 1, Role: roleFrontend, Nonce: newNonce()})
+	r, err := readHandshake(a)
 	if err != nil || r.Type != TypeError || !strings.Contains(r.Text, "version mismatch") {
 		t.Errorf("reply to a newer frontend: %+v, %v", r, err)
 	}
@@ -202,11 +203,11 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	c, d := net.Pipe()
 	defer c.Close()
 	go func() {
-		readMsg(d)
-		writeMsg(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
+		readHandshake(d)
+		writeHandshake(d, &Msg{Type: TypeHello, Version: Version + 1, Role: roleMover, Nonce: newNonce()})
 		d.Close()
 	}()
-	if _, err := frontendHandshake(c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
+	if _, err := frontendHandshake(context.Background(), c, secret, 2*time.Second); err == nil || !strings.Contains(err.Error(), "version mismatch") {
 		t.Errorf("frontend facing a newer mover: %v", err)
 	}
 }

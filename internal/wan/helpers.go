@@ -11,7 +11,7 @@ import (
 
 // Do runs f on an OS thread inside the side's namespace: sockets f opens
 // (net.Listen, net.Dial) live there and keep working after f returns.
-func (l *Link) Do(s Side, f func() error) error { return inNetns(l.ns[s], f) }
+func (l *Link) Do(s Side, f func() error) error { return inNetns(context.Background(), l.ns[s], f) }
 
 // WaitListening waits until a TCP socket listens on port in the side's
 // namespace, looking at the namespace's socket table so that no packet

@@ -70,9 +70,11 @@ func StartLab(ctx context.Context, cfg LabConfig) (l *Lab, err error) {
 	}
 	base := fmt.Sprintf("%s-%d-%d", cfg.Name, os.Getpid(), labSeq.Add(1))
 	l = &Lab{cfg: cfg}
+	// "return nil, err" has set l to nil by the time this runs.
+	lab := l
 	defer func() {
 		if err != nil {
-			l.teardown()
+			lab.teardown()
 			l = nil
 		}
 	}()
@@ -96,7 +98,7 @@ func StartLab(ctx context.Context, cfg LabConfig) (l *Lab, err error) {
 		return nil, err
 	}
 	for i, ns := range l.hosts {
-		if err := inNetns(ns, func() error {
+		if err := inNetns(ctx, ns, func() error {
 			for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
 				if err := setSysctl(k, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return err
@@ -124,7 +126,10 @@ func StartLab(ctx context.Context, cfg LabConfig) (l *Lab, err error) {
 			}
 		}
 	}
+	// Under mu: the watch may fire at once, and its Close reads stop.
+	l.mu.Lock()
 	l.stop = context.AfterFunc(ctx, func() { l.Close() })
+	l.mu.Unlock()
 	return l, nil
 }
 
@@ -156,7 +161,7 @@ func (l *Lab) Command(ctx context.Context, i int, name string, args ...string) *
 
 // Do runs f on an OS thread inside host i's namespace: sockets f opens
 // live there.
-func (l *Lab) Do(i int, f func() error) error { return inNetns(l.hosts[i], f) }
+func (l *Lab) Do(i int, f func() error) error { return inNetns(context.Background(), l.hosts[i], f) }
 
 // Close deletes the namespaces (which removes their devices). Processes
 // still running in them lose their network; stop them first.

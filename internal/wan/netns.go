@@ -23,7 +23,12 @@ const netnsDir = "/run/netns"
 // namespace, so that sockets, TUN devices and /proc/sys/net files f opens
 // belong to it. The thread returns to its own namespace afterwards; if it
 // cannot, it is left locked and dies with the goroutine, never reused.
-func inNetns(name string, f func() error) error {
+// A ctx already done runs nothing; f itself is not interrupted (it may
+// hold the caller's variables), so it should watch ctx if it blocks.
+func inNetns(ctx context.Context, name string, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -25,7 +25,7 @@ const probeCount = 7
 // not counted: the figure is what TCP in the namespaces sees.
 func (l *Link) probe(ctx context.Context) (time.Duration, error) {
 	var conn *net.IPConn
-	err := inNetns(l.ns[Client], func() (err error) {
+	err := inNetns(ctx, l.ns[Client], func() (err error) {
 		conn, err = net.ListenIP("ip4:icmp", &net.IPAddr{IP: addrs[Client].AsSlice()})
 		return err
 	})

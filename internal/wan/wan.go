@@ -144,7 +144,8 @@ type Link struct {
 	idleRTT time.Duration
 	// compensation is what calibration took off each direction's delay.
 	compensation time.Duration
-	stop         func() bool // unregisters the context watch
+	stopMu       sync.Mutex
+	stop         func() bool // unregisters the context watch; under stopMu
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -218,7 +219,10 @@ func Start(ctx context.Context, cfg Config) (l *Link, err error) {
 	l.fwd.resetStats()
 	l.started = time.Now()
 	l.fwd.lossOn.Store(true)
+	// Under stopMu: the watch may fire at once, and its Close reads stop.
+	l.stopMu.Lock()
 	l.stop = context.AfterFunc(ctx, func() { l.Close() })
+	l.stopMu.Unlock()
 	return l, nil
 }
 
@@ -226,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (l *Link, err error) {
 // gives it its address, route and rate limit.
 func (l *Link) setupSide(ctx context.Context, s Side) error {
 	keys := slices.Sorted(maps.Keys(l.cfg.Sysctls))
-	err := inNetns(l.ns[s], func() error {
+	err := inNetns(ctx, l.ns[s], func() error {
 		// No IPv6: its router solicitations and the like would pass
 		// through the forwarder and count as traffic.
 		for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
@@ -333,7 +337,7 @@ func (l *Link) fidelity() Fidelity {
 	qs, m := percentiles(hs, 0.5, 0.99)
 	f.DelayErrP50, f.DelayErrP99, f.DelayErrMax = qs[0], qs[1], m
 	for _, s := range []Side{Client, Server} {
-		n, err := tunTxDrops(l.ns[s])
+		n, err := tunTxDrops(context.Background(), l.ns[s])
 		if err == nil {
 			f.QueueDrops += n
 		}
@@ -346,8 +350,11 @@ func (l *Link) fidelity() Fidelity {
 // return the same report and error.
 func (l *Link) Close() (Fidelity, error) {
 	l.closeOnce.Do(func() {
-		if l.stop != nil {
-			l.stop()
+		l.stopMu.Lock()
+		stop := l.stop
+		l.stopMu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		// TUN drops can only be read while the devices exist, and the
 		// counters only settle once the forwarder stops: stop it first.
@@ -361,9 +368,9 @@ func (l *Link) Close() (Fidelity, error) {
 
 // tunTxDrops reads how many packets the namespace's TUN dropped because
 // the forwarder did not read them in time (its transmit drops).
-func tunTxDrops(ns string) (uint64, error) {
+func tunTxDrops(ctx context.Context, ns string) (uint64, error) {
 	var drops uint64
-	err := inNetns(ns, func() error {
+	err := inNetns(ctx, ns, func() error {
 		b, err := os.ReadFile("/proc/thread-self/net/dev")
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ func needNetns(t *testing.T) {
 func dialIn(t *testing.T, l *Link, to netip.AddrPort) net.Conn {
 	t.Helper()
 	var c net.Conn
-	err := inNetns(l.Namespace(Client), func() (err error) {
+	err := inNetns(t.Context(), l.Namespace(Client), func() (err error) {
 		c, err = net.DialTimeout("tcp", to.String(), 5*time.Second)
 		return err
 	})
@@ -46,7 +46,7 @@ func dialIn(t *testing.T, l *Link, to netip.AddrPort) net.Conn {
 func listenIn(t *testing.T, l *Link) net.Listener {
 	t.Helper()
 	var ln net.Listener
-	err := inNetns(l.Namespace(Server), func() (err error) {
+	err := inNetns(t.Context(), l.Namespace(Server), func() (err error) {
 		ln, err = net.Listen("tcp", netip.AddrPortFrom(l.Addr(Server), 0).String())
 		return err
 	})
@@ -187,5 +187,75 @@ func TestRemoveStale(t *testing.T) {
 	}
 	if !namespaceExists(live) {
 		t.Errorf("namespace %s of a live process removed", live)
+	}
+}
+
+// TestStartCancelRace cancels Start's context from a goroutine of its own
+// right as Start finishes (a little before, at, or after it returns): the
+// context watch that closes the link must not race with Start setting it
+// up. The race detector is the judge; any Start that succeeded must leave
+// no namespace once closed.
+func TestStartCancelRace(t *testing.T) {
+	needNetns(t)
+	cfg := Config{Delay: time.Millisecond, Name: "ferryracetest"}
+	begin := time.Now()
+	first, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(begin)
+	first.Close()
+	for i := range 4 {
+		ctx, cancel := context.WithCancel(t.Context())
+		fired := make(chan struct{})
+		go func() {
+			defer close(fired)
+			time.Sleep(took * time.Duration(85+10*i) / 100)
+			cancel()
+		}()
+		l, err := Start(ctx, cfg)
+		<-fired
+		if err != nil {
+			continue // cancelled before the link was up: nothing to check
+		}
+		l.Close()
+		for _, n := range []string{l.Namespace(Client), l.Namespace(Server)} {
+			if namespaceExists(n) {
+				t.Errorf("namespace %s still there after Close", n)
+			}
+		}
+	}
+}
+
+// TestStartLabCancelRace is TestStartCancelRace for a lab.
+func TestStartLabCancelRace(t *testing.T) {
+	needNetns(t)
+	cfg := LabConfig{Hosts: 2, Name: "ferrylabracetest"}
+	begin := time.Now()
+	first, err := StartLab(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(begin)
+	first.Close()
+	for i := range 4 {
+		ctx, cancel := context.WithCancel(t.Context())
+		fired := make(chan struct{})
+		go func() {
+			defer close(fired)
+			time.Sleep(took * time.Duration(85+10*i) / 100)
+			cancel()
+		}()
+		l, err := StartLab(ctx, cfg)
+		<-fired
+		if err != nil {
+			continue
+		}
+		l.Close()
+		for _, n := range l.Namespaces() {
+			if namespaceExists(n) {
+				t.Errorf("namespace %s still there after Close", n)
+			}
+		}
 	}
 }
