@@ -126,7 +126,7 @@ func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (
 
 func (w *cpWorker) Close(ctx context.Context) error {
 	for _, s := range w.c.sessions {
-		s.Close(ctx)
+		closeSession(ctx, s)
 	}
 	w.c.sessions = map[string]*client.Session{}
 	return nil
@@ -184,7 +184,8 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		Mirror:      jf.mirror,
 	}
 	first := j.newWorker()
-	defer first.Close(context.WithoutCancel(ctx))
+	// After Ctrl-C (ctx done) the sessions close without QUIT.
+	defer first.Close(ctx)
 	plan := &job.Plan{}
 	fromList := jf.listFile != ""
 	for _, r := range reqs {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ferrygrid/ferry/client"
 )
@@ -410,13 +411,27 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 	return c, nil
 }
 
-// hangUp ends a session politely; its errors do not matter any more.
+// quitTimeout bounds the wait for the reply to QUIT: a server that does
+// not answer must not hold up the end of a command, or Ctrl-C.
+var quitTimeout = 5 * time.Second
+
+// hangUp ends a session politely, within quitTimeout; its errors do not
+// matter any more. When ctx is done it just closes the connection.
 func hangUp(ctx context.Context, c *client.Conn) {
 	if ctx.Err() != nil {
 		c.Close()
 		return
 	}
-	_ = c.Quit(ctx)
+	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
+	defer cancel()
+	_ = c.Quit(qctx)
+}
+
+// closeSession is hangUp for a Session.
+func closeSession(ctx context.Context, s *client.Session) {
+	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
+	defer cancel()
+	_ = s.Close(qctx) // closes without QUIT when ctx is done
 }
 
 // opError is a failed operation: "what: why", where a server's reply is
