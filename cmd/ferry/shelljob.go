@@ -158,10 +158,10 @@ func (s *shell) locName(l job.Loc) string {
 	}
 	if dir != "" {
 		if rel, ok := strings.CutPrefix(l.Path, strings.TrimSuffix(dir, sep)+sep); ok && rel != "" {
-			return rel
+			return progress.Printable(rel)
 		}
 	}
-	return l.Path
+	return progress.Printable(l.Path)
 }
 
 // pairName names a pair of a job: its source, or the destination of a

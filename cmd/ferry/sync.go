@@ -269,7 +269,7 @@ func reason(err error) string {
 		}
 		return strings.Replace(s, re.Error(), describe(re), 1)
 	}
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return progress.Printable(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // printPlan prints what a job would do (-dry-run).
@@ -296,17 +296,18 @@ func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
 			enc.Encode(rec)
 			return
 		}
+		pr := func(l job.Loc) string { return progress.Printable(l.String()) }
 		switch action {
 		case "copy":
-			fmt.Fprintf(e.stdout, "copy %s -> %s (%d bytes)\n", src, dst, size)
+			fmt.Fprintf(e.stdout, "copy %s -> %s (%d bytes)\n", pr(src), pr(dst), size)
 		case "link":
-			fmt.Fprintf(e.stdout, "link %s -> %s\n", dst, extra)
+			fmt.Fprintf(e.stdout, "link %s -> %s\n", pr(dst), progress.Printable(extra))
 		case "fail":
-			fmt.Fprintf(e.stdout, "fail %s: %s\n", orLoc(src, dst), extra)
+			fmt.Fprintf(e.stdout, "fail %s: %s\n", pr(orLoc(src, dst)), progress.Printable(extra))
 		case "skip", "ignore":
-			fmt.Fprintf(e.stdout, "%s %s\n", action, orLoc(dst, src))
+			fmt.Fprintf(e.stdout, "%s %s\n", action, pr(orLoc(dst, src)))
 		default:
-			fmt.Fprintf(e.stdout, "%s %s\n", action, dst)
+			fmt.Fprintf(e.stdout, "%s %s\n", action, pr(dst))
 		}
 	}
 	var mkdirs int
@@ -547,11 +548,11 @@ func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
 func pairText(p job.Pair) string {
 	switch {
 	case p.Src == (job.Loc{}):
-		return p.Dst.String()
+		return progress.Printable(p.Dst.String())
 	case p.Dst == (job.Loc{}):
-		return p.Src.String()
+		return progress.Printable(p.Src.String())
 	}
-	return p.Src.String() + " -> " + p.Dst.String()
+	return progress.Printable(p.Src.String() + " -> " + p.Dst.String())
 }
 
 // maxListedFailures bounds the failures the text summary lists.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // locKind says what a command-line location names.
@@ -450,7 +451,7 @@ func (e *opError) Unwrap() error { return e.err }
 func describe(err error) string {
 	var re *client.ReplyError
 	if !errors.As(err, &re) {
-		return err.Error()
+		return progress.Printable(err.Error())
 	}
 	r := re.Reply
 	var reason, errstr string
@@ -474,5 +475,5 @@ func describe(err error) string {
 	case errstr != "":
 		text = errstr
 	}
-	return fmt.Sprintf("%03d %s", r.Code, text)
+	return progress.Printable(fmt.Sprintf("%03d %s", r.Code, text))
 }
