@@ -19,7 +19,7 @@ import (
 
 // hostileServer is a scripted FTP server that answers MLSD with the
 // listings it is given (by path; others are empty) and MLST with a
-// directory for every path. It stands in for a hostile server, which
+// directory for every path; a key "!CWD p" makes CWD p fail. It stands in for a hostile server, which
 // neither ferry serve nor GCT can be made into.
 func hostileServer(t *testing.T, listings map[string][]string) string {
 	t.Helper()
@@ -111,7 +111,24 @@ func serveHostile(c net.Conn, listings map[string][]string) {
 		case "QUIT":
 			reply("221 bye")
 			return
-		case "SITE", "TYPE", "OPTS", "PWD", "CWD":
+		case "PWD":
+			reply(`257 "/home" is the current directory`)
+		case "CWD":
+			if _, fail := listings["!CWD "+arg]; fail {
+				reply("550 no")
+			} else {
+				reply("250 ok")
+			}
+		case "SITE":
+			switch w, _, _ := strings.Cut(arg, " "); strings.ToUpper(w) {
+			case "SYMLINKFROM":
+				reply("350 ok")
+			case "SYMLINKTO":
+				reply("250 ok")
+			default:
+				reply("200 ok")
+			}
+		case "TYPE", "OPTS", "NOOP":
 			reply("200 ok")
 		default:
 			reply("502 not here")
@@ -288,5 +305,33 @@ func TestPlannerRefusesEscapingNames(t *testing.T) {
 		if len(plan.Failed) == 0 {
 			t.Errorf("%q: no failure", names)
 		}
+	}
+}
+
+// TestSymlinkLostDirectory checks that when Symlink cannot change back to
+// the working directory the connection is closed: relative paths used on
+// it later would resolve in the wrong directory.
+func TestSymlinkLostDirectory(t *testing.T) {
+	addr := hostileServer(t, map[string][]string{"!CWD /home": nil})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var conns []*client.Conn
+	r := hostileRemote(addr)
+	dial := r.Conn
+	r.Conn = func(ctx context.Context) (*client.Conn, error) {
+		c, err := dial(ctx)
+		if err == nil {
+			conns = append(conns, c)
+		}
+		return c, err
+	}
+	if err := r.Symlink(ctx, "target", "/data/link"); err != nil {
+		t.Fatal(err)
+	}
+	if len(conns) != 1 {
+		t.Fatalf("%d connections", len(conns))
+	}
+	if _, err := conns[0].Do(ctx, "NOOP"); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("after a failed CWD back: NOOP = %v, want ErrClosed", err)
 	}
 }

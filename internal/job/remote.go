@@ -166,7 +166,14 @@ func (r Remote) Symlink(ctx context.Context, target, p string) error {
 	if dir := path.Dir(p); strings.HasPrefix(p, "/") && !strings.HasPrefix(target, "/") {
 		if wd, err := c.Pwd(ctx); err == nil {
 			if err := c.Cwd(ctx, dir); err == nil {
-				defer c.Cwd(ctx, wd)
+				defer func() {
+					// Left in dir, the session would resolve later
+					// relative paths wrongly: closed, the next use
+					// logs in afresh.
+					if err := c.Cwd(ctx, wd); err != nil {
+						c.Close()
+					}
+				}()
 			}
 		}
 	}
