@@ -182,7 +182,12 @@ func (c *Conn) isDir(ctx context.Context, p string) (bool, error) {
 	if r.Class() != 2 {
 		return false, nil
 	}
-	return true, c.Cwd(ctx, wd)
+	if err := c.Cwd(ctx, wd); err != nil {
+		// Left in p, later relative paths would resolve wrongly.
+		c.close()
+		return false, err
+	}
+	return true, nil
 }
 
 // Size returns the size of path in bytes (SIZE).
