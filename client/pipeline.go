@@ -359,6 +359,7 @@ func (op *batchOp) failure() error {
 // batch is the shared state of one GetFiles or PutFiles call in MODE E.
 type batch struct {
 	c      *Conn
+	parent context.Context // the caller's
 	ctx    context.Context // cancelled when the batch stops
 	cancel context.CancelCauseFunc
 	slots  chan struct{} // one per file in flight
@@ -388,6 +389,7 @@ func (c *Conn) newBatch(ctx context.Context, w *watcher, errs []error, o *BatchO
 	win := o.window()
 	return &batch{
 		c:      c,
+		parent: ctx,
 		ctx:    bctx,
 		cancel: cancel,
 		slots:  make(chan struct{}, win),
@@ -465,8 +467,10 @@ func (b *batch) readReplies() {
 				broken = fmt.Errorf("client: %s: %w", verb(op.line), err)
 				if cause := b.stopped(); cause != nil {
 					broken = cause
-				} else if b.ctx.Err() != nil {
-					broken = fmt.Errorf("client: %s: %w", verb(op.line), context.Cause(b.ctx))
+				} else if b.parent.Err() != nil {
+					// The parent, not b.ctx: the watch that broke the
+					// read may run before the cancel reaches b.ctx.
+					broken = fmt.Errorf("client: %s: %w", verb(op.line), context.Cause(b.parent))
 				}
 				b.stop(broken)
 				break
@@ -772,6 +776,11 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 func waitReceiver(ctx context.Context, rcv *eblock.Receiver, op *batchOp) error {
 	fin := op.fin
 	for {
+		// A batch already stopped takes no more files, even one whose
+		// data is all there: select would pick at random.
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		select {
 		case <-rcv.Done():
 			_, err := rcv.Wait(ctx)

@@ -443,7 +443,7 @@ func TestBatchStallTimeout(t *testing.T) {
 			ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Minute)
 			defer cancel()
 			start := time.Now()
-			errs := c.GetFiles(ctx, files, &client.BatchOptions{Window: 4, StreamMode: stream, StallTimeout: 500 * time.Millisecond})
+			errs := c.GetFiles(ctx, files, &client.BatchOptions{Window: 4, StreamMode: stream, StallTimeout: time.Second})
 			if d := time.Since(start); d > time.Minute {
 				t.Fatalf("the batch took %v", d)
 			}
