@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +133,38 @@ func TestHangUpBounded(t *testing.T) {
 			if tc.quit {
 				t.Errorf("%s: sent no QUIT", tc.name)
 			}
+		}
+	}
+}
+
+// TestBatchStallTimeout downloads a tree whose largest file the server
+// starts and then stops sending: the pipelined batch must give up after
+// -stall-timeout instead of hanging, and the other files arrive.
+func TestBatchStallTimeout(t *testing.T) {
+	f := startFerrySrv(t)
+	src := filepath.Join(f.dir, "tree")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(src, 0o777)
+	small := seededData(16<<10, 1)
+	for i := range 3 {
+		writeServed(t, filepath.Join(src, fmt.Sprint("a", i)), small)
+	}
+	writeServed(t, filepath.Join(src, "big"), seededData(4<<20, 2))
+	f.hang.Store(true)
+	dst := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	r := ferry(t, nil, "cp", "-r", "-cc", "1", "-rst=false", "-stall-timeout", "1s", f.url+"/tree/", dst+"/")
+	if d := time.Since(start); d > 45*time.Second {
+		t.Fatalf("cp took %v with a 1 s stall timeout", d)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "stalled") {
+		t.Errorf("exit %d, stderr %q; want a stall reported", r.code, r.stderr)
+	}
+	for i := range 3 {
+		if got, err := os.ReadFile(filepath.Join(dst, fmt.Sprint("a", i))); err != nil || !bytes.Equal(got, small) {
+			t.Errorf("a%d: %d bytes, %v", i, len(got), err)
 		}
 	}
 }
