@@ -15,11 +15,17 @@ import (
 	"github.com/ferrygrid/ferry/internal/wire"
 )
 
+// ErrUnsafeName is matched by the error of a listing that holds a name
+// which is no single path element (see List).
+var ErrUnsafeName = wire.ErrUnsafeName
+
 // maxListing bounds the size of a listing read into memory.
 const maxListing = 256 << 20
 
 // List returns the entries of the directory path, without "." and ".."
-// (the cdir and pdir entries). It uses MLSD when the server offers MLST,
+// (the cdir and pdir entries). A listing with a name that is empty or
+// holds a "/" or a NUL fails with an error matching ErrUnsafeName:
+// joined onto a local directory such a name ("x/..") could leave it. It uses MLSD when the server offers MLST,
 // else LIST, whose lines are parsed as Unix "ls -l" lines; lines that are
 // no entries ("total 8") are skipped. Listing a file returns that file's
 // entry on servers that allow it (GCT does).
@@ -52,6 +58,15 @@ func (c *Conn) List(ctx context.Context, p string) ([]Entry, error) {
 		t := strings.ToLower(e.Type)
 		if t == "cdir" || t == "pdir" || e.Name == "." || e.Name == ".." {
 			continue
+		}
+		if err := wire.CheckEntryName(e.Name); err != nil {
+			// Listing a file may echo its path: accept that as the
+			// file's own name, and nothing else with a "/".
+			base := path.Base(e.Name)
+			if len(lines) != 1 || t == "dir" || !strings.Contains(e.Name, "/") || base != path.Base(p) || wire.CheckEntryName(base) != nil {
+				return nil, fmt.Errorf("client: %s %s: %w", command, p, err)
+			}
+			e.Name = base
 		}
 		out = append(out, e)
 	}
@@ -167,7 +182,12 @@ func (c *Conn) isDir(ctx context.Context, p string) (bool, error) {
 	if r.Class() != 2 {
 		return false, nil
 	}
-	return true, c.Cwd(ctx, wd)
+	if err := c.Cwd(ctx, wd); err != nil {
+		// Left in p, later relative paths would resolve wrongly.
+		c.close()
+		return false, err
+	}
+	return true, nil
 }
 
 // Size returns the size of path in bytes (SIZE).

@@ -112,6 +112,14 @@ type BatchOptions struct {
 	// (err nil) or fails, with its index in the batch; calls come from
 	// other goroutines, one at a time.
 	Done func(i int, err error)
+
+	// StallTimeout, when positive, stops the batch when for that long
+	// no data block moved, no reply arrived and no file finished: the
+	// file in flight fails with ErrStalled, the rest with errors
+	// wrapping ErrBatchStopped and ErrStalled.
+	StallTimeout time.Duration
+
+	progress *batchProgress // set by runBatch for StallTimeout
 }
 
 func (o *BatchOptions) window() int {
@@ -135,10 +143,10 @@ func (o *BatchOptions) window() int {
 // for the next batch in the same direction on this Conn.
 func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []error {
 	return c.runBatch(ctx, len(files), opts, "downloading",
-		func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
+		func(ctx context.Context, w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
 			return c.getEBlock(ctx, w, stopWatch, files, o, errs)
 		},
-		func(i int, o *BatchOptions) error { return c.getOne(ctx, files[i], o) })
+		func(ctx context.Context, i int, o *BatchOptions) error { return c.getOne(ctx, files[i], o) })
 }
 
 // runBatch is the part GetFiles and PutFiles share: it answers an empty
@@ -146,8 +154,8 @@ func (c *Conn) GetFiles(ctx context.Context, files []Get, opts *BatchOptions) []
 // modeE, or (MODE E refused, or StreamMode) transfers the n files one by
 // one with one, reporting each to Done.
 func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing string,
-	modeE func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error,
-	one func(i int, o *BatchOptions) error) []error {
+	modeE func(ctx context.Context, w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error,
+	one func(ctx context.Context, i int, o *BatchOptions) error) []error {
 	var o BatchOptions
 	if opts != nil {
 		o = *opts
@@ -156,6 +164,16 @@ func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing st
 	if n == 0 {
 		return errs
 	}
+	if o.StallTimeout > 0 {
+		var stop func()
+		ctx, o.progress, stop = watchStall(ctx, o.StallTimeout)
+		defer stop()
+		if done := o.Done; done != nil {
+			o.Done = func(i int, err error) { o.progress.touch(); done(i, err) }
+		} else {
+			o.Done = func(int, error) { o.progress.touch() }
+		}
+	}
 	if c.err != nil {
 		return fillErrs(errs, 0, c.err, nil)
 	}
@@ -163,7 +181,7 @@ func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing st
 		w, stopWatch := watchAll(ctx, c.nc)
 		err := c.setMode(true)
 		if err == nil {
-			return modeE(w, stopWatch, &o, errs)
+			return modeE(ctx, w, stopWatch, &o, errs)
 		}
 		c.endBatch(ctx, stopWatch, err)
 		if c.err != nil {
@@ -172,15 +190,34 @@ func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing st
 		c.log.Debug("MODE E refused; "+doing+" in stream mode", "err", err)
 	}
 	for i := range n {
-		errs[i] = one(i, &o)
+		errs[i] = one(ctx, i, &o)
 		if o.Done != nil {
 			o.Done(i, errs[i])
 		}
 		if c.err != nil {
-			return fillErrs(errs, i+1, c.err, o.Done)
+			cause := c.err
+			if ctx.Err() != nil {
+				cause = context.Cause(ctx) // ErrStalled, say, not "closed"
+			}
+			return fillErrs(errs, i+1, cause, o.Done)
 		}
 	}
 	return errs
+}
+
+// progressFunc is the Progress of a stream-mode file: it feeds the stall
+// watch.
+func (o *BatchOptions) progressFunc() func(Progress) {
+	if o.progress == nil {
+		return nil
+	}
+	last := int64(-1)
+	return func(p Progress) {
+		if p.Bytes != last {
+			last = p.Bytes
+			o.progress.touch()
+		}
+	}
 }
 
 // getOne downloads one file in stream mode.
@@ -189,7 +226,7 @@ func (c *Conn) getOne(ctx context.Context, g Get, o *BatchOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.RetrieveAt(ctx, g.Path, w, &RetrieveOptions{TCPBuffer: o.TCPBuffer})
+	_, err = c.RetrieveAt(ctx, g.Path, w, &RetrieveOptions{TCPBuffer: o.TCPBuffer, Progress: o.progressFunc()})
 	return closeItem(w, err)
 }
 
@@ -203,10 +240,10 @@ func (c *Conn) getOne(ctx context.Context, g Get, o *BatchOptions) error {
 // GetFiles.
 func (c *Conn) PutFiles(ctx context.Context, files []Put, opts *BatchOptions) []error {
 	return c.runBatch(ctx, len(files), opts, "uploading",
-		func(w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
+		func(ctx context.Context, w *watcher, stopWatch func() bool, o *BatchOptions, errs []error) []error {
 			return c.putEBlock(ctx, w, stopWatch, files, o, errs)
 		},
-		func(i int, o *BatchOptions) error { return c.putOne(ctx, files[i], o) })
+		func(ctx context.Context, i int, o *BatchOptions) error { return c.putOne(ctx, files[i], o) })
 }
 
 // putOne uploads one file in stream mode.
@@ -215,7 +252,7 @@ func (c *Conn) putOne(ctx context.Context, p Put, o *BatchOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.StoreAt(ctx, p.Path, r, size, &StoreOptions{TCPBuffer: o.TCPBuffer})
+	_, err = c.StoreAt(ctx, p.Path, r, size, &StoreOptions{TCPBuffer: o.TCPBuffer, Progress: o.progressFunc()})
 	return closeItem(r, err)
 }
 
@@ -322,6 +359,7 @@ func (op *batchOp) failure() error {
 // batch is the shared state of one GetFiles or PutFiles call in MODE E.
 type batch struct {
 	c      *Conn
+	parent context.Context // the caller's
 	ctx    context.Context // cancelled when the batch stops
 	cancel context.CancelCauseFunc
 	slots  chan struct{} // one per file in flight
@@ -343,6 +381,7 @@ type batch struct {
 	finished []bool  // guarded by mu
 	stopErr  error   // guarded by mu: why the batch stopped; nil while it runs
 	done     func(int, error)
+	progress *batchProgress // counts what moves (StallTimeout); may be nil
 }
 
 func (c *Conn) newBatch(ctx context.Context, w *watcher, errs []error, o *BatchOptions) *batch {
@@ -350,6 +389,7 @@ func (c *Conn) newBatch(ctx context.Context, w *watcher, errs []error, o *BatchO
 	win := o.window()
 	return &batch{
 		c:      c,
+		parent: ctx,
 		ctx:    bctx,
 		cancel: cancel,
 		slots:  make(chan struct{}, win),
@@ -361,6 +401,7 @@ func (c *Conn) newBatch(ctx context.Context, w *watcher, errs []error, o *BatchO
 		errs:     errs,
 		finished: make([]bool, len(errs)),
 		done:     o.Done,
+		progress: o.progress,
 	}
 }
 
@@ -426,12 +467,15 @@ func (b *batch) readReplies() {
 				broken = fmt.Errorf("client: %s: %w", verb(op.line), err)
 				if cause := b.stopped(); cause != nil {
 					broken = cause
-				} else if b.ctx.Err() != nil {
-					broken = fmt.Errorf("client: %s: %w", verb(op.line), context.Cause(b.ctx))
+				} else if b.parent.Err() != nil {
+					// The parent, not b.ctx: the watch that broke the
+					// read may run before the cancel reaches b.ctx.
+					broken = fmt.Errorf("client: %s: %w", verb(op.line), context.Cause(b.parent))
 				}
 				b.stop(broken)
 				break
 			}
+			b.progress.touch()
 			if r.Class() == 1 {
 				if op.item >= 0 && !op.started && !isMarker(r) {
 					op.started = true
@@ -657,7 +701,7 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 		if openErr == nil {
 			sink = destination(dst)
 		}
-		rcv := eblock.NewReceiver(sink, eblock.ReceiveConfig{Limit: -1})
+		rcv := eblock.NewReceiver(b.progress.sink(sink), eblock.ReceiveConfig{Limit: -1})
 		for _, dc := range conns {
 			if !rcv.Add(dc) {
 				dc.Close()
@@ -732,6 +776,11 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 func waitReceiver(ctx context.Context, rcv *eblock.Receiver, op *batchOp) error {
 	fin := op.fin
 	for {
+		// A batch already stopped takes no more files, even one whose
+		// data is all there: select would pick at random.
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		select {
 		case <-rcv.Done():
 			_, err := rcv.Wait(ctx)
@@ -886,7 +935,7 @@ func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []
 		if size > 0 {
 			ranges = []xfer.Range{{Start: 0, End: size}}
 		}
-		_, err := eblock.Send(b.ctx, conns, src, ranges, eblock.SendConfig{BlockSize: o.BlockSize})
+		_, err := eblock.Send(b.ctx, conns, b.progress.source(src), ranges, eblock.SendConfig{BlockSize: o.BlockSize})
 		if err != nil {
 			err = fmt.Errorf("client: STOR %s: data connections: %w", files[i].Path, err)
 			b.stop(err)
@@ -993,7 +1042,7 @@ func (b *batch) sendEager(files []Put, srcs []io.ReaderAt, sizes []int64, conns 
 		if size > 0 {
 			ranges = []xfer.Range{{Start: 0, End: size}}
 		}
-		_, err := eblock.Send(b.ctx, conns, src, ranges, eblock.SendConfig{BlockSize: o.BlockSize})
+		_, err := eblock.Send(b.ctx, conns, b.progress.source(src), ranges, eblock.SendConfig{BlockSize: o.BlockSize})
 		if err != nil {
 			if cause := b.stopped(); cause != nil {
 				// The batch broke first (an earlier file failed after

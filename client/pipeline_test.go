@@ -7,13 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/server"
 )
 
 // flight is a slog handler that follows a Conn's commands and final
@@ -386,4 +391,72 @@ func TestBatchStreamMode(t *testing.T) {
 		}
 	}
 	checkGot(t, c.GetFiles(ctx, gets, o), -1, local, want)
+}
+
+// TestBatchStallTimeout serves a batch from a disk that hangs in the
+// middle of one file: the server has answered its RETR with 150 and then
+// sends nothing. StallTimeout must end the batch: that file fails with
+// ErrStalled, the ones after it are stopped, the ones before it arrive.
+func TestBatchStallTimeout(t *testing.T) {
+	dir := t.TempDir()
+	const n, hangs = 8, 5
+	const big = 4 << 20
+	for i := range n {
+		size := 16 << 10
+		if i == hangs {
+			size = big
+		}
+		writeServed(t, filepath.Join(dir, fmt.Sprint("s", i)), seeded(size, uint64(i)))
+	}
+	fs, err := posix.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	hung := new(atomic.Bool)
+	srv, err := server.New(server.Config{Storage: hangFS{fs, big / 2, release, hung}, Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(l) })
+	t.Cleanup(func() { srv.Close(); wg.Wait() })
+
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			hung.Store(false)
+			c := login(t, l.Addr().String(), nil)
+			local := t.TempDir()
+			files := make([]client.Get, n)
+			for i := range files {
+				files[i] = client.Get{Path: fmt.Sprint("/s", i), Open: func() (io.WriterAt, error) {
+					return os.Create(filepath.Join(local, fmt.Sprint(i)))
+				}}
+			}
+			// The test's own deadline is far beyond the stall timeout:
+			// only the stall watch can end the batch in time.
+			ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Minute)
+			defer cancel()
+			start := time.Now()
+			errs := c.GetFiles(ctx, files, &client.BatchOptions{Window: 4, StreamMode: stream, StallTimeout: time.Second})
+			if d := time.Since(start); d > time.Minute {
+				t.Fatalf("the batch took %v", d)
+			}
+			for i, err := range errs {
+				switch {
+				case i < hangs && err != nil:
+					t.Errorf("file %d: %v", i, err)
+				case i == hangs && !errors.Is(err, client.ErrStalled):
+					t.Errorf("the hung file: %v, want ErrStalled", err)
+				case i > hangs && !(errors.Is(err, client.ErrBatchStopped) && errors.Is(err, client.ErrStalled)):
+					t.Errorf("file %d: %v, want ErrBatchStopped and ErrStalled", i, err)
+				}
+			}
+		})
+	}
 }

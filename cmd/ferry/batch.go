@@ -131,6 +131,9 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		Parallel:  max(w.c.flags.parallel, 1),
 		TCPBuffer: int(w.c.flags.tcpBuffer),
 		BlockSize: int(w.c.flags.blockSize),
+		// Without it a server that starts a file and then sends
+		// nothing would hang the batch.
+		StallTimeout: w.c.flags.stallTimeout,
 	}
 	wait := w.c.flags.interval
 	todo := idx

@@ -535,7 +535,7 @@ func (c *copier) sessionAs(l location, role string) *client.Session {
 // release ends a copy's use of s: it hangs up unless s is kept.
 func (c *copier) release(ctx context.Context, s *client.Session) {
 	if c.sessions == nil {
-		s.Close(ctx)
+		closeSession(ctx, s)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 func init() {
@@ -107,7 +108,7 @@ func printEntry(w io.Writer, en client.Entry, long bool) {
 		name += "/"
 	}
 	if !long {
-		fmt.Fprintln(w, name)
+		fmt.Fprintln(w, progress.Printable(name))
 		return
 	}
 	typ := en.Type
@@ -130,5 +131,5 @@ func printEntry(w io.Writer, en client.Entry, long bool) {
 	if en.Slink != "" {
 		name += " -> " + en.Slink
 	}
-	fmt.Fprintf(w, "%-4s %12s %s %s\n", typ, size, mtime, name)
+	fmt.Fprintf(w, "%-4s %12s %s %s\n", progress.Printable(typ), size, mtime, progress.Printable(name))
 }

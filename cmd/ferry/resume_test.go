@@ -119,6 +119,11 @@ func FuzzParseState(f *testing.F) {
 type ferrySrv struct {
 	dir, url string
 	slow     atomic.Bool
+	// hang, while set, makes reads past the first MiB of a file wait
+	// until the test ends: the server starts the file and then sends
+	// nothing.
+	hang    atomic.Bool
+	release chan struct{}
 }
 
 // slowFS makes reads slow while on is set, so that a transfer lasts long
@@ -126,6 +131,7 @@ type ferrySrv struct {
 type slowFS struct {
 	dsi.Storage
 	on *atomic.Bool
+	f  *ferrySrv
 }
 
 func (s slowFS) Open(ctx context.Context, name string) (dsi.Reader, error) {
@@ -133,12 +139,13 @@ func (s slowFS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slowReader{r, s.on}, nil
+	return slowReader{r, s.on, s.f}, nil
 }
 
 type slowReader struct {
 	dsi.Reader
 	on *atomic.Bool
+	f  *ferrySrv
 }
 
 // slowRate is the throttled read rate of one reader in bytes per second:
@@ -150,18 +157,21 @@ func (r slowReader) ReadAt(p []byte, off int64) (int, error) {
 	if r.on.Load() {
 		time.Sleep(time.Duration(len(p)) * time.Second / slowRate)
 	}
+	if r.f.hang.Load() && off+int64(len(p)) > 1<<20 {
+		<-r.f.release
+	}
 	return r.Reader.ReadAt(p, off)
 }
 
 func startFerrySrv(t *testing.T) *ferrySrv {
 	t.Helper()
 	t.Setenv("NETRC", filepath.Join(t.TempDir(), "no-netrc"))
-	f := &ferrySrv{dir: t.TempDir()}
+	f := &ferrySrv{dir: t.TempDir(), release: make(chan struct{})}
 	fs, err := posix.New(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Storage: slowFS{fs, &f.slow}, Anonymous: true, AnonymousWrite: true})
+	srv, err := server.New(server.Config{Storage: slowFS{fs, &f.slow, f}, Anonymous: true, AnonymousWrite: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +182,7 @@ func startFerrySrv(t *testing.T) *ferrySrv {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(l) })
 	t.Cleanup(func() {
+		close(f.release)
 		srv.Close()
 		wg.Wait()
 	})

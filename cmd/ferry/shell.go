@@ -26,6 +26,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/lineedit"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/internal/wire"
 )
 
 func init() {
@@ -655,6 +656,9 @@ func (s *shell) cmdGet(ctx context.Context, args []string, _ string) error {
 		return fmt.Errorf("%s is a directory (use get -r)", args[0])
 	}
 	base := path.Base(src)
+	if wire.CheckEntryName(base) != nil {
+		return fmt.Errorf("%s names no file to download here", args[0])
+	}
 	dst := s.lpath(base)
 	if len(args) == 2 {
 		dst = s.lpath(args[1])

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // completionTimeout bounds the listing a Tab may wait for.
@@ -94,6 +95,11 @@ func (s *shell) remoteNames(ctx context.Context, word string) (dir string, names
 		return dir, nil, nil
 	}
 	for _, e := range entries {
+		if !progress.IsPrintable(e.Name) {
+			// Completion would put the name's control characters on
+			// the line, and so on the terminal.
+			continue
+		}
 		names = append(names, e.Name)
 		dirs = append(dirs, isDirType(e.Type))
 	}

@@ -103,7 +103,8 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 
 	j := &cpJob{env: s.env, flags: s.cpFlags(), opts: s.opts, ends: map[string]location{end: s.loc}}
 	first := j.newWorker()
-	defer first.Close(context.WithoutCancel(ctx))
+	// After Ctrl-C (ctx done) the sessions close without QUIT.
+	defer first.Close(ctx)
 	obs := s.newJobDisplay(int64(len(plan.Pairs)+len(plan.Failed)), plan.Bytes())
 	r := &job.Runner{Workers: workers, NewWorker: j.newWorker, Observer: obs}
 	sum := r.Run(ctx, plan, first)
@@ -157,10 +158,10 @@ func (s *shell) locName(l job.Loc) string {
 	}
 	if dir != "" {
 		if rel, ok := strings.CutPrefix(l.Path, strings.TrimSuffix(dir, sep)+sep); ok && rel != "" {
-			return rel
+			return progress.Printable(rel)
 		}
 	}
-	return l.Path
+	return progress.Printable(l.Path)
 }
 
 // pairName names a pair of a job: its source, or the destination of a

@@ -126,7 +126,7 @@ func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (
 
 func (w *cpWorker) Close(ctx context.Context) error {
 	for _, s := range w.c.sessions {
-		s.Close(ctx)
+		closeSession(ctx, s)
 	}
 	w.c.sessions = map[string]*client.Session{}
 	return nil
@@ -184,7 +184,8 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		Mirror:      jf.mirror,
 	}
 	first := j.newWorker()
-	defer first.Close(context.WithoutCancel(ctx))
+	// After Ctrl-C (ctx done) the sessions close without QUIT.
+	defer first.Close(ctx)
 	plan := &job.Plan{}
 	fromList := jf.listFile != ""
 	for _, r := range reqs {
@@ -268,7 +269,7 @@ func reason(err error) string {
 		}
 		return strings.Replace(s, re.Error(), describe(re), 1)
 	}
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return progress.Printable(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // printPlan prints what a job would do (-dry-run).
@@ -295,17 +296,18 @@ func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
 			enc.Encode(rec)
 			return
 		}
+		pr := func(l job.Loc) string { return progress.Printable(l.String()) }
 		switch action {
 		case "copy":
-			fmt.Fprintf(e.stdout, "copy %s -> %s (%d bytes)\n", src, dst, size)
+			fmt.Fprintf(e.stdout, "copy %s -> %s (%d bytes)\n", pr(src), pr(dst), size)
 		case "link":
-			fmt.Fprintf(e.stdout, "link %s -> %s\n", dst, extra)
+			fmt.Fprintf(e.stdout, "link %s -> %s\n", pr(dst), progress.Printable(extra))
 		case "fail":
-			fmt.Fprintf(e.stdout, "fail %s: %s\n", orLoc(src, dst), extra)
+			fmt.Fprintf(e.stdout, "fail %s: %s\n", pr(orLoc(src, dst)), progress.Printable(extra))
 		case "skip", "ignore":
-			fmt.Fprintf(e.stdout, "%s %s\n", action, orLoc(dst, src))
+			fmt.Fprintf(e.stdout, "%s %s\n", action, pr(orLoc(dst, src)))
 		default:
-			fmt.Fprintf(e.stdout, "%s %s\n", action, dst)
+			fmt.Fprintf(e.stdout, "%s %s\n", action, pr(dst))
 		}
 	}
 	var mkdirs int
@@ -546,11 +548,11 @@ func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
 func pairText(p job.Pair) string {
 	switch {
 	case p.Src == (job.Loc{}):
-		return p.Dst.String()
+		return progress.Printable(p.Dst.String())
 	case p.Dst == (job.Loc{}):
-		return p.Src.String()
+		return progress.Printable(p.Src.String())
 	}
-	return p.Src.String() + " -> " + p.Dst.String()
+	return progress.Printable(p.Src.String() + " -> " + p.Dst.String())
 }
 
 // maxListedFailures bounds the failures the text summary lists.

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // locKind says what a command-line location names.
@@ -410,13 +412,27 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 	return c, nil
 }
 
-// hangUp ends a session politely; its errors do not matter any more.
+// quitTimeout bounds the wait for the reply to QUIT: a server that does
+// not answer must not hold up the end of a command, or Ctrl-C.
+var quitTimeout = 5 * time.Second
+
+// hangUp ends a session politely, within quitTimeout; its errors do not
+// matter any more. When ctx is done it just closes the connection.
 func hangUp(ctx context.Context, c *client.Conn) {
 	if ctx.Err() != nil {
 		c.Close()
 		return
 	}
-	_ = c.Quit(ctx)
+	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
+	defer cancel()
+	_ = c.Quit(qctx)
+}
+
+// closeSession is hangUp for a Session.
+func closeSession(ctx context.Context, s *client.Session) {
+	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
+	defer cancel()
+	_ = s.Close(qctx) // closes without QUIT when ctx is done
 }
 
 // opError is a failed operation: "what: why", where a server's reply is
@@ -435,7 +451,7 @@ func (e *opError) Unwrap() error { return e.err }
 func describe(err error) string {
 	var re *client.ReplyError
 	if !errors.As(err, &re) {
-		return err.Error()
+		return progress.Printable(err.Error())
 	}
 	r := re.Reply
 	var reason, errstr string
@@ -459,5 +475,5 @@ func describe(err error) string {
 	case errstr != "":
 		text = errstr
 	}
-	return fmt.Sprintf("%03d %s", r.Code, text)
+	return progress.Printable(fmt.Sprintf("%03d %s", r.Code, text))
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/wire"
 )
 
 // LinkPolicy says what a copy does with symbolic links in the source.
@@ -126,7 +128,8 @@ var ErrBadName = errors.New("the name contains a line break, which FTP commands 
 // ErrNoMatch is returned when a wildcard matches nothing.
 var ErrNoMatch = errors.New("no match")
 
-// maxDepth bounds a walk that follows links.
+// maxDepth bounds the directory levels of a walk: links can loop, and a
+// hostile server can list an endless tree.
 const maxDepth = 128
 
 // Planner walks sources and destinations and fills Plans.
@@ -241,7 +244,7 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 					srcPath = "/"
 				}
 			}
-			pl.walk(ctx, plan, srcPath, s.info, target, 0, nil)
+			pl.walk(ctx, plan, srcPath, s.info, target, target, 0, nil)
 		default:
 			var dinfo *Info
 			if in, err := pl.Dst.Stat(ctx, target); err == nil {
@@ -319,8 +322,9 @@ func parentOf(fsys FS, p string) string {
 	return d
 }
 
-// walk plans the directory src (described by in) into dst.
-func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, dst string, depth int, seen []string) {
+// walk plans the directory src (described by in) into dst, which is
+// root or below it.
+func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, dst, root string, depth int, seen []string) {
 	if err := ctx.Err(); err != nil {
 		pl.fail(plan, src, dst, err)
 		return
@@ -357,6 +361,10 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 				return
 			}
 			for _, d := range des {
+				if err := wire.CheckEntryName(d.Name); err != nil {
+					pl.fail(plan, src, dst, fmt.Errorf("list the destination: %w", err))
+					return
+				}
 				have[d.Name] = d
 			}
 		} else {
@@ -372,8 +380,23 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
-		names[e.Name] = true
 		sp, dp := pl.Src.Join(src, e.Name), pl.Dst.Join(dst, e.Name)
+		// The endpoints' listings refuse such names already; a name that
+		// would leave the destination (or name an entry twice, which a
+		// hostile listing can use to multiply the walk) is never planned.
+		if err := wire.CheckEntryName(e.Name); err != nil {
+			pl.fail(plan, src, dst, err)
+			continue
+		}
+		if !within(pl.Dst, root, dp) {
+			pl.fail(plan, sp, dp, fmt.Errorf("%w: %q leaves the destination %s", wire.ErrUnsafeName, e.Name, root))
+			continue
+		}
+		if names[e.Name] {
+			pl.fail(plan, sp, dp, fmt.Errorf("the source lists %q twice", e.Name))
+			continue
+		}
+		names[e.Name] = true
 		if (pl.Src.Remote() || pl.Dst.Remote()) && strings.ContainsAny(e.Name, "\r\n") {
 			pl.fail(plan, sp, dp, ErrBadName)
 			continue
@@ -387,7 +410,7 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 				pl.fail(plan, sp, dp, fmt.Errorf("symbolic link loop: %s points to %s", e.Name, e.Link))
 				continue
 			}
-			pl.walk(ctx, plan, sp, e, dp, depth+1, seen)
+			pl.walk(ctx, plan, sp, e, dp, root, depth+1, seen)
 			continue
 		}
 		pl.entry(ctx, plan, sp, e, dp, d)
@@ -401,9 +424,29 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 		}
 		slices.Sort(extras)
 		for _, name := range extras {
-			pl.removeTree(ctx, plan, pl.Dst.Join(dst, name), have[name])
+			if p := pl.Dst.Join(dst, name); within(pl.Dst, root, p) {
+				pl.removeTree(ctx, plan, p, have[name], 0)
+			}
 		}
 	}
+}
+
+// within reports whether p is root or inside it, in fsys's syntax.
+func within(fsys FS, root, p string) bool {
+	if !fsys.Remote() {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	root, p = path.Clean(root), path.Clean(p)
+	switch {
+	case p == root:
+		return true
+	case root == ".":
+		return !path.IsAbs(p) && p != ".." && !strings.HasPrefix(p, "../")
+	case root == "/":
+		return path.IsAbs(p)
+	}
+	return strings.HasPrefix(p, root+"/")
 }
 
 // linkLoops reports whether a link in dir with the absolute target
@@ -503,15 +546,28 @@ func (pl *Planner) differs(ctx context.Context, s Info, sp string, d Info, dp st
 
 // removeTree plans the removal of the destination entry p (described by
 // in), a directory's contents first.
-func (pl *Planner) removeTree(ctx context.Context, plan *Plan, p string, in Info) {
+func (pl *Planner) removeTree(ctx context.Context, plan *Plan, p string, in Info, depth int) {
 	if in.Type == TypeDir && in.Link == "" {
+		failed := func(err error) {
+			plan.Failed = append(plan.Failed, Result{Pair: Pair{Dst: pl.dstLoc(p), Size: -1}, Err: fmt.Errorf("list for -delete: %w", err)})
+		}
+		if depth > maxDepth {
+			failed(fmt.Errorf("more than %d directory levels", maxDepth))
+			return
+		}
 		entries, err := pl.Dst.ReadDir(ctx, p)
 		if err != nil {
-			plan.Failed = append(plan.Failed, Result{Pair: Pair{Dst: pl.dstLoc(p), Size: -1}, Err: fmt.Errorf("list for -delete: %w", err)})
+			failed(err)
 			return
 		}
 		for _, e := range entries {
-			pl.removeTree(ctx, plan, pl.Dst.Join(p, e.Name), e)
+			if err := wire.CheckEntryName(e.Name); err != nil {
+				failed(err)
+				return
+			}
+		}
+		for _, e := range entries {
+			pl.removeTree(ctx, plan, pl.Dst.Join(p, e.Name), e, depth+1)
 		}
 		plan.Deletes = append(plan.Deletes, Removal{Loc: pl.dstLoc(p), Dir: true})
 		return

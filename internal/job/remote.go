@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/wire"
 )
 
 // ConnFunc returns a logged-in connection to a server, dialing again when
@@ -92,11 +93,12 @@ func (r Remote) ReadDir(ctx context.Context, p string) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(es))
 	for _, e := range es {
-		name := e.Name
-		if strings.Contains(name, "/") {
-			name = path.Base(name)
+		// client.List refuses these already; a name that is no single
+		// element must never reach a path join.
+		if err := wire.CheckEntryName(e.Name); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", p, err)
 		}
-		out = append(out, remoteInfo(e, name))
+		out = append(out, remoteInfo(e, e.Name))
 	}
 	return out, nil
 }
@@ -164,7 +166,14 @@ func (r Remote) Symlink(ctx context.Context, target, p string) error {
 	if dir := path.Dir(p); strings.HasPrefix(p, "/") && !strings.HasPrefix(target, "/") {
 		if wd, err := c.Pwd(ctx); err == nil {
 			if err := c.Cwd(ctx, dir); err == nil {
-				defer c.Cwd(ctx, wd)
+				defer func() {
+					// Left in dir, the session would resolve later
+					// relative paths wrongly: closed, the next use
+					// logs in afresh.
+					if err := c.Cwd(ctx, wd); err != nil {
+						c.Close()
+					}
+				}()
 			}
 		}
 	}

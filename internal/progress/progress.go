@@ -295,7 +295,7 @@ func (d *Display) frame(now time.Time) []string {
 		n := f.bytes.Load()
 		m.file.add(now, n)
 		var l strings.Builder
-		name := f.name
+		name := Printable(f.name)
 		if name == "" {
 			name = "transfer"
 		}
