@@ -734,8 +734,14 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 		cancel(nil)
 		wg.Wait()
 		<-op.fin
-		if err == nil {
-			err = op.failure()
+		if f := op.failure(); f != nil {
+			// When both sides failed, the server's reply (451 with its
+			// reason) goes first: what the data connections saw (often
+			// just EOF) is the consequence.
+			if err != nil {
+				f = fmt.Errorf("%w; %w", f, err)
+			}
+			err = f
 		}
 		if err != nil {
 			// The data connections' state is unknown: the batch ends,
