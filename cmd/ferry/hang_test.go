@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/testutil/scripted"
 )
 
 // silentQuitServer is a scripted FTP server that logs anyone in and
@@ -21,57 +21,30 @@ import (
 // its address and a channel that gets every QUIT it reads.
 func silentQuitServer(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	quits := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
+	addr := scripted.Serve(t, func(c net.Conn) {
+		defer c.Close()
+		r := bufio.NewReader(c)
+		fmt.Fprint(c, "220 hi\r\n")
 		for {
-			c, err := l.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				fmt.Fprint(c, "220 hi\r\n")
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					switch verb, _, _ := strings.Cut(strings.TrimSpace(line), " "); strings.ToUpper(verb) {
-					case "USER":
-						fmt.Fprint(c, "230 in\r\n")
-					case "FEAT":
-						fmt.Fprint(c, "211 End\r\n")
-					case "QUIT":
-						quits <- struct{}{}
-						// No reply, connection kept open.
-					default:
-						fmt.Fprint(c, "200 ok\r\n")
-					}
-				}
-			})
+			switch verb, _, _ := strings.Cut(strings.TrimSpace(line), " "); strings.ToUpper(verb) {
+			case "USER":
+				fmt.Fprint(c, "230 in\r\n")
+			case "FEAT":
+				fmt.Fprint(c, "211 End\r\n")
+			case "QUIT":
+				quits <- struct{}{}
+				// No reply, connection kept open.
+			default:
+				fmt.Fprint(c, "200 ok\r\n")
+			}
 		}
 	})
-	return l.Addr().String(), quits
+	return addr, quits
 }
 
 // TestHangUpBounded checks that hanging up on a server that never

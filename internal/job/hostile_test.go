@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/testutil/scripted"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
 
@@ -23,35 +23,7 @@ import (
 // neither ferry serve nor GCT can be made into.
 func hostileServer(t *testing.T, listings map[string][]string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { serveHostile(c, listings) })
-		}
-	})
-	return l.Addr().String()
+	return scripted.Serve(t, func(c net.Conn) { serveHostile(c, listings) })
 }
 
 func serveHostile(c net.Conn, listings map[string][]string) {
