@@ -90,7 +90,13 @@ func run(ctx context.Context, stdin string, name string, args ...string) error {
 }
 
 func addNetns(ctx context.Context, name string) error {
-	return run(ctx, "", "ip", "netns", "add", name)
+	err := run(ctx, "", "ip", "netns", "add", name)
+	if err != nil && namespaceExists(name) {
+		// ip was stopped (ctx done) after it made the namespace, and
+		// callers tear down only what they know they made.
+		_ = delNetns(name)
+	}
+	return err
 }
 
 func delNetns(name string) error {
