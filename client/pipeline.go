@@ -916,30 +916,42 @@ func (c *Conn) putChannel(ctx context.Context, w *watcher, n, buf int) ([]net.Co
 	return ok, errors.Join(errs...)
 }
 
+// secured waits, before the first file of an upload batch is sent, for
+// the data connections' security handshakes; a failure stops the batch.
+// Later calls (sec nil) return conns as they are.
+func (b *batch) secured(conns []net.Conn, sec *securing) ([]net.Conn, *securing) {
+	if sec == nil {
+		return conns, nil
+	}
+	conns, err := sec.wait(false)
+	if err != nil {
+		b.stop(err)
+	}
+	return conns, nil
+}
+
+// wholeFile is the range list that sends a file of size bytes: none for
+// an empty file.
+func wholeFile(size int64) []xfer.Range {
+	if size <= 0 {
+		return nil
+	}
+	return []xfer.Range{{Start: 0, End: size}}
+}
+
 // sendAll is the data side of an upload batch without STOR-DRAIN: it
 // sends each started file's blocks over the data connections, in order. It returns the
 // connections to keep.
 func (b *batch) sendAll(files []Put, srcs []io.ReaderAt, sizes []int64, conns []net.Conn, sec *securing, o *BatchOptions) []net.Conn {
 	for op := range b.startc {
 		i := op.item
-		src, size := srcs[i], sizes[i]
+		src, ranges := srcs[i], wholeFile(sizes[i])
 		srcs[i] = nil
-		if sec != nil {
-			var herr error
-			conns, herr = sec.wait(false)
-			sec = nil
-			if herr != nil {
-				b.stop(herr)
-			}
-		}
+		conns, sec = b.secured(conns, sec)
 		if cause := b.stopped(); cause != nil {
 			closeItem(src, nil)
 			b.finish(i, stoppedError(cause))
 			continue
-		}
-		var ranges []xfer.Range
-		if size > 0 {
-			ranges = []xfer.Range{{Start: 0, End: size}}
 		}
 		_, err := eblock.Send(b.ctx, conns, b.progress.source(src), ranges, eblock.SendConfig{BlockSize: o.BlockSize})
 		if err != nil {
@@ -1030,23 +1042,12 @@ func (b *batch) sendEager(files []Put, srcs []io.ReaderAt, sizes []int64, conns 
 	wg.Go(func() { b.finishFiles(files, sent) })
 	for op := range b.startc {
 		i := op.item
-		src, size := srcs[i], sizes[i]
+		src, ranges := srcs[i], wholeFile(sizes[i])
 		srcs[i] = nil
-		if sec != nil {
-			var herr error
-			conns, herr = sec.wait(false)
-			sec = nil
-			if herr != nil {
-				b.stop(herr)
-			}
-		}
+		conns, sec = b.secured(conns, sec)
 		if cause := b.stopped(); cause != nil {
 			sent <- eagerDone{op: op, src: src, err: stoppedError(cause)}
 			continue
-		}
-		var ranges []xfer.Range
-		if size > 0 {
-			ranges = []xfer.Range{{Start: 0, End: size}}
 		}
 		_, err := eblock.Send(b.ctx, conns, b.progress.source(src), ranges, eblock.SendConfig{BlockSize: o.BlockSize})
 		if err != nil {
