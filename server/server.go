@@ -106,9 +106,15 @@ type Config struct {
 	// the movers do not act as the mapped user): the data of every
 	// transfer moves through these data movers ("host:port" of ferry mover),
 	// one stripe each, which must serve the same tree as Storage (a shared
-	// file system). SPAS answers one address per mover; PASV, EPSV and
-	// stream mode use the first.
+	// file system). A transfer stripes over the movers that are up when
+	// its data channel is set up: SPAS answers one address per such mover;
+	// PASV, EPSV and stream mode use the first. SetMovers changes the list
+	// while the server runs.
 	Movers []string
+	// MinMovers is how many movers must be up for a transfer to start; 0
+	// means 1. len(Movers) makes any mover that is down an error (425
+	// naming it) rather than a slower transfer over the others.
+	MinMovers int
 	// MoverSecret is the shared secret the movers and the frontend prove to
 	// each other. Required with Movers.
 	MoverSecret []byte
@@ -172,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 			Secret:           cfg.MoverSecret,
 			Heartbeat:        cfg.MoverHeartbeat,
 			HeartbeatTimeout: cfg.MoverTimeout,
+			MinUp:            cfg.MinMovers,
 			Logger:           s.log,
 		})
 		if err != nil {
@@ -448,6 +455,17 @@ func (s *Server) MoverStatus() []string {
 		return nil
 	}
 	return s.movers.Status()
+}
+
+// SetMovers replaces a striped server's data movers ("host:port", in
+// stripe order): new ones join and are used once up, those left out leave
+// once their running transfers end. It reports which joined and which
+// left; a server started without movers cannot become striped.
+func (s *Server) SetMovers(addrs []string) (joined, left []string, err error) {
+	if s.movers == nil {
+		return nil, nil, errors.New("server: not a striped server (started without movers)")
+	}
+	return s.movers.SetMovers(addrs)
 }
 
 func (s *Server) closeMovers() {

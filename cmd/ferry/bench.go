@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -131,11 +132,16 @@ func runBench(ctx context.Context, e *env, args []string) error {
 
 // writeBenchCSV writes the samples to file.
 func writeBenchCSV(file string, samples []bench.Sample) error {
+	return writeFileWith(file, func(w io.Writer) error { return bench.WriteCSV(w, samples) })
+}
+
+// writeFileWith creates file and fills it with write.
+func writeFileWith(file string, write func(io.Writer) error) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteCSV(f, samples); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

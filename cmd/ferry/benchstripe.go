@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -21,7 +22,11 @@ ferry serve -movers with a ferry mover on each data host (null storage),
 steered by ferry cp -stripe, and globus-gridftp-server -r with -dn data
 nodes (a sparse tmpfs file to /dev/null), steered by globus-url-copy
 -stripe, alternately, -reps times. It prints a Markdown table of the
-aggregate rate and its ratio to one data node. It must run as root.
+aggregate rate, its ratio to one data node, and what the machine's CPUs
+did meanwhile (cores busy; the share the hypervisor stole): every host's
+processes, the bridge and the shapers share this machine's cores, so a
+cell whose cores were busy or stolen measured the machine, not the
+links. It must run as root.
 `
 
 func runBenchStripe(ctx context.Context, e *env, args []string) error {
@@ -30,13 +35,14 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchStripeHelp) }
 	movers := fs.String("movers", "1,2,4", "comma-separated counts of data nodes on each side")
 	rate := fs.String("rate", "200M", "each host's link rate, each way (bit/s with K, M or G)")
-	size := fs.String("size", "96M", "bytes per data node in each run (a run moves N times this)")
+	size := fs.String("size", "256M", "bytes per data node in each run (a run moves N times this)")
 	par := fs.Int("p", 2, "data connections per stripe")
 	reps := fs.Int("reps", 3, "runs per implementation and count")
 	impls := fs.String("impls", "ferry,gct", "comma-separated implementations: ferry, gct")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: /dev/shm)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for each client run")
+	csvPath := fs.String("csv", "", "also write every run to `FILE` as CSV")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -72,6 +78,11 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 	if len(results) > 0 {
 		if err := bench.WriteStripeTable(e.stdout, cfg, results); err != nil {
 			return err
+		}
+		if *csvPath != "" {
+			if err := writeFileWith(*csvPath, func(w io.Writer) error { return bench.WriteStripeCSV(w, cfg, results) }); err != nil {
+				return err
+			}
 		}
 	}
 	if runErr != nil {

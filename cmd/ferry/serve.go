@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -43,7 +45,7 @@ type serveFlags struct {
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser                            bool
 	idle, stall                                                           time.Duration
-	maxSessions                                                           int
+	maxSessions, moversMin                                                int
 	shutdownGrace                                                         time.Duration
 }
 
@@ -66,7 +68,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
 	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused. Off with -movers, and refused there")
-	fs.StringVar(&f.movers, "movers", "", "striped server: data movers `HOST:PORT,...` (ferry mover), one stripe each, serving the same tree as -root")
+	fs.StringVar(&f.movers, "movers", "", "striped server: data movers `HOST:PORT,...` (ferry mover), one stripe each, serving the same tree as -root; a transfer stripes over those up when it starts; with the list in -config, SIGHUP reloads it")
+	fs.IntVar(&f.moversMin, "movers-min", 1, "striped server: refuse transfers (425 naming the movers down) while fewer than `N` movers are up")
 	fs.StringVar(&f.moverSecret, "mover-secret", "", "`FILE` holding the shared secret of the movers (required with -movers)")
 	fs.DurationVar(&f.moverHeartbeat, "mover-heartbeat", 2*time.Second, "how often the frontend and the movers ping each other")
 	fs.DurationVar(&f.moverTimeout, "mover-timeout", 10*time.Second, "a mover silent this long is dead: its transfer fails")
@@ -83,6 +86,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	moversOnCommandLine := false
+	fs.Visit(func(fl *flag.Flag) { moversOnCommandLine = moversOnCommandLine || fl.Name == "movers" })
 	if f.config != "" {
 		if err := applyConfigFile(fs, f.config); err != nil {
 			return err
@@ -122,6 +127,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Server listening at %s\n", l.Addr())
+	if f.movers != "" {
+		stop := reloadMoversOnHangup(moversOnCommandLine, f.config, srv, cfg.Logger)
+		defer stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -206,13 +215,9 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessions = f.maxSessions
 	cfg.AllowForeignDataAddress = f.allowForeign
 	if f.movers != "" {
-		for _, m := range strings.Split(f.movers, ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				if _, _, err := net.SplitHostPort(m); err != nil {
-					return cfg, usagef("bad -movers entry %q: %v", m, err)
-				}
-				cfg.Movers = append(cfg.Movers, m)
-			}
+		var err error
+		if cfg.Movers, err = parseMovers(f.movers); err != nil {
+			return cfg, usagef("%v", err)
 		}
 		secret, err := readSecret(f.moverSecret)
 		if err != nil {
@@ -220,8 +225,80 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		}
 		cfg.MoverSecret = secret
 		cfg.MoverHeartbeat, cfg.MoverTimeout = f.moverHeartbeat, f.moverTimeout
+		if f.moversMin < 1 {
+			return cfg, usagef("-movers-min must be at least 1")
+		}
+		cfg.MinMovers = f.moversMin
 	}
 	return cfg, nil
+}
+
+// parseMovers splits a -movers list into its HOST:PORT entries.
+func parseMovers(list string) ([]string, error) {
+	var movers []string
+	for _, m := range strings.Split(list, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			if _, _, err := net.SplitHostPort(m); err != nil {
+				return nil, fmt.Errorf("bad -movers entry %q: %v", m, err)
+			}
+			movers = append(movers, m)
+		}
+	}
+	return movers, nil
+}
+
+// reloadMoversOnHangup makes SIGHUP re-read the movers key of the config
+// file, so that data movers join and leave a running striped server. A
+// -movers flag on the command line wins over the file, as at start-up, so
+// then SIGHUP only says so. It returns a function that stops listening.
+func reloadMoversOnHangup(fromFlag bool, config string, srv *server.Server, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+			}
+			switch {
+			case fromFlag:
+				log.Warn("SIGHUP: the movers were given with -movers on the command line; put them in the -config file to change them while serving")
+				continue
+			case config == "":
+				log.Warn("SIGHUP: no -config file to reload the movers from")
+				continue
+			}
+			movers, err := readConfigMovers(config)
+			if err == nil {
+				var joined, left []string
+				if joined, left, err = srv.SetMovers(movers); err == nil {
+					log.Info("SIGHUP: movers reloaded", "movers", strings.Join(movers, ","), "joined", strings.Join(joined, ","), "left", strings.Join(left, ","))
+					continue
+				}
+			}
+			log.Error("SIGHUP: movers not reloaded; keeping the current ones", "config", config, "err", err)
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
+}
+
+// readConfigMovers reads the movers key of a config file.
+func readConfigMovers(file string) ([]string, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f.register(fs)
+	if err := applyConfigFile(fs, file); err != nil {
+		return nil, err
+	}
+	if f.movers == "" {
+		return nil, fmt.Errorf("%s: no movers key", file)
+	}
+	return parseMovers(f.movers)
 }
 
 // userHelpers runs one privilege-separated storage helper per local account

@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,7 @@ type StripeResult struct {
 	Rep    int
 	Bytes  int64
 	Wall   time.Duration // of the client, from start to exit
+	CPU    cpuShare      // what the machine's CPUs did meanwhile
 	Err    string
 }
 
@@ -160,9 +162,9 @@ func (r *stripeRunner) runCount(ctx context.Context, n int) ([]StripeResult, err
 			var err error
 			switch impl {
 			case Ferry:
-				res.Wall, err = r.runFerry(ctx, lab, n, size)
+				res.Wall, res.CPU, err = r.runFerry(ctx, lab, n, size)
 			case GCT:
-				res.Wall, err = r.runGCT(ctx, lab, n, size)
+				res.Wall, res.CPU, err = r.runGCT(ctx, lab, n, size)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -171,8 +173,8 @@ func (r *stripeRunner) runCount(ctx context.Context, n int) ([]StripeResult, err
 				res.Err = err.Error()
 				fmt.Fprintf(r.cfg.Progress, "bench: stripe %s n=%d rep %d: %v\n", impl, n, rep+1, err)
 			} else {
-				fmt.Fprintf(r.cfg.Progress, "bench: stripe %s n=%d rep %d: %.0f Mbit/s (%d bytes in %v)\n",
-					impl, n, rep+1, res.Mbps(), size, res.Wall.Round(time.Millisecond))
+				fmt.Fprintf(r.cfg.Progress, "bench: stripe %s n=%d rep %d: %.0f Mbit/s (%d bytes in %v; %.2f cores busy, %.1f%% stolen)\n",
+					impl, n, rep+1, res.Mbps(), size, res.Wall.Round(time.Millisecond), res.CPU.Busy, 100*res.CPU.Steal)
 			}
 			results = append(results, res)
 		}
@@ -207,7 +209,7 @@ func dataNodes(lab *wan.Lab, n int, dest bool) []string {
 }
 
 // runFerry runs one copy between two striped Ferry servers.
-func (r *stripeRunner) runFerry(ctx context.Context, lab *wan.Lab, n int, size int64) (time.Duration, error) {
+func (r *stripeRunner) runFerry(ctx context.Context, lab *wan.Lab, n int, size int64) (time.Duration, cpuShare, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var procs []*server
@@ -221,7 +223,7 @@ func (r *stripeRunner) runFerry(ctx context.Context, lab *wan.Lab, n int, size i
 		p, err := startServerCmd(sctx, "ferry mover "+addr, prepare(lab.Command(sctx, host, r.cfg.Ferry, "mover",
 			"-listen", addr, "-storage", "null", "-secret", r.secret(), "-log-level", "warn")))
 		if err != nil {
-			return 0, err
+			return 0, cpuShare{}, err
 		}
 		procs = append(procs, p)
 	}
@@ -239,25 +241,25 @@ func (r *stripeRunner) runFerry(ctx context.Context, lab *wan.Lab, n int, size i
 		}
 		p, err := startServerCmd(sctx, "ferry serve", prepare(lab.Command(sctx, 0, r.cfg.Ferry, args...)))
 		if err != nil {
-			return 0, err
+			return 0, cpuShare{}, err
 		}
 		procs = append(procs, p)
 		fronts[k] = p
 	}
 	if err := r.waitMoversUp(sctx, lab, fronts, n); err != nil {
-		return 0, err
+		return 0, cpuShare{}, err
 	}
 	src := fmt.Sprintf("ftp://%s/%d", net.JoinHostPort(lab.Addr(0).String(), itoa(stripeSourcePort)), size)
 	dst := fmt.Sprintf("ftp://%s/out", net.JoinHostPort(lab.Addr(0).String(), itoa(stripeDestPort)))
-	wall, err := r.client(ctx, lab, false, r.cfg.Ferry, "cp", "-q", "-stripe", "-p", itoa(r.cfg.Parallel), src, dst)
+	wall, cpu, err := r.client(ctx, lab, false, r.cfg.Ferry, "cp", "-q", "-stripe", "-p", itoa(r.cfg.Parallel), src, dst)
 	if err != nil {
-		return 0, err
+		return 0, cpuShare{}, err
 	}
 	// The destination's frontend logs what its movers stored.
 	if got := storedBytes(fronts[1].log.String()); got != size {
-		return 0, fmt.Errorf("the destination stored %d bytes, want %d", got, size)
+		return 0, cpuShare{}, fmt.Errorf("the destination stored %d bytes, want %d", got, size)
 	}
-	return wall, nil
+	return wall, cpu, nil
 }
 
 // storedLine matches the destination frontend's log line of a store.
@@ -320,7 +322,7 @@ func stripesUp(lab *wan.Lab, addr string) (int, error) {
 
 // runGCT runs one copy between two striped GCT servers (frontends with
 // -r, data nodes with -dn).
-func (r *stripeRunner) runGCT(ctx context.Context, lab *wan.Lab, n int, size int64) (time.Duration, error) {
+func (r *stripeRunner) runGCT(ctx context.Context, lab *wan.Lab, n int, size int64) (time.Duration, cpuShare, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var procs []*server
@@ -338,7 +340,7 @@ func (r *stripeRunner) runGCT(ctx context.Context, lab *wan.Lab, n int, size int
 		p, err := startOnPort(sctx, "gct data node "+ip, prepare(r.gctCommand(sctx, lab, host, gctServer,
 			append(common(ip, stripeDataNodePort), "-dn")...)), stripeDataNodePort)
 		if err != nil {
-			return 0, err
+			return 0, cpuShare{}, err
 		}
 		procs = append(procs, p)
 	}
@@ -351,7 +353,7 @@ func (r *stripeRunner) runGCT(ctx context.Context, lab *wan.Lab, n int, size int
 		p, err := startOnPort(sctx, "gct frontend", prepare(r.gctCommand(sctx, lab, 0, gctServer,
 			append(common(ip, port), "-r", strings.Join(dataNodes(lab, n, dest), ","))...)), port)
 		if err != nil {
-			return 0, err
+			return 0, cpuShare{}, err
 		}
 		procs = append(procs, p)
 	}
@@ -389,8 +391,11 @@ func (r *stripeRunner) gctCommand(ctx context.Context, lab *wan.Lab, host int, p
 		"sh", "-c", script, r.hosts(), path}, args...)...)
 }
 
-// client runs the steering client on host 0 and times it.
-func (r *stripeRunner) client(ctx context.Context, lab *wan.Lab, gct bool, path string, args ...string) (time.Duration, error) {
+// client runs the steering client on host 0 and times it. It also
+// returns what the machine's CPUs did meanwhile: every process of the run
+// and the bridge and shapers share them, so a run that kept them busy or
+// lost them to the hypervisor measured the machine, not the network.
+func (r *stripeRunner) client(ctx context.Context, lab *wan.Lab, gct bool, path string, args ...string) (time.Duration, cpuShare, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	var cmd *exec.Cmd
@@ -402,34 +407,44 @@ func (r *stripeRunner) client(ctx context.Context, lab *wan.Lab, gct bool, path 
 	prepare(cmd)
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
+	before, cpuErr := readMachineCPU()
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
+	after, cpuErr2 := readMachineCPU()
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w%s", filepath.Base(path), err, out.suffix())
+		return 0, cpuShare{}, fmt.Errorf("%s: %w%s", filepath.Base(path), err, out.suffix())
 	}
-	return wall, nil
+	var cpu cpuShare
+	if cpuErr == nil && cpuErr2 == nil {
+		cpu = shareSince(before, after, onlineCPUs())
+	}
+	return wall, cpu, nil
 }
 
 // WriteStripeTable writes the median aggregate rate (and range) of every
-// node count and implementation, and the ratio to one node.
+// node count and implementation, its ratio to one node, and what the
+// machine's CPUs did during those runs (median cores busy, and the largest
+// share the hypervisor stole): the reader can tell a run the network
+// limited from one the shared cores did.
 func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) error {
-	fmt.Fprintf(w, "Striped third-party copy, each host's link %s each way, %s per data node, -p %d, %d run(s) per cell\n\n",
-		formatRate(cfg.Rate), formatBytes(cfg.PerMover), cfg.Parallel, cfg.Reps)
+	fmt.Fprintf(w, "Striped third-party copy, each host's link %s each way, %s per data node, -p %d, %d run(s) per cell, %d CPUs\n\n",
+		formatRate(cfg.Rate), formatBytes(cfg.PerMover), cfg.Parallel, cfg.Reps, onlineCPUs())
 	fmt.Fprintf(w, "| data nodes a side | ceiling Mbit/s |")
 	for _, impl := range cfg.Impls {
-		fmt.Fprintf(w, " %s Mbit/s median (range) | %s ×1 node |", impl, impl)
+		fmt.Fprintf(w, " %s Mbit/s median (range) | %s ×1 node | %s cores busy, max stolen |", impl, impl, impl)
 	}
 	fmt.Fprintf(w, "\n|---|---|")
 	for range cfg.Impls {
-		fmt.Fprintf(w, "---|---|")
+		fmt.Fprintf(w, "---|---|---|")
 	}
 	fmt.Fprintln(w)
 	base := map[Impl]float64{}
 	for _, n := range cfg.Movers {
 		fmt.Fprintf(w, "| %d | %.0f |", n, float64(n)*float64(cfg.Rate)/1e6)
 		for _, impl := range cfg.Impls {
-			var rates []float64
+			var rates, busy []float64
+			var stolen float64
 			failed := 0
 			for _, r := range results {
 				if r.Impl == impl && r.Movers == n {
@@ -438,13 +453,16 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 						continue
 					}
 					rates = append(rates, r.Mbps())
+					busy = append(busy, r.CPU.Busy)
+					stolen = max(stolen, r.CPU.Steal)
 				}
 			}
 			if len(rates) == 0 {
-				fmt.Fprintf(w, " failed (%d) | |", failed)
+				fmt.Fprintf(w, " failed (%d) | | |", failed)
 				continue
 			}
 			slices.Sort(rates)
+			slices.Sort(busy)
 			med := median(rates)
 			if _, ok := base[impl]; !ok && n == cfg.Movers[0] {
 				base[impl] = med / float64(n)
@@ -457,11 +475,29 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 			if b := base[impl]; b > 0 {
 				ratio = fmt.Sprintf("%.2f", med/b)
 			}
-			fmt.Fprintf(w, "%s | %s |", cell, ratio)
+			fmt.Fprintf(w, "%s | %s | %.2f, %.1f %% |", cell, ratio, median(busy), 100*stolen)
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// WriteStripeCSV writes every run of the striping benchmark as a CSV
+// record, after a header.
+func WriteStripeCSV(w io.Writer, cfg StripeConfig, results []StripeResult) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"impl", "data_nodes", "rep", "rate_per_host_bit_s", "p", "bytes", "wall_s", "mbit_s", "cores_busy", "steal", "error"})
+	for _, r := range results {
+		mb := ""
+		if r.Err == "" {
+			mb = strconv.FormatFloat(r.Mbps(), 'f', 1, 64)
+		}
+		cw.Write([]string{string(r.Impl), itoa(r.Movers), itoa(r.Rep + 1), strconv.FormatInt(cfg.Rate, 10), itoa(cfg.Parallel),
+			strconv.FormatInt(r.Bytes, 10), strconv.FormatFloat(r.Wall.Seconds(), 'f', 3, 64), mb,
+			strconv.FormatFloat(r.CPU.Busy, 'f', 2, 64), strconv.FormatFloat(r.CPU.Steal, 'f', 4, 64), r.Err})
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 func median(sorted []float64) float64 {

@@ -136,6 +136,7 @@ type server struct {
 	port string
 	root string
 	log  *syncBuffer // its stderr
+	proc *os.Process
 
 	stopOnce sync.Once
 	stopped  stopResult
@@ -184,6 +185,7 @@ func startFerry(t testing.TB, root string, flags ...string) *server {
 		cancel()
 		t.Fatalf("ferry serve: %v", err)
 	}
+	s.proc = cmd.Process
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {

@@ -97,8 +97,8 @@ func secretFile(t *testing.T) string {
 }
 
 // startStriped runs n movers on 127.0.0.2, 127.0.0.3, ... and a frontend
-// driving them, all serving root.
-func startStriped(t *testing.T, root string, n int) *striped {
+// driving them, all serving root; extra flags go to the frontend.
+func startStriped(t *testing.T, root string, n int, extra ...string) *striped {
 	t.Helper()
 	s := &striped{secret: secretFile(t)}
 	var addrs []string
@@ -107,8 +107,9 @@ func startStriped(t *testing.T, root string, n int) *striped {
 		s.movers = append(s.movers, m)
 		addrs = append(addrs, m.addr)
 	}
-	s.server = startFerry(t, root, "-anonymous-write", "-allow-foreign-data", "-movers", strings.Join(addrs, ","),
-		"-mover-secret", s.secret, "-mover-heartbeat", "100ms", "-mover-timeout", "2s", "-log-level", "debug")
+	flags := []string{"-anonymous-write", "-allow-foreign-data", "-movers", strings.Join(addrs, ","),
+		"-mover-secret", s.secret, "-mover-heartbeat", "100ms", "-mover-timeout", "2s", "-log-level", "debug"}
+	s.server = startFerry(t, root, append(flags, extra...)...)
 	s.waitUp(t, n)
 	return s
 }
@@ -282,7 +283,10 @@ func TestStripedThirdParty(t *testing.T) {
 // or started again on its address) the copy works again.
 func TestStripedFaults(t *testing.T) {
 	root := t.TempDir()
-	s := startStriped(t, root, 2)
+	// With -movers-min 2 a transfer needs both movers: one the frontend
+	// already knows is down fails it (425) as surely as one that dies
+	// during it (426); either reply names the mover.
+	s := startStriped(t, root, 2, "-movers-min", "2")
 	want := writeRandom(t, filepath.Join(root, "src.bin"), 4<<20, 3)
 	got := filepath.Join(t.TempDir(), "got")
 	m := s.movers[1]
@@ -456,4 +460,75 @@ func TestStripedFTPS(t *testing.T) {
 	if !strings.Contains(srv.log.String(), "cmd=\"PROT P\"") {
 		t.Errorf("curl did not ask for PROT P:\n%s", srv.log)
 	}
+}
+
+// TestStripedMoversReload: a striped ferry serve whose movers are listed in
+// its -config file takes a new list on SIGHUP: a mover joins and carries
+// its stripes of the next globus-url-copy -stripe download, another
+// leaves and gets none; a bad list is refused and the movers stay.
+func TestStripedMoversReload(t *testing.T) {
+	root := t.TempDir()
+	secret := secretFile(t)
+	m1 := startMover(t, "127.0.0.2:0", root, secret)
+	m2 := startMover(t, "127.0.0.3:0", root, secret)
+	m3 := startMover(t, "127.0.0.4:0", root, secret)
+	conf := filepath.Join(t.TempDir(), "ferry.conf")
+	writeConf := func(movers string) {
+		t.Helper()
+		body := "movers " + movers + "\nmover-secret " + secret + "\nmover-heartbeat 100ms\nmover-timeout 2s\n"
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeConf(m1.addr)
+	srv := startFerry(t, root, "-config", conf, "-anonymous-write", "-allow-foreign-data", "-log-level", "debug")
+	s := &striped{server: srv, movers: []*mover{m1}, secret: secret}
+	s.waitUp(t, 1)
+	const size = 6<<20 + 9
+	want := writeRandom(t, filepath.Join(root, "src.bin"), size, 21)
+	local := t.TempDir()
+	download := func(name string) {
+		t.Helper()
+		mark := s.marks()
+		got := filepath.Join(local, name)
+		mustRun(t, "", "", "globus-url-copy", "-stripe", s.url("/src.bin"), "file://"+got)
+		sameFile(t, got, want)
+		s.checkShares(t, "send", "/src.bin", mark, size)
+	}
+	download("one")
+
+	writeConf(m1.addr + "," + m2.addr)
+	srv.proc.Signal(syscall.SIGHUP)
+	s.waitUp(t, 2)
+	s.movers = []*mover{m1, m2}
+	download("two")
+
+	writeConf(m2.addr + "," + m3.addr)
+	srv.proc.Signal(syscall.SIGHUP)
+	waitLog(t, srv.log, "left="+m1.addr)
+	s.waitUp(t, 2)
+	mark1 := len(m1.log.String())
+	s.movers = []*mover{m2, m3}
+	download("swapped")
+	if strings.Contains(m1.log.String()[mark1:], "op=send path=/src.bin") {
+		t.Error("the mover that left still sent stripes")
+	}
+
+	writeConf("no-port")
+	srv.proc.Signal(syscall.SIGHUP)
+	waitLog(t, srv.log, "movers not reloaded")
+	s.waitUp(t, 2)
+	download("kept")
+}
+
+// waitLog waits (bounded) until log contains text.
+func waitLog(t *testing.T, log *syncBuffer, text string) {
+	t.Helper()
+	for range 200 {
+		if strings.Contains(log.String(), text) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("log never showed %q", text)
 }

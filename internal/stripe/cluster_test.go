@@ -10,8 +10,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,20 +115,25 @@ func startCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
-// startFrontend runs a striped server over root using the movers at addrs.
-func startFrontend(t *testing.T, root string, st dsi.Storage, addrs []string) *cluster {
+// startFrontend runs a striped server over root using the movers at addrs;
+// opts change its configuration.
+func startFrontend(t *testing.T, root string, st dsi.Storage, addrs []string, opts ...func(*server.Config)) *cluster {
 	t.Helper()
-	return startFrontendAt(t, "127.0.0.1:0", root, st, addrs)
+	return startFrontendAt(t, "127.0.0.1:0", root, st, addrs, opts...)
 }
 
-func startFrontendAt(t *testing.T, listen, root string, st dsi.Storage, addrs []string) *cluster {
+func startFrontendAt(t *testing.T, listen, root string, st dsi.Storage, addrs []string, opts ...func(*server.Config)) *cluster {
 	t.Helper()
 	c := &cluster{root: root}
-	var err error
-	c.srv, err = server.New(server.Config{
+	cfg := server.Config{
 		Storage: st, Anonymous: true, AnonymousWrite: true, AllowForeignDataAddress: true,
 		Movers: addrs, MoverSecret: secret, MoverHeartbeat: heartbeat, MoverTimeout: hbTimeout,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var err error
+	c.srv, err = server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,8 +520,9 @@ func TestMoverHangsMidTransfer(t *testing.T) {
 }
 
 // TestWrongSecret: a mover with another secret is never used: the
-// frontend reports it down with the reason, and a transfer that needs it
-// fails with a 4xx reply naming it; the mover logs its refusal.
+// frontend reports it down with the reason, transfers stripe over the
+// other mover, and with MinMovers 2 a transfer fails with a 4xx reply
+// naming it; the mover logs its refusal.
 func TestWrongSecret(t *testing.T) {
 	root, st := newRoot(t)
 	var log syncBuffer
@@ -522,7 +530,9 @@ func TestWrongSecret(t *testing.T) {
 	bad := startMover(t, "127.0.0.3:0", st, []byte("another-secret-0123456789"), func(m *stripe.Mover) {
 		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
-	c := startFrontend(t, root, st, []string{good.addr, bad.addr})
+	c := startFrontend(t, root, st, []string{good.addr, bad.addr}, func(cfg *server.Config) { cfg.MinMovers = 2 })
+	lenient := startFrontend(t, root, st, []string{good.addr, bad.addr})
+	lenient.waitUp(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var status []string
@@ -542,8 +552,24 @@ func TestWrongSecret(t *testing.T) {
 	}
 	defer conn.Close()
 	r, err := conn.Do(ctx, "SPAS")
-	if err != nil || r.Code/100 != 4 || !strings.Contains(r.Text(), bad.addr) {
-		t.Errorf("SPAS with a mover that failed authentication: %v %v", r, err)
+	if err != nil || r.Code/100 != 4 || !strings.Contains(r.Text(), bad.addr) || !strings.Contains(r.Text(), "shared secret") {
+		t.Errorf("SPAS with MinMovers 2 and a mover that failed authentication: %v %v", r, err)
+	}
+	want := randomFile(t, filepath.Join(root, "f"), 3<<20+5)
+	lconn, err := lenient.dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lconn.Close()
+	if r, err := lconn.Do(ctx, "SPAS"); err != nil || r.Code != 229 || len(r.Lines) != 3 || !strings.Contains(r.Text(), "127,0,0,2,") {
+		t.Errorf("SPAS with one good mover: %v %v, want the good mover's address alone", r, err)
+	}
+	out := filepath.Join(t.TempDir(), "f")
+	f, _ := os.Create(out)
+	_, err = lconn.RetrieveAt(ctx, "/f", f, &client.RetrieveOptions{Parallel: 2})
+	f.Close()
+	if got, _ := os.ReadFile(out); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("download over the good mover alone: %v (contents equal: %v)", err, bytes.Equal(got, want))
 	}
 	if !strings.Contains(log.String(), "refused a frontend") {
 		t.Errorf("the mover did not log the refusal:\n%s", log.String())
@@ -601,40 +627,15 @@ func (r stuckReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestStuckMoverFailsRequests: a mover whose storage hangs (while its
-// link still heartbeats) cannot hang the control session: after a
-// transfer on it was aborted, SPAS gets a prompt 425 naming the mover.
+// link still heartbeats) cannot hang the control session: after the
+// client aborts a transfer on it, SPAS gets a prompt 425 naming the mover.
 func TestStuckMoverFailsRequests(t *testing.T) {
 	root, st := newRoot(t)
 	randomFile(t, filepath.Join(root, "f"), 1<<20)
 	hung := newStuck(st)
 	defer hung.release()
 	m0 := startMover(t, "127.0.0.2:0", hung, secret)
-	// Mover 1 accepts and says nothing: the transfer starts on mover 0
-	// (which opens the file and hangs reading it) and fails a handshake
-	// timeout later on mover 1, so mover 0 is told to abort.
-	silent, err := net.Listen("tcp", "127.0.0.3:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepting := make(chan struct{})
-	defer func() { silent.Close(); <-accepting }()
-	go func() {
-		defer close(accepting)
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	c := startFrontend(t, root, st, []string{m0.addr, silent.Addr().String()})
+	c := startFrontend(t, root, st, []string{m0.addr})
 	c.waitUp(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -668,16 +669,20 @@ func TestStuckMoverFailsRequests(t *testing.T) {
 		}
 	}
 	r, err := conn.Do(ctx, "RETR /f")
-	for err == nil && r.Code/100 == 1 {
-		r, err = conn.ReadReply(ctx)
-	}
-	if err != nil || r.Code/100 != 4 {
-		t.Fatalf("RETR with a mover down: %v %v", r, err)
+	if err != nil || r.Code/100 != 1 {
+		t.Fatalf("RETR: %v %v", r, err)
 	}
 	select {
 	case <-hung.opened:
 	case <-time.After(5 * time.Second):
-		t.Fatal("mover 0 never opened the file")
+		t.Fatal("the mover never opened the file")
+	}
+	r, err = conn.Do(ctx, "ABOR")
+	for err == nil && r.Code/100 != 2 {
+		r, err = conn.ReadReply(ctx)
+	}
+	if err != nil {
+		t.Fatalf("ABOR of the transfer on a stuck mover: %v", err)
 	}
 	start := time.Now()
 	sctx, scancel := context.WithTimeout(ctx, 3*hbTimeout)
@@ -687,10 +692,149 @@ func TestStuckMoverFailsRequests(t *testing.T) {
 		t.Fatalf("SPAS after aborting a stuck mover: no reply after %v: %v", time.Since(start), err)
 	}
 	if r.Code != 425 || !strings.Contains(r.Text(), m0.addr) {
-		t.Errorf("SPAS with mover 0 stuck: %v, want 425 naming %s", r, m0.addr)
+		t.Errorf("SPAS with the mover stuck: %v, want 425 naming %s", r, m0.addr)
 	}
 	hung.release()
 	if r, err := conn.Do(ctx, "NOOP"); err != nil || r.Code != 200 {
 		t.Errorf("session after the stuck mover: %v %v", r, err)
 	}
+}
+
+// TestMoversJoinAndLeave: a mover that dies leaves the stripes of later
+// transfers (they go on over the others, no error); SetMovers adds a new
+// mover, which then carries stripes, and drops another; a mover dropped
+// during a transfer finishes its part first.
+func TestMoversJoinAndLeave(t *testing.T) {
+	root, st := newRoot(t)
+	c0, c1 := &counted{Storage: st}, &counted{Storage: st}
+	m0 := startMover(t, "127.0.0.2:0", c0, secret)
+	m1 := startMover(t, "127.0.0.3:0", c1, secret)
+	c := startFrontend(t, root, st, []string{m0.addr, m1.addr})
+	c.waitUp(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	small := randomFile(t, filepath.Join(root, "small"), 768<<10+3)
+	big := randomFile(t, filepath.Join(root, "big"), 6<<20+1)
+	conn, err := c.dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if r, err := conn.Do(ctx, "OPTS RETR StripeLayout=Blocked;BlockSize=65536;"); err != nil || r.Code != 200 {
+		t.Fatalf("OPTS RETR: %v %v", r, err)
+	}
+	// spas checks that SPAS offers exactly the movers on hosts.
+	spas := func(hosts ...string) {
+		t.Helper()
+		r, err := conn.Do(ctx, "SPAS")
+		if err != nil || r.Code != 229 || len(r.Lines) != len(hosts)+2 {
+			t.Fatalf("SPAS: %v %v, want the movers on %q", r, err, hosts)
+		}
+		for k, h := range hosts {
+			if !strings.HasPrefix(strings.TrimSpace(r.Lines[k+1]), strings.ReplaceAll(h, ".", ",")+",") {
+				t.Errorf("SPAS stripe %d: %q, want the mover on %s", k, r.Lines[k+1], h)
+			}
+		}
+	}
+	// download fetches name and checks which movers read bytes for it.
+	download := func(name string, want []byte, by ...*counted) {
+		t.Helper()
+		before := make([]int64, len(by))
+		for k, c := range by {
+			before[k] = c.n.Load()
+		}
+		out := filepath.Join(t.TempDir(), name)
+		f, _ := os.Create(out)
+		_, err := conn.RetrieveAt(ctx, "/"+name, f, &client.RetrieveOptions{Parallel: 2})
+		f.Close()
+		if err != nil {
+			t.Fatalf("download %s: %v", name, err)
+		}
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+			t.Fatalf("download %s: contents differ", name)
+		}
+		var sum int64
+		for k, c := range by {
+			d := c.n.Load() - before[k]
+			if d == 0 {
+				t.Errorf("download %s: mover %d of %d read nothing", name, k+1, len(by))
+			}
+			sum += d
+		}
+		if sum != int64(len(want)) {
+			t.Errorf("download %s: the movers read %d bytes, want %d", name, sum, len(want))
+		}
+	}
+	spas("127.0.0.2", "127.0.0.3")
+
+	m1.kill()
+	c.waitUp(t, 1)
+	spas("127.0.0.2")
+	download("small", small, c0)
+
+	g := newGated(st, 1<<20)
+	defer g.release()
+	c2 := &counted{Storage: g}
+	m2 := startMover(t, "127.0.0.4:0", c2, secret)
+	if _, _, err := c.srv.SetMovers([]string{m0.addr, m0.addr}); err == nil {
+		t.Error("SetMovers took a mover twice")
+	}
+	if _, _, err := c.srv.SetMovers(nil); err == nil {
+		t.Error("SetMovers took no movers")
+	}
+	joined, left, err := c.srv.SetMovers([]string{m0.addr, m2.addr})
+	if err != nil || !slices.Equal(joined, []string{m2.addr}) || !slices.Equal(left, []string{m1.addr}) {
+		t.Fatalf("SetMovers: joined %q, left %q, %v", joined, left, err)
+	}
+	c.waitUp(t, 2)
+	if st := c.srv.MoverStatus(); len(st) != 2 || !strings.Contains(st[1], m2.addr) {
+		t.Errorf("status after the change: %q", st)
+	}
+	spas("127.0.0.2", "127.0.0.4")
+	download("small", small, c0, c2)
+
+	// m2 leaves while it serves a transfer (blocked in its storage).
+	go func() {
+		select {
+		case <-g.reached:
+			if _, left, err := c.srv.SetMovers([]string{m0.addr}); err != nil || !slices.Equal(left, []string{m2.addr}) {
+				t.Errorf("SetMovers during a transfer: left %q, %v", left, err)
+			}
+			g.release()
+		case <-time.After(20 * time.Second):
+			t.Error("the transfer never reached the gate")
+			g.release()
+		}
+	}()
+	download("big", big, c0, c2)
+	spas("127.0.0.2")
+	if st := c.srv.MoverStatus(); len(st) != 1 {
+		t.Errorf("status after m2 left: %q", st)
+	}
+}
+
+// counted is a storage that counts the bytes its readers read. Its
+// readers embed only dsi.Reader: no zero-copy path around the count.
+type counted struct {
+	dsi.Storage
+	n atomic.Int64
+}
+
+func (c *counted) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	r, err := c.Storage.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return countedReader{Reader: r, c: c}, nil
+}
+
+type countedReader struct {
+	dsi.Reader
+	c *counted
+}
+
+func (r countedReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.Reader.ReadAt(p, off)
+	r.c.n.Add(int64(n))
+	return n, err
 }

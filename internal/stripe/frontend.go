@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,30 +37,39 @@ type PoolConfig struct {
 	// MaxBackoff bounds the wait between reconnections to a mover that
 	// is down; 0 means 5s.
 	MaxBackoff time.Duration
+	// MinUp is how many movers must be up for a transfer to start; 0
+	// means 1. A transfer stripes over the movers up at its start, so
+	// with fewer than all a striped server goes on at a lower rate while
+	// a mover is down; MinUp = len(Movers) makes any mover down an error.
+	MinUp int
 	// Logger receives mover health changes; nil discards.
 	Logger *slog.Logger
 }
 
 // Pool is the frontend's view of its movers: it watches their health over
 // a monitor link each (reconnecting with backoff) and makes a Frontend for
-// each control session.
+// each control session. Movers may join and leave (SetMovers); a transfer
+// stripes over the movers that are up when its data channel is set up.
 type Pool struct {
-	cfg    PoolConfig
-	hb     heartbeat
-	log    *slog.Logger
-	movers []*moverState
+	cfg PoolConfig
+	hb  heartbeat
+	log *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
+	movers    []*moverState // in stripe order; replaced, never changed in place
 	frontends map[*Frontend]struct{}
 }
 
 // moverState is one mover's health.
 type moverState struct {
-	addr  string
+	addr    string
+	stop    context.CancelFunc // ends its monitor
+	retired atomic.Bool        // it left the pool
+
 	mu    sync.Mutex
 	up    bool
 	err   error     // why it is down
@@ -87,13 +98,106 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if err := checkMovers(cfg.Movers); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
 	for _, a := range cfg.Movers {
-		p.movers = append(p.movers, &moverState{addr: a, err: errors.New("not yet connected"), since: time.Now()})
+		p.movers = append(p.movers, p.watch(a))
 	}
-	for i := range p.movers {
-		p.wg.Go(func() { p.monitor(i) })
-	}
+	p.mu.Unlock()
 	return p, nil
+}
+
+func checkMovers(addrs []string) error {
+	if len(addrs) == 0 || len(addrs) > 64 {
+		return errors.New("stripe: a pool needs 1 to 64 movers")
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if seen[a] {
+			return fmt.Errorf("stripe: mover %s listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// watch starts monitoring a mover at addr. Called with p.mu held.
+func (p *Pool) watch(addr string) *moverState {
+	ctx, stop := context.WithCancel(p.ctx)
+	ms := &moverState{addr: addr, stop: stop, err: errors.New("not yet connected"), since: time.Now()}
+	p.wg.Go(func() { p.monitor(ctx, ms) })
+	return ms
+}
+
+// SetMovers replaces the pool's movers with addrs, in stripe order: movers
+// already in the pool keep their links and health, new ones join (and are
+// used once up), and those not in addrs leave. A transfer already running
+// on a mover that leaves goes on to its end; later transfers do not use it.
+func (p *Pool) SetMovers(addrs []string) (joined, left []string, err error) {
+	if err := checkMovers(addrs); err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx.Err() != nil {
+		return nil, nil, errors.New("stripe: the pool is closed")
+	}
+	old := map[string]*moverState{}
+	for _, ms := range p.movers {
+		old[ms.addr] = ms
+	}
+	movers := make([]*moverState, 0, len(addrs))
+	for _, a := range addrs {
+		if ms, ok := old[a]; ok {
+			movers = append(movers, ms)
+			delete(old, a)
+			continue
+		}
+		movers = append(movers, p.watch(a))
+		joined = append(joined, a)
+		p.log.Info("mover joined", "mover", a)
+	}
+	for _, ms := range p.movers {
+		if _, gone := old[ms.addr]; gone {
+			ms.retired.Store(true)
+			ms.stop()
+			left = append(left, ms.addr)
+			p.log.Info("mover left", "mover", ms.addr)
+		}
+	}
+	p.movers = movers
+	return joined, left, nil
+}
+
+// current is the pool's movers, in stripe order.
+func (p *Pool) current() []*moverState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.movers
+}
+
+// upMovers is the movers that are up, in stripe order, or an error
+// naming those down if fewer than MinUp are up.
+func (p *Pool) upMovers() ([]*moverState, error) {
+	var up []*moverState
+	var down []string
+	movers := p.current()
+	for _, ms := range movers {
+		ms.mu.Lock()
+		if ms.up {
+			up = append(up, ms)
+		} else {
+			down = append(down, fmt.Sprintf("mover %s down (%v)", ms.addr, ms.err))
+		}
+		ms.mu.Unlock()
+	}
+	if need := min(max(p.cfg.MinUp, 1), len(movers)); len(up) < need {
+		return nil, &xfer.DataError{Open: true, Err: fmt.Errorf("%d of %d data movers up, %d needed: %s",
+			len(up), len(movers), need, strings.Join(down, "; "))}
+	}
+	return up, nil
 }
 
 // Close stops watching, ends every Frontend's links and waits.
@@ -112,9 +216,9 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// dial connects and authenticates to mover i.
-func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
-	addr := p.movers[i].addr
+// dial connects and authenticates to a mover.
+func (p *Pool) dial(ctx context.Context, ms *moverState) (*link, error) {
+	addr := ms.addr
 	d := net.Dialer{Timeout: p.cfg.DialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -128,33 +232,37 @@ func (p *Pool) dial(ctx context.Context, i int) (*link, error) {
 	return newLink(c, "mover "+addr, p.hb, keys), nil
 }
 
-// monitor keeps a link to one mover, logging when it goes up or down.
-func (p *Pool) monitor(i int) {
-	ms := p.movers[i]
+// monitor keeps a link to one mover until ctx ends, logging when it goes
+// up or down.
+func (p *Pool) monitor(ctx context.Context, ms *moverState) {
 	backoff := 100 * time.Millisecond
-	for p.ctx.Err() == nil {
-		l, err := p.dial(p.ctx, i)
+	for ctx.Err() == nil {
+		l, err := p.dial(ctx, ms)
 		if err == nil {
 			p.setHealth(ms, true, nil)
 			start := time.Now()
 			select {
 			case <-l.dead:
 				err = l.Err()
-			case <-p.ctx.Done():
+			case <-ctx.Done():
 			}
 			l.close()
-			if p.ctx.Err() != nil {
+			if ctx.Err() != nil {
+				p.setHealth(ms, false, errors.New("left the pool"))
 				return
 			}
 			if time.Since(start) > p.cfg.MaxBackoff {
 				backoff = 100 * time.Millisecond
 			}
 		}
+		if ctx.Err() != nil {
+			return
+		}
 		p.setHealth(ms, false, err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
-		case <-p.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return
 		}
@@ -171,6 +279,9 @@ func (p *Pool) setHealth(ms *moverState, up bool, err error) {
 		ms.since = time.Now()
 	}
 	ms.mu.Unlock()
+	if ms.retired.Load() {
+		return
+	}
 	switch {
 	case up && changed:
 		p.log.Info("mover up", "mover", ms.addr)
@@ -181,8 +292,9 @@ func (p *Pool) setHealth(ms *moverState, up bool, err error) {
 
 // Status is one line per mover: stripe, address, health, since when.
 func (p *Pool) Status() []string {
-	lines := make([]string, len(p.movers))
-	for i, ms := range p.movers {
+	movers := p.current()
+	lines := make([]string, len(movers))
+	for i, ms := range movers {
 		ms.mu.Lock()
 		state := "up"
 		if !ms.up {
@@ -197,7 +309,7 @@ func (p *Pool) Status() []string {
 // Up reports how many movers are up.
 func (p *Pool) Up() int {
 	n := 0
-	for _, ms := range p.movers {
+	for _, ms := range p.current() {
 		ms.mu.Lock()
 		if ms.up {
 			n++
@@ -220,7 +332,7 @@ type SessionConfig struct {
 
 // NewFrontend returns the DTP of one control session.
 func (p *Pool) NewFrontend(cfg SessionConfig) *Frontend {
-	f := &Frontend{pool: p, cfg: cfg, links: make([]*link, len(p.movers)), listening: map[int]bool{}}
+	f := &Frontend{pool: p, cfg: cfg, links: map[*moverState]*link{}}
 	p.mu.Lock()
 	p.frontends[f] = struct{}{}
 	p.mu.Unlock()
@@ -236,7 +348,7 @@ type Frontend struct {
 	cfg  SessionConfig
 
 	mu     sync.Mutex // guards links and closed against Close
-	links  []*link
+	links  map[*moverState]*link
 	closed bool
 
 	home      string
@@ -245,7 +357,7 @@ type Frontend struct {
 	cred      *Msg             // the session's delegated credential; nil: the movers' own
 	credSent  map[*link]bool   // links that got cred
 	secErr    error            // why the session's security cannot go to the movers
-	listening map[int]bool     // movers with a passive listener
+	listening []*moverState    // movers with a passive listener, in stripe order
 	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
 	seq       atomic.Uint64
 }
@@ -275,13 +387,11 @@ func (f *Frontend) SetSecurity(cfg *dcsec.Config) {
 func (f *Frontend) Close() error {
 	f.mu.Lock()
 	links := f.links
-	f.links = make([]*link, len(links))
+	f.links = map[*moverState]*link{}
 	f.closed = true
 	f.mu.Unlock()
 	for _, l := range links {
-		if l != nil {
-			l.close()
-		}
+		l.close()
 	}
 	f.pool.mu.Lock()
 	delete(f.pool.frontends, f)
@@ -289,10 +399,10 @@ func (f *Frontend) Close() error {
 	return nil
 }
 
-// link returns the session's live link to mover i, connecting if needed.
-func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
+// link returns the session's live link to a mover, connecting if needed.
+func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	f.mu.Lock()
-	l := f.links[i]
+	l := f.links[ms]
 	closed := f.closed
 	f.mu.Unlock()
 	if closed {
@@ -303,10 +413,13 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 	}
 	if l != nil {
 		l.close()
-		delete(f.listening, i) // a new link is a new session on the mover
+		f.dropListener(ms) // a new link is a new session on the mover
 		delete(f.credSent, l)
 	}
-	l, err := f.pool.dial(ctx, i)
+	if ms.retired.Load() {
+		return nil, fmt.Errorf("mover %s left the pool", ms.addr)
+	}
+	l, err := f.pool.dial(ctx, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -320,16 +433,40 @@ func (f *Frontend) link(ctx context.Context, i int) (*link, error) {
 		l.close()
 		return nil, net.ErrClosed
 	}
-	f.links[i] = l
+	f.links[ms] = l
 	return l, nil
+}
+
+// dropListener forgets that ms listens for this session.
+func (f *Frontend) dropListener(ms *moverState) {
+	f.listening = slices.DeleteFunc(f.listening, func(x *moverState) bool { return x == ms })
+}
+
+// prune ends the session's links to movers that left the pool, between
+// transfers.
+func (f *Frontend) prune() {
+	f.mu.Lock()
+	var gone []*link
+	for ms, l := range f.links {
+		if ms.retired.Load() {
+			gone = append(gone, l)
+			delete(f.links, ms)
+			f.dropListener(ms)
+		}
+	}
+	f.mu.Unlock()
+	for _, l := range gone {
+		l.close()
+		delete(f.credSent, l)
+	}
 }
 
 // call sends a request to mover i and waits for its reply, at most the
 // request timeout: a mover that heartbeats but does not answer fails the
 // request with an error naming it, and its link is dropped (a late answer
 // must not pass for the next request's).
-func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
-	l, err := f.link(ctx, i)
+func (f *Frontend) call(ctx context.Context, ms *moverState, m *Msg) (*Msg, error) {
+	l, err := f.link(ctx, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +475,7 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 		return nil, err
 	}
 	wait := f.pool.cfg.RequestTimeout
-	errLate := fmt.Errorf("mover %s did not answer the %v request within %v", f.pool.movers[i].addr, m.Type, wait)
+	errLate := fmt.Errorf("mover %s did not answer the %v request within %v", ms.addr, m.Type, wait)
 	rctx, cancel := context.WithTimeoutCause(ctx, wait, errLate)
 	defer cancel()
 	for range 1 << 16 { // bounded: stale messages of an aborted transfer
@@ -353,11 +490,11 @@ func (f *Frontend) call(ctx context.Context, i int, m *Msg) (*Msg, error) {
 			continue
 		}
 		if r.Type == TypeError {
-			return nil, fmt.Errorf("mover %s: %s", f.pool.movers[i].addr, r.Text)
+			return nil, fmt.Errorf("mover %s: %s", ms.addr, r.Text)
 		}
 		return r, nil
 	}
-	return nil, fmt.Errorf("mover %s: no reply", f.pool.movers[i].addr)
+	return nil, fmt.Errorf("mover %s: no reply", ms.addr)
 }
 
 // request sends m on l, after the session's delegated credential if m
@@ -372,24 +509,24 @@ func (f *Frontend) request(l *link, m *Msg) error {
 	return l.send(m)
 }
 
-// reset makes every mover drop its listener except keep.
-func (f *Frontend) reset(keep map[int]bool) {
-	for i := range f.listening {
-		if keep[i] {
+// reset makes every listening mover drop its listener except keep.
+func (f *Frontend) reset(keep []*moverState) {
+	for _, ms := range f.listening {
+		if slices.Contains(keep, ms) {
 			continue
 		}
 		f.mu.Lock()
-		l := f.links[i]
+		l := f.links[ms]
 		f.mu.Unlock()
 		if l != nil {
 			l.send(&Msg{Type: TypeReset})
 		}
-		delete(f.listening, i)
 	}
+	f.listening = nil
 }
 
-// Passive (PASV, EPSV) makes the first mover listen, as a striped GCT
-// server does.
+// Passive (PASV, EPSV) makes the first mover that is up listen, as a
+// striped GCT server uses its first data node.
 func (f *Frontend) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error) {
 	addrs, err := f.listen(ctx, ipv4, 1)
 	if err != nil {
@@ -398,26 +535,31 @@ func (f *Frontend) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, erro
 	return addrs[0], nil
 }
 
-// PassiveStripes (SPAS) makes every mover listen: one address per stripe.
+// PassiveStripes (SPAS) makes every mover that is up listen: one address
+// per stripe.
 func (f *Frontend) PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrPort, error) {
-	return f.listen(ctx, ipv4, len(f.pool.movers))
+	return f.listen(ctx, ipv4, 64)
 }
 
+// listen makes the first n movers that are up listen.
 func (f *Frontend) listen(ctx context.Context, ipv4 bool, n int) ([]netip.AddrPort, error) {
+	f.prune()
 	f.active = nil
-	keep := map[int]bool{}
-	for i := range n {
-		keep[i] = true
+	movers, err := f.pool.upMovers()
+	if err != nil {
+		f.reset(nil)
+		return nil, err
 	}
-	f.reset(keep)
-	addrs := make([]netip.AddrPort, n)
-	for i := range n {
-		r, err := f.call(ctx, i, &Msg{Type: TypePassive, IPv4: ipv4, Buffer: f.buf, Sec: f.sec})
+	movers = movers[:min(n, len(movers))]
+	f.reset(movers)
+	addrs := make([]netip.AddrPort, len(movers))
+	for k, ms := range movers {
+		r, err := f.call(ctx, ms, &Msg{Type: TypePassive, IPv4: ipv4, Buffer: f.buf, Sec: f.sec})
 		if err != nil {
 			return nil, err
 		}
-		addrs[i] = r.Addr
-		f.listening[i] = true
+		addrs[k] = r.Addr
+		f.listening = append(f.listening, ms)
 	}
 	return addrs, nil
 }
@@ -428,6 +570,7 @@ func (f *Frontend) Active(ctx context.Context, addrs []netip.AddrPort) error {
 	if len(addrs) == 0 {
 		return errors.New("stripe: no data address")
 	}
+	f.prune()
 	f.reset(nil)
 	f.active = append([]netip.AddrPort(nil), addrs...)
 	return nil
@@ -450,9 +593,15 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 			return 0, err
 		}
 	}
-	movers := []int{0}
-	if len(f.active) > 0 && req.Mode == xfer.ModeEBlock && !req.Listing {
-		movers = f.all()
+	movers := f.listening
+	if len(movers) == 0 {
+		var err error
+		if movers, err = f.pool.upMovers(); err != nil {
+			return 0, err
+		}
+	}
+	if len(f.listening) > 0 || req.Mode != xfer.ModeEBlock || req.Listing {
+		movers = movers[:1]
 	}
 	msgs := make([]*Msg, len(movers))
 	for k := range movers {
@@ -472,17 +621,18 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 	if f.secErr != nil {
 		return 0, &xfer.DataError{Open: true, Err: f.secErr}
 	}
-	var movers []int
-	for i := range f.pool.movers {
-		if f.listening[i] {
-			movers = append(movers, i)
+	movers := f.listening
+	if len(movers) == 0 {
+		if len(f.active) == 0 {
+			return 0, xfer.ErrNoDataAddress
+		}
+		var err error
+		if movers, err = f.pool.upMovers(); err != nil {
+			return 0, err
 		}
 	}
-	switch {
-	case len(movers) == 0 && len(f.active) == 0:
-		return 0, xfer.ErrNoDataAddress
-	case len(movers) == 0 || req.Mode == xfer.ModeStream:
-		movers = []int{0}
+	if len(f.listening) == 0 || req.Mode == xfer.ModeStream {
+		movers = movers[:1]
 	}
 	msgs := make([]*Msg, len(movers))
 	for k := range movers {
@@ -516,14 +666,6 @@ func readListing(src dsi.Reader) ([]byte, error) {
 	return nil, &xfer.StorageError{Err: err}
 }
 
-func (f *Frontend) all() []int {
-	ids := make([]int, len(f.pool.movers))
-	for i := range ids {
-		ids[i] = i
-	}
-	return ids
-}
-
 func (f *Frontend) moverPath(p string) string {
 	return path.Join("/", f.home, p)
 }
@@ -531,11 +673,11 @@ func (f *Frontend) moverPath(p string) string {
 // run starts msgs[k] on movers[k] and gathers their events until all are
 // done. The first failure stops the others; a mover that dies or stops
 // answering fails the transfer with an error naming it.
-func (f *Frontend) run(ctx context.Context, movers []int, msgs []*Msg, notify func(xfer.Event)) (int64, error) {
+func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, notify func(xfer.Event)) (int64, error) {
 	seq := f.seq.Add(1)
 	links := make([]*link, len(movers))
-	for k, i := range movers {
-		l, err := f.link(ctx, i)
+	for k, ms := range movers {
+		l, err := f.link(ctx, ms)
 		if err != nil {
 			f.abort(links[:k], seq)
 			return 0, &xfer.DataError{Open: true, Err: err}
@@ -594,11 +736,11 @@ func (f *Frontend) run(ctx context.Context, movers []int, msgs []*Msg, notify fu
 // errStopped marks a mover stopped because another one failed.
 var errStopped = errors.New("stopped")
 
-// follow waits for mover i's transfer seq to end, passing its events on.
+// follow waits for a mover's transfer seq to end, passing its events on.
 // When ctx ends or stop closes it aborts the mover's transfer and waits a
 // heartbeat timeout for it to confirm.
-func (f *Frontend) follow(ctx context.Context, l *link, seq uint64, i int, stop <-chan struct{}, notify func(xfer.Event)) (int64, error) {
-	addr := f.pool.movers[i].addr
+func (f *Frontend) follow(ctx context.Context, l *link, seq uint64, ms *moverState, stop <-chan struct{}, notify func(xfer.Event)) (int64, error) {
+	addr := ms.addr
 	waitCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	aborted := false

@@ -15,7 +15,8 @@ import (
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
-// newPool is a pool over the movers at addrs, closed with the test.
+// newPool is a pool over the movers at addrs, closed with the test, once
+// they are all up.
 func newPool(t *testing.T, addrs ...string) *stripe.Pool {
 	t.Helper()
 	p, err := stripe.NewPool(stripe.PoolConfig{Movers: addrs, Secret: secret, Heartbeat: heartbeat, HeartbeatTimeout: hbTimeout})
@@ -23,7 +24,14 @@ func newPool(t *testing.T, addrs ...string) *stripe.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return p
+	for range 400 {
+		if p.Up() == len(addrs) {
+			return p
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("movers not up: %q", p.Status())
+	return nil
 }
 
 // sink is a data channel receiver: what one connection sent, in full.

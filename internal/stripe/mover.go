@@ -66,6 +66,10 @@ type Mover struct {
 	closed   bool
 	wg       sync.WaitGroup
 	dropping atomic.Bool // a drop was logged and none since
+	// orphans counts transfers still running after their session's link
+	// ended (their storage or data connections hang): while there are
+	// any, new transfers are refused rather than piled up behind them.
+	orphans atomic.Int32
 }
 
 func (m *Mover) log() *slog.Logger {
@@ -244,8 +248,10 @@ func (s *moverSession) run() {
 		// The link is gone, so nothing waits on this loop: wait for the
 		// transfer (which may hang as long as its storage does).
 		s.stop(errors.New("frontend link ended"))
-		if s.done != nil {
+		if s.busy() {
+			s.m.orphans.Add(1)
 			<-s.done
+			s.m.orphans.Add(-1)
 		}
 		if s.local != nil {
 			s.local.Close()
@@ -364,6 +370,8 @@ func (s *moverSession) ready() error {
 		return errors.New("busy: the previous transfer has not stopped yet (its storage or data connections do not answer)")
 	case s.busy():
 		return errors.New("busy: a transfer is running")
+	case s.m.orphans.Load() > 0:
+		return errors.New("busy: a transfer of an earlier session has not stopped yet (its storage or data connections do not answer)")
 	}
 	return nil
 }

@@ -284,21 +284,27 @@ func TestCallDeadline(t *testing.T) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		keys, err := moverHandshake(context.Background(), c, testSecret, 5*time.Second)
-		if err != nil {
-			c.Close()
-			return
-		}
-		l := newLink(c, "frontend", hb, keys)
-		defer l.close()
-		for { // reads every request, answers none
-			if _, err := l.recv(context.Background()); err != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for { // the pool's monitor link, then the session's
+			c, err := ln.Accept()
+			if err != nil {
 				return
 			}
+			wg.Go(func() {
+				keys, err := moverHandshake(context.Background(), c, testSecret, 5*time.Second)
+				if err != nil {
+					c.Close()
+					return
+				}
+				l := newLink(c, "frontend", hb, keys)
+				defer l.close()
+				for { // reads every request, answers none
+					if _, err := l.recv(context.Background()); err != nil {
+						return
+					}
+				}
+			})
 		}
 	}()
 	p, err := NewPool(PoolConfig{Movers: []string{ln.Addr().String()}, Secret: testSecret,
@@ -307,6 +313,7 @@ func TestCallDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	waitPoolUp(t, p, 1)
 	f := p.NewFrontend(SessionConfig{})
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
@@ -321,5 +328,18 @@ func TestCallDeadline(t *testing.T) {
 	}
 	f.Close()
 	p.Close()
+	ln.Close()
 	<-served
+}
+
+// waitPoolUp waits (bounded) until n of p's movers are up.
+func waitPoolUp(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	for range 400 {
+		if p.Up() == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("movers not up: %q", p.Status())
 }

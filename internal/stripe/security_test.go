@@ -188,6 +188,7 @@ func TestPrivateKeyTravelsOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
+			waitPoolUp(t, p, 1)
 			f := p.NewFrontend(SessionConfig{})
 			defer f.Close()
 			f.SetSecurity(&dcsec.Config{Style: dcsec.GSI, Level: dcsec.Safe, Certificate: tc.cert,
