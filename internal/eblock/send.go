@@ -102,6 +102,14 @@ func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.
 	})
 	defer stop()
 	var total atomic.Int64
+	if len(conns) == 1 {
+		// One connection (small files' batches): no goroutine per file.
+		err := sendConn(conns[0], 0, src, q, bs, &cfg, &total, 1)
+		if ctx.Err() != nil {
+			return total.Load(), context.Cause(ctx)
+		}
+		return total.Load(), err
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(conns))
 	for i, c := range conns {
