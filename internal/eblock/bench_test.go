@@ -3,7 +3,6 @@ package eblock
 import (
 	"bytes"
 	"context"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -18,38 +17,10 @@ type sink struct{}
 func (sink) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
 func (sink) Close() error                           { return nil }
 
-// benchPairs is pairs for benchmarks.
-func benchPairs(b *testing.B, n int) (senders, receivers []net.Conn) {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	for range n {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := l.Accept()
-		if err != nil {
-			b.Fatal(err)
-		}
-		senders, receivers = append(senders, c), append(receivers, s)
-	}
-	b.Cleanup(func() {
-		for i := range senders {
-			senders[i].Close()
-			receivers[i].Close()
-		}
-	})
-	return senders, receivers
-}
-
 // benchTransfers moves one size-byte file per iteration over the same
 // cached loopback connections, as a batch of files does.
 func benchTransfers(b *testing.B, size, conns, bs int) {
-	s, r := benchPairs(b, conns)
+	s, r := pairs(b, conns)
 	src := bytes.NewReader(random(size, 9))
 	ranges := []xfer.Range{{Start: 0, End: int64(size)}}
 	ctx := context.Background()
