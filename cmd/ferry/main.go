@@ -57,7 +57,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	os.Exit(runMain(ctx, e, os.Args[1:]))
+	stopProfile := startProfile()
+	code := runMain(ctx, e, os.Args[1:])
+	stopProfile()
+	os.Exit(code)
 }
 
 // runMain dispatches args and returns the process exit status.

@@ -182,25 +182,30 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	striped := req.Senders > 1
 	var total atomic.Int64
 	errs := make([]error, len(stripes))
-	var wg sync.WaitGroup
-	for i, conns := range stripes {
-		wg.Go(func() {
-			n, err := eblock.Send(ctx, conns, src, plan[i].ranges, eblock.SendConfig{
-				BlockSize: req.BlockSize,
-				Base:      req.Offset,
-				Sent:      &sent,
-				EOFCount:  plan[i].eofCount,
-				NoEOF:     plan[i].noEOF,
-				Close:     striped,
-			})
-			total.Add(n)
-			if err != nil {
-				errs[i] = err
-				cancel(err)
-			}
+	sendStripe := func(i int) {
+		n, err := eblock.Send(ctx, stripes[i], src, plan[i].ranges, eblock.SendConfig{
+			BlockSize: req.BlockSize,
+			Base:      req.Offset,
+			Sent:      &sent,
+			EOFCount:  plan[i].eofCount,
+			NoEOF:     plan[i].noEOF,
+			Close:     striped,
 		})
+		total.Add(n)
+		if err != nil {
+			errs[i] = err
+			cancel(err)
+		}
 	}
-	wg.Wait()
+	if len(stripes) == 1 {
+		sendStripe(0) // the common case: no goroutine per file
+	} else {
+		var wg sync.WaitGroup
+		for i := range stripes {
+			wg.Go(func() { sendStripe(i) })
+		}
+		wg.Wait()
+	}
 	stopWatch()
 	stopMarkers()
 	if err := firstErr(errs); err != nil {

@@ -34,7 +34,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 func (m *memFile) Close() error { return nil }
 
 // pairs returns n connected loopback TCP pairs.
-func pairs(t *testing.T, n int) (senders, receivers []net.Conn) {
+func pairs(t testing.TB, n int) (senders, receivers []net.Conn) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -164,11 +164,13 @@ func (r *Receiver) finishLocked() {
 
 func (r *Receiver) read(c net.Conn, idx int) {
 	var hdr [HeaderSize]byte
+	have := 0 // bytes of the next header already read behind a small block
 	for {
-		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		if _, err := io.ReadFull(c, hdr[have:]); err != nil {
 			r.connFailed(c, err, "reading a block header")
 			return
 		}
+		have = 0
 		h, err := ParseHeader(hdr[:])
 		if err != nil {
 			r.connFailed(c, fmt.Errorf("%w: %v", ErrProtocol, err), "")
@@ -180,7 +182,13 @@ func (r *Receiver) read(c net.Conn, idx int) {
 				return
 			}
 		} else if h.Count > 0 {
-			if err := r.block(c, idx, int64(h.Offset), int64(h.Count)); err != nil {
+			// After a block with EOD (allowed, protocol.md §5.2) the
+			// connection carries the next transfer: no reading ahead.
+			next := &hdr
+			if h.Desc&DescEOD != 0 {
+				next = nil
+			}
+			if have, err = r.block(c, idx, int64(h.Offset), int64(h.Count), next); err != nil {
 				r.connFailed(c, err, "")
 				return
 			}
@@ -192,37 +200,45 @@ func (r *Receiver) read(c net.Conn, idx int) {
 	}
 }
 
-// block claims, stores and commits one block.
-func (r *Receiver) block(c net.Conn, idx int, off, n int64) error {
+// block claims, stores and commits one block. A small block is read
+// together with what follows it up to the next header, which lands in
+// next (unless next is nil); have is how many bytes of it arrived (the
+// rest is still to read).
+func (r *Receiver) block(c net.Conn, idx int, off, n int64, next *[HeaderSize]byte) (have int, err error) {
 	rg := xfer.Range{Start: off, End: off + n}
 	r.mu.Lock()
 	switch {
 	case r.cfg.Limit >= 0 && rg.End > r.cfg.Limit:
 		r.mu.Unlock()
-		return fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
+		return 0, fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
 	case r.cfg.Base+rg.End < r.cfg.Base:
 		r.mu.Unlock()
-		return fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
+		return 0, fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
 	}
 	if m := r.claimed.Missing(rg); len(m) != 1 || m[0] != rg {
 		r.mu.Unlock()
-		return fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
+		return 0, fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
 	}
 	r.claimed.Add(rg)
 	r.mu.Unlock()
 
 	var got int64
-	var err error
-	if r.rf != nil {
+	switch {
+	case n <= smallBlock:
+		// Zero-copy paths cost more syscalls than they save here (a
+		// splice sets up a pipe), and the read can take the next header
+		// along.
+		got, have, err = readSmall(r.dst, c, r.cfg.Base+off, n, next)
+	case r.rf != nil:
 		got, err = r.rf.ReadRangeFrom(c, r.cfg.Base+off, n)
-	} else {
+	default:
 		got, err = copyBlock(r.dst, c, r.cfg.Base+off, n)
 	}
 	if err != nil {
-		return classify(err)
+		return 0, classify(err)
 	}
 	if got != n {
-		return &xfer.DataError{Err: io.ErrUnexpectedEOF}
+		return 0, &xfer.DataError{Err: io.ErrUnexpectedEOF}
 	}
 	r.mu.Lock()
 	r.committed.Add(rg)
@@ -234,7 +250,48 @@ func (r *Receiver) block(c net.Conn, idx int, off, n int64) error {
 	if idx < len(r.cfg.ConnReceived) {
 		r.cfg.ConnReceived[idx].Add(n)
 	}
-	return nil
+	return have, nil
+}
+
+// smallBlock is the largest payload read through a buffer together with
+// the header behind it: for small files (one block each) that halves the
+// reads, and a block this small gains nothing from splice.
+const smallBlock = 64 << 10
+
+// readSmall reads the n-byte payload of a block and stores it at off,
+// reading on into next (when not nil), up to the next header's end, in the
+// same reads: a block without EOD is followed by a header on its
+// connection (the connection ends with one), so nothing beyond this
+// transfer is read. It never waits for header bytes once the payload is
+// complete; have is how many it got.
+func readSmall(dst io.WriterAt, c net.Conn, off, n int64, next *[HeaderSize]byte) (got int64, have int, err error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := (*bp)[:n]
+	if next != nil {
+		buf = (*bp)[:n+HeaderSize]
+	}
+	m := 0
+	for int64(m) < n && err == nil {
+		var k int
+		k, err = c.Read(buf[m:])
+		m += k
+	}
+	if int64(m) < n {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, 0, &xfer.DataError{Err: err}
+	}
+	if _, werr := dst.WriteAt(buf[:n], off); werr != nil {
+		return 0, 0, &xfer.StorageError{Err: werr}
+	}
+	// A read error after the payload is the next header's: read fails it
+	// there (as "reading a block header"), after this block counted.
+	if next != nil {
+		have = copy(next[:], buf[n:m])
+	}
+	return n, have, nil
 }
 
 func copyBlock(dst io.WriterAt, c net.Conn, off, n int64) (int64, error) {

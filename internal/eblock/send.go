@@ -68,6 +68,19 @@ func (q *blockQueue) take() (off, n int64, ok bool) {
 	return 0, 0, false
 }
 
+// drained reports that take has no block left to give; once true it stays
+// true.
+func (q *blockQueue) drained() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range q.ranges {
+		if max(q.next, r.Start) < r.End {
+			return false
+		}
+	}
+	return true
+}
+
 // Send writes the given ranges of src as blocks over conns, each connection
 // taking the next block when it is free, then ends the transfer: EOD on every
 // connection, and EOF with the EOD count on the first. With an empty ranges
@@ -89,6 +102,14 @@ func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.
 	})
 	defer stop()
 	var total atomic.Int64
+	if len(conns) == 1 {
+		// One connection (small files' batches): no goroutine per file.
+		err := sendConn(conns[0], 0, src, q, bs, &cfg, &total, 1)
+		if ctx.Err() != nil {
+			return total.Load(), context.Cause(ctx)
+		}
+		return total.Load(), err
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(conns))
 	for i, c := range conns {
@@ -130,52 +151,57 @@ func sendConn(c net.Conn, idx int, src io.ReaderAt, q *blockQueue, bs int64, cfg
 	if cfg.EOFCount > 0 {
 		nconns = cfg.EOFCount
 	}
-	var hdr [HeaderSize]byte
-	rw, zeroCopy := src.(dsi.RangeWriterTo)
-	var buf []byte
-	if !zeroCopy {
-		bp := bufPool.Get().(*[]byte)
-		defer bufPool.Put(bp)
-		buf = (*bp)[:min(bs, int64(len(*bp)))]
+	end := Header{Desc: DescEOD}
+	if carriesEOF {
+		end = Header{Desc: DescEOF | DescEOD, Offset: uint64(nconns)}
 	}
+	if cfg.Close {
+		end.Desc |= DescClose
+	}
+	sc := scratchPool.Get().(*sendScratch)
+	defer scratchPool.Put(sc)
+	hdr, endHdr, v := &sc.hdr, &sc.end, &sc.g
+	end.Put(endHdr[:])
+	rw, zeroCopy := src.(dsi.RangeWriterTo)
+	var bp *[]byte // a copy buffer, taken when first needed
+	defer func() {
+		if bp != nil {
+			bufPool.Put(bp)
+		}
+	}()
+	ended := false // the end header went out with the last block
 	for {
 		off, n, ok := q.take()
 		if !ok {
 			break
 		}
 		Header{Count: uint64(n), Offset: uint64(off - cfg.Base)}.Put(hdr[:])
-		if zeroCopy {
-			if _, err := c.Write(hdr[:]); err != nil {
+		if bp == nil && (!zeroCopy || n <= smallBlock) {
+			bp = bufPool.Get().(*[]byte)
+		}
+		var err error
+		switch {
+		case n <= smallBlock:
+			// Header, payload and (when this was the last block) the end
+			// header in one write: one packet, not three, for the small
+			// files of a batch; the copy costs less than the syscalls.
+			ended = q.drained()
+			err = sendSmall(c, v, src, off, (*bp)[:n], hdr, endHdr, ended)
+		case zeroCopy:
+			if _, err = c.Write(hdr[:]); err != nil {
 				return &xfer.DataError{Err: err}
 			}
-			if _, err := rw.WriteRangeTo(c, off, n); err != nil {
+			if _, err = rw.WriteRangeTo(c, off, n); err != nil {
 				if errors.Is(err, io.ErrUnexpectedEOF) { // the file is shorter than it was
 					return &xfer.StorageError{Err: err}
 				}
 				return classify(err)
 			}
-		} else {
-			for done := int64(0); done < n; {
-				chunk := buf[:min(int64(len(buf)), n-done)]
-				m, err := src.ReadAt(chunk, off+done)
-				if m < len(chunk) {
-					if err == nil || err == io.EOF {
-						err = io.ErrUnexpectedEOF
-					}
-					return &xfer.StorageError{Err: err}
-				}
-				var werr error
-				if done == 0 {
-					bufs := net.Buffers{hdr[:], chunk}
-					_, werr = bufs.WriteTo(c)
-				} else {
-					_, werr = c.Write(chunk)
-				}
-				if werr != nil {
-					return &xfer.DataError{Err: werr}
-				}
-				done += int64(m)
-			}
+		default:
+			err = sendCopy(c, v, src, off, n, (*bp)[:min(bs, int64(len(*bp)))], hdr)
+		}
+		if err != nil {
+			return err
 		}
 		if cfg.Sent != nil {
 			cfg.Sent.Add(n)
@@ -185,19 +211,92 @@ func sendConn(c net.Conn, idx int, src io.ReaderAt, q *blockQueue, bs int64, cfg
 		}
 		total.Add(n)
 	}
-	end := Header{Desc: DescEOD}
-	if carriesEOF {
-		end = Header{Desc: DescEOF | DescEOD, Offset: uint64(nconns)}
-	}
-	if cfg.Close {
-		end.Desc |= DescClose
-	}
-	end.Put(hdr[:])
-	if _, err := c.Write(hdr[:]); err != nil {
-		return &xfer.DataError{Err: err}
+	if !ended {
+		if _, err := c.Write(endHdr[:]); err != nil {
+			return &xfer.DataError{Err: err}
+		}
 	}
 	if cfg.Close {
 		c.Close()
+	}
+	return nil
+}
+
+// sendSmall sends one block whose payload fits buf, read at off, with its
+// header hdr and, when last, the connection's end header behind it.
+func sendSmall(c net.Conn, v *gather, src io.ReaderAt, off int64, buf []byte, hdr, end *[HeaderSize]byte, last bool) error {
+	if err := readFull(src, buf, off); err != nil {
+		return err
+	}
+	var tail []byte
+	if last {
+		tail = end[:]
+	}
+	if err := v.write(c, hdr[:], buf, tail); err != nil {
+		return &xfer.DataError{Err: err}
+	}
+	return nil
+}
+
+// sendCopy sends an n-byte block read at off through buf, the header going
+// out with the first chunk.
+func sendCopy(c net.Conn, v *gather, src io.ReaderAt, off, n int64, buf []byte, hdr *[HeaderSize]byte) error {
+	for done := int64(0); done < n; {
+		chunk := buf[:min(int64(len(buf)), n-done)]
+		if err := readFull(src, chunk, off+done); err != nil {
+			return err
+		}
+		var werr error
+		if done == 0 {
+			werr = v.write(c, hdr[:], chunk, nil)
+		} else {
+			_, werr = c.Write(chunk)
+		}
+		if werr != nil {
+			return &xfer.DataError{Err: werr}
+		}
+		done += int64(len(chunk))
+	}
+	return nil
+}
+
+// sendScratch is what one connection's sender writes from; pooled, so a
+// batch of small files allocates none of it per file.
+type sendScratch struct {
+	hdr, end [HeaderSize]byte
+	g        gather
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(sendScratch) }}
+
+// gather is a reusable list for one vectored write (writev on a TCP
+// connection): WriteTo consumes a net.Buffers, which would otherwise have
+// to be built, and allocated, anew for every block.
+type gather struct {
+	store [3][]byte
+	bufs  net.Buffers
+}
+
+// write writes a, b and, when not nil, c to conn in one call.
+func (g *gather) write(conn net.Conn, a, b, c []byte) error {
+	g.bufs = append(g.store[:0], a, b)
+	if c != nil {
+		g.bufs = append(g.bufs, c)
+	}
+	_, err := g.bufs.WriteTo(conn)
+	g.store = [3][]byte{} // drop the references to the caller's buffers
+	return err
+}
+
+// readFull fills buf from src at off; a short read is a storage error
+// (the file is shorter than it was).
+func readFull(src io.ReaderAt, buf []byte, off int64) error {
+	m, err := src.ReadAt(buf, off)
+	if m < len(buf) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return &xfer.StorageError{Err: err}
 	}
 	return nil
 }
