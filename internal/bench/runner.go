@@ -152,6 +152,8 @@ func serverRole(impl Impl, w Workload) string {
 		return string(impl) + "-gsi"
 	case w == SmallFilesUp:
 		return serverRole(impl, SmallFiles)
+	case w == SmallFiles3PT:
+		return string(impl) + "-3pt-destination" // the source is smallfiles'
 	case impl == Ferry:
 		return string(impl) + "-" + string(w)
 	}
