@@ -34,6 +34,9 @@ const (
 	SmallFiles    Workload = "smallfiles"     // download the tree
 	SmallFilesUp  Workload = "smallfiles-up"  // upload it
 	SmallFiles3PT Workload = "smallfiles-3pt" // copy it between two servers
+
+	// smallFiles3PTDest names the destination server of smallfiles-3pt.
+	smallFiles3PTDest Workload = "smallfiles-3pt-destination"
 )
 
 // Defaults of the smallfiles workload.
@@ -95,18 +98,16 @@ func (c *Config) smallFileSize() int64 {
 }
 
 // small reports whether w is a smallfiles workload.
-func (w Workload) small() bool { return w == SmallFiles || w == SmallFilesUp || w == SmallFiles3PT }
+func (w Workload) small() bool {
+	return w == SmallFiles || w == SmallFilesUp || w == SmallFiles3PT || w == smallFiles3PTDest
+}
 
 // runSmall makes one run of the smallfiles workload w with impl and p
 // sessions.
 func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sample, error) {
 	n, size := r.cfg.smallFiles(), r.cfg.smallFileSize()
 	s := Sample{Workload: w, Impl: impl, P: p, Bytes: int64(n) * size}
-	sw := w
-	if w == SmallFiles3PT {
-		sw = SmallFiles // the source: the download's server
-	}
-	srv, err := r.server(ctx, impl, sw)
+	srv, err := r.server(ctx, impl, w)
 	if err != nil {
 		return s, err
 	}
@@ -120,7 +121,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	case SmallFiles3PT:
 		// The destination is a second server of the same kind, serving
 		// the same directory.
-		dsrv, err := r.server(ctx, impl, w)
+		dsrv, err := r.server(ctx, impl, smallFiles3PTDest)
 		if err != nil {
 			return s, err
 		}
