@@ -178,9 +178,10 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		if w.small() {
 			args[3] = "-anonymous-write"
 		}
-		if w == SmallFiles3PT {
-			// The source connects to the other server (PORT), not to
-			// the client: no bounce protection between the two.
+		if w == SmallFiles3PT || w == smallFiles3PTDest {
+			// The source connects to the other server (PORT), and the
+			// destination takes that connection: neither comes from
+			// the client, so no bounce protection between the two.
 			args = append(args, "-allow-foreign-data")
 		}
 		if w == Mem {
