@@ -4,8 +4,11 @@ package main
 // small files of a batch to client.GetFiles or PutFiles on its session's
 // connection, so that a tree of small files costs no round trip per
 // file for downloads and one for uploads, instead of the several of a
-// transfer with its own data channel set-up. Large files, third-party
-// copies and local copies go one by one through the copier of cp.go.
+// transfer with its own data channel set-up. Small files between two
+// servers go to client.ThirdPartyFiles on the worker's two sessions: one
+// data channel set-up for the batch, and no round trip per file when the
+// destination is Ferry's server (one otherwise). Large files and local
+// copies go one by one through the copier of cp.go.
 
 import (
 	"context"
@@ -52,37 +55,52 @@ type batchWorker struct {
 
 var _ job.BatchCopier = batchWorker{}
 
-// batchable reports whether p can go into a pipelined batch, and in which
-// direction.
-func batchable(p job.Pair) (get, put bool) {
-	if p.Link != "" || p.Size > batchMaxSize {
-		return false, false
+// batchKind is the kind of transfer of a batch.
+type batchKind int
+
+const (
+	batchNone batchKind = iota // not batched
+	batchGet                   // download
+	batchPut                   // upload
+	batchTPT                   // third party, server to server
+)
+
+// batchable reports whether p can go into a pipelined batch, and of
+// which kind. Third-party copies of parts of files (-off, -len), striped
+// ones and those through this client (-notpt) go one by one.
+func (w batchWorker) batchable(p job.Pair) batchKind {
+	f := w.c.flags
+	switch {
+	case p.Link != "" || p.Size > batchMaxSize:
+		return batchNone
+	case !p.Src.Local() && p.Dst.Local():
+		return batchGet
+	case p.Src.Local() && !p.Dst.Local():
+		return batchPut
+	case !p.Src.Local() && !p.Dst.Local() && !f.noTPT && !f.stripe && f.off == 0 && f.length <= 0:
+		return batchTPT
 	}
-	return !p.Src.Local() && p.Dst.Local(), p.Src.Local() && !p.Dst.Local()
+	return batchNone
 }
 
 // CopyBatch copies pairs of the same endpoints: the small downloads or
 // uploads in pipelined batches, the others one by one.
 func (w batchWorker) CopyBatch(ctx context.Context, pairs []job.Pair, obs job.Observer) []job.Result {
 	res := make([]job.Result, len(pairs))
-	var gets, puts []int
+	byKind := map[batchKind][]int{}
 	for i, p := range pairs {
 		res[i].Pair = p
-		switch get, put := batchable(p); {
-		case get:
-			gets = append(gets, i)
-		case put:
-			puts = append(puts, i)
+		if k := w.batchable(p); k != batchNone {
+			byKind[k] = append(byKind[k], i)
 		}
 	}
-	if len(gets) > 0 {
-		w.runBatch(ctx, pairs, gets, true, obs, res)
-	}
-	if len(puts) > 0 {
-		w.runBatch(ctx, pairs, puts, false, obs, res)
+	for _, k := range []batchKind{batchGet, batchPut, batchTPT} {
+		if len(byKind[k]) > 0 {
+			w.runBatch(ctx, pairs, byKind[k], k, obs, res)
+		}
 	}
 	for i, p := range pairs {
-		if get, put := batchable(p); get || put {
+		if w.batchable(p) != batchNone {
 			continue
 		}
 		obs.FileStarted(p, p.Size)
@@ -114,15 +132,22 @@ func (it *batchItem) report(obs job.Observer, n int) {
 }
 
 // runBatch copies the pairs at idx in batches on the worker's session of
-// the remote endpoint, writing their results into res. Files of a batch
-// that stopped early are tried again on a new connection (with -rst,
-// also the file whose failure stopped it); the others are final.
-func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, get bool, obs job.Observer, res []job.Result) {
+// the remote endpoint (both sessions for third party), writing their
+// results into res. Files of a batch that stopped early are tried again
+// on a new connection (with -rst, also the file whose failure stopped
+// it); the others are final. A round in which some file got its final
+// result does not count against the retries: a third-party batch stops
+// at a source that refuses a file, and the files after it go on.
+func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, kind batchKind, obs job.Observer, res []job.Result) {
 	remote := pairs[idx[0]].Src
-	if !get {
+	if kind == batchPut {
 		remote = pairs[idx[0]].Dst
 	}
 	s := w.c.session(w.loc(remote))
+	var ds *client.Session
+	if kind == batchTPT {
+		ds = w.c.sessionAs(w.loc(pairs[idx[0]].Dst), "third-party destination ")
+	}
 	rounds := batchRetries
 	if w.c.flags.restart {
 		rounds = max(w.c.flags.retries, batchRetries)
@@ -144,6 +169,11 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			items[k] = &batchItem{idx: i, pair: pairs[i]}
 		}
 		conn, err := s.Conn(ctx)
+		var dconn *client.Conn
+		if err == nil && ds != nil {
+			remote = pairs[idx[0]].Dst
+			dconn, err = ds.Conn(ctx)
+		}
 		if err != nil {
 			err = &opError{what: "connect to " + w.loc(remote).String(), err: err}
 			for _, it := range items {
@@ -154,15 +184,19 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		var mu sync.Mutex
 		var again []int
 		var verify []*batchItem
+		final := 0
 		opts.Done = func(k int, err error) {
 			it := items[k]
-			err = w.settle(it, get, err)
+			err = w.settle(it, kind, err)
 			if err != nil && !last && w.batchRetryable(it, err) {
 				mu.Lock()
 				again = append(again, it.idx)
 				mu.Unlock()
 				return
 			}
+			mu.Lock()
+			final++
+			mu.Unlock()
 			if err == nil && w.c.flags.verify {
 				mu.Lock()
 				verify = append(verify, it)
@@ -171,13 +205,20 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			}
 			w.finishItem(it, it.moved.Load(), err, obs, res)
 		}
-		if get {
+		switch kind {
+		case batchTPT:
+			files := make([]client.ThirdPartyFile, len(items))
+			for k, it := range items {
+				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path}
+			}
+			client.ThirdPartyFiles(ctx, conn, dconn, files, opts)
+		case batchGet:
 			gets := make([]client.Get, len(items))
 			for k, it := range items {
 				gets[k] = client.Get{Path: it.pair.Src.Path, Open: w.openGet(it, obs)}
 			}
 			conn.GetFiles(ctx, gets, opts)
-		} else {
+		default:
 			puts := make([]client.Put, len(items))
 			for k, it := range items {
 				size := it.pair.Size
@@ -186,12 +227,19 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			conn.PutFiles(ctx, puts, opts)
 		}
 		for _, it := range verify {
-			l, r := w.loc(it.pair.Dst), w.loc(it.pair.Src)
-			if !get {
-				l, r = w.loc(it.pair.Src), w.loc(it.pair.Dst)
+			var err error
+			switch l, r := w.loc(it.pair.Dst), w.loc(it.pair.Src); kind {
+			case batchTPT:
+				err = w.c.verifyBoth(ctx, s, r, ds, l)
+			case batchPut:
+				err = w.c.verify(ctx, s, l, r.path, 0, -1)
+			default:
+				err = w.c.verify(ctx, s, r, l.path, 0, -1)
 			}
-			err := w.c.verify(ctx, s, r, l.path, 0, -1)
 			w.finishItem(it, it.moved.Load(), err, obs, res)
+		}
+		if final > 0 && len(again) > 0 {
+			round-- // progress: not a retry
 		}
 		todo = again
 		if len(todo) > 0 && w.c.flags.restart && round > 0 {
@@ -238,8 +286,16 @@ func (w batchWorker) finishItem(it *batchItem, n int64, err error, obs job.Obser
 // settle finishes a file's local end once its transfer ended with err:
 // a download is renamed into place or removed; an upload's source is
 // checked for changes while it was read. It returns the file's error.
-func (w batchWorker) settle(it *batchItem, get bool, err error) error {
-	if get {
+func (w batchWorker) settle(it *batchItem, kind batchKind, err error) error {
+	if kind == batchTPT {
+		if err != nil {
+			return &opError{what: fmt.Sprintf("third-party copy %s to %s", w.loc(it.pair.Src), w.loc(it.pair.Dst)), err: err}
+		}
+		// The servers confirmed the whole file; its size is the plan's.
+		it.moved.Store(max(it.pair.Size, 0))
+		return nil
+	}
+	if kind == batchGet {
 		if it.sink == nil && err == nil {
 			// A started file always opens its sink; be safe anyway.
 			var oerr error

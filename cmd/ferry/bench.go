@@ -59,7 +59,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
 	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
-	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded)")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded), smallfiles-3pt (the same tree copied between two servers of one kind: third party)")
 	wanCC := fs.String("wan-cc", "", "with -wan-delay: TCP congestion control in both namespaces (e.g. cubic, bbr); default: the system's")
 	wanDelay := fs.Duration("wan-delay", 0, "run across an emulated WAN with this one-way `delay` (servers and clients in two network namespaces, as ferry wan; needs root) instead of loopback; smallfiles workloads only")
 	files := fs.Int("files", bench.DefaultSmallFiles, "smallfiles: number of files")

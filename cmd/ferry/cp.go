@@ -285,7 +285,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.StringVar(&jf.listFile, "f", "", "read source/destination URL pairs from `FILE`, one pair a line (\"quoted\" if they hold spaces; # comments); - is stdin")
 	fs.StringVar(&jf.dumpFile, "df", "", "write the pairs that failed to `FILE` in the -f format, to run again with -f; if FILE exists, it is read instead of the other sources (as globus-url-copy); removed when all succeed")
 	fs.IntVar(&jf.concurrency, "cc", 0, fmt.Sprintf("copy this many files at once, each worker with its own sessions; 0: %d for many files", job.DefaultWorkers))
-	fs.BoolVar(&jf.pipeline, "pp", true, "pipeline small files (up to 64 MiB) in batches on each session: MODE E with cached data connections, no round trip per download, one per upload (the default; -pp=false copies them one by one)")
+	fs.BoolVar(&jf.pipeline, "pp", true, "pipeline small files (up to 64 MiB) in batches on each session: MODE E with cached data connections, no round trip per download, one per upload, none or one per third-party copy (the default; -pp=false copies them one by one)")
 	fs.BoolVar(&jf.sync, "sync", syncMode, "copy only files the destination lacks or that differ at -sync-level")
 	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")

@@ -70,7 +70,7 @@ const (
 // Workloads and Impls list the known values in report order. The default
 // run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk, GSI, SmallFiles, SmallFilesUp}
+	Workloads = []Workload{Mem, Disk, GSI, SmallFiles, SmallFilesUp, SmallFiles3PT}
 	Impls     = []Impl{Ferry, GCT, Raw}
 )
 
@@ -230,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 				return samples, err
 			}
 		}
-		if w == SmallFiles || w == SmallFilesUp {
+		if w.small() {
 			if err := r.writeTree(ctx); err != nil {
 				return samples, err
 			}
@@ -287,7 +287,7 @@ func (c *Config) fill() error {
 	if c.WANDelay > 0 {
 		for _, w := range c.Workloads {
 			if !w.small() {
-				return fmt.Errorf("bench: workload %s does not run over the emulated WAN (only smallfiles, smallfiles-up)", w)
+				return fmt.Errorf("bench: workload %s does not run over the emulated WAN (only smallfiles, smallfiles-up, smallfiles-3pt)", w)
 			}
 		}
 	}
@@ -298,7 +298,7 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles, smallfiles-up)", w)
+			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles, smallfiles-up, smallfiles-3pt)", w)
 		}
 	}
 	for _, i := range c.Impls {

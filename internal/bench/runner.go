@@ -152,6 +152,8 @@ func serverRole(impl Impl, w Workload) string {
 		return string(impl) + "-gsi"
 	case w == SmallFilesUp:
 		return serverRole(impl, SmallFiles)
+	case w == SmallFiles3PT, w == smallFiles3PTDest:
+		return string(impl) + "-" + string(w)
 	case impl == Ferry:
 		return string(impl) + "-" + string(w)
 	}
@@ -175,6 +177,12 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		args = []string{"serve", "-listen", net.JoinHostPort(r.host(), "0"), "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
 		if w.small() {
 			args[3] = "-anonymous-write"
+		}
+		if w == SmallFiles3PT || w == smallFiles3PTDest {
+			// The source connects to the other server (PORT), and the
+			// destination takes that connection: neither comes from
+			// the client, so no bounce protection between the two.
+			args = append(args, "-allow-foreign-data")
 		}
 		if w == Mem {
 			args = append(args, "-storage", "null")

@@ -1,16 +1,20 @@
 package bench
 
 // The smallfiles workloads (issue 7): a flat tree of many 16 KiB files
-// downloaded (smallfiles) or uploaded (smallfiles-up) over P sessions,
-// each client as its own process with its defaults for many files: GCT
-// runs "globus-url-copy -r -cd -cc P -pp -fast" against its server,
-// Ferry "ferry cp -r -cc P" (pipelined batches over cached MODE E data
-// connections are its default) against ferry serve. Wall time is the
-// client process's, logins and listing included.
+// downloaded (smallfiles), uploaded (smallfiles-up), or copied between two
+// servers of the same implementation (smallfiles-3pt, third party) over P
+// sessions, each client as its own process with its defaults for many
+// files: GCT runs "globus-url-copy -r -cd -cc P -pp -fast" against its
+// server(s), Ferry "ferry cp -r -cc P" (pipelined batches over cached
+// MODE E data connections are its default) against ferry serve. Wall time
+// is the client process's, logins and listing included.
 //
 // With Config.WANDelay the servers run in the server namespace of an
 // emulated WAN (internal/wan) and the clients in the client namespace,
-// so that every command and file pays the link's round trip.
+// so that every command and file pays the link's round trip. For
+// smallfiles-3pt both servers are on the server side: the client steers
+// them from afar while the data moves between them over the server
+// namespace's loopback, as a transfer service drives two sites' servers.
 
 import (
 	"context"
@@ -27,8 +31,12 @@ import (
 
 // The many-small-files workloads.
 const (
-	SmallFiles   Workload = "smallfiles"    // download the tree
-	SmallFilesUp Workload = "smallfiles-up" // upload it
+	SmallFiles    Workload = "smallfiles"     // download the tree
+	SmallFilesUp  Workload = "smallfiles-up"  // upload it
+	SmallFiles3PT Workload = "smallfiles-3pt" // copy it between two servers
+
+	// smallFiles3PTDest names the destination server of smallfiles-3pt.
+	smallFiles3PTDest Workload = "smallfiles-3pt-destination"
 )
 
 // Defaults of the smallfiles workload.
@@ -90,7 +98,9 @@ func (c *Config) smallFileSize() int64 {
 }
 
 // small reports whether w is a smallfiles workload.
-func (w Workload) small() bool { return w == SmallFiles || w == SmallFilesUp }
+func (w Workload) small() bool {
+	return w == SmallFiles || w == SmallFilesUp || w == SmallFiles3PT || w == smallFiles3PTDest
+}
 
 // runSmall makes one run of the smallfiles workload w with impl and p
 // sessions.
@@ -107,7 +117,26 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	tree := filepath.Join(r.served, smallDir)
 	url := "ftp://" + net.JoinHostPort(r.host(), itoa(srv.port))
 	var src, dest, check string
-	if w == SmallFiles {
+	switch w {
+	case SmallFiles3PT:
+		// The destination is a second server of the same kind, serving
+		// the same directory.
+		dsrv, err := r.server(ctx, impl, smallFiles3PTDest)
+		if err != nil {
+			return s, err
+		}
+		if err := dsrv.alive(); err != nil {
+			return s, err
+		}
+		name := fmt.Sprintf("3pt-%s-p%d", impl, p)
+		check = filepath.Join(r.served, name)
+		src = url + tree + "/"
+		dest = "ftp://" + net.JoinHostPort(r.host(), itoa(dsrv.port)) + check + "/"
+		if impl == Ferry {
+			src = url + "/" + smallDir + "/"
+			dest = "ftp://" + net.JoinHostPort(r.host(), itoa(dsrv.port)) + "/" + name + "/"
+		}
+	case SmallFiles:
 		dest = filepath.Join(r.dest, fmt.Sprintf("small-%s-p%d", impl, p))
 		check = dest
 		src = url + tree + "/"
@@ -116,7 +145,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 			src = url + "/" + smallDir + "/"
 		}
 		dest = "file://" + dest + "/"
-	} else {
+	default:
 		name := fmt.Sprintf("up-%s-p%d", impl, p)
 		check = filepath.Join(r.served, name)
 		src = "file://" + tree + "/"
