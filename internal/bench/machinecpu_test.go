@@ -2,7 +2,9 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -53,5 +55,27 @@ func TestReadMachineCPU(t *testing.T) {
 	}
 	if b.busy < a.busy || b.idle < a.idle || b.steal < a.steal || a.busy+a.idle == 0 {
 		t.Errorf("counters went from %+v to %+v", a, b)
+	}
+}
+
+// TestStripeTableLeavesOutStolenRuns: the median counts only runs that
+// lost less than stolenLimit of the CPU, the range shows them all, and
+// the cell says how many were left out.
+func TestStripeTableLeavesOutStolenRuns(t *testing.T) {
+	cfg := StripeConfig{Movers: []int{1}, Impls: []Impl{Ferry}, Rate: 200e6, PerMover: 1 << 20, Parallel: 2, Reps: 3}
+	run := func(mbps, steal float64) StripeResult {
+		return StripeResult{Impl: Ferry, Movers: 1, Bytes: 1e6, Wall: time.Duration(8e6 / mbps * 1e3), CPU: cpuShare{Busy: 0.1, Steal: steal}}
+	}
+	var b strings.Builder
+	if err := WriteStripeTable(&b, cfg, []StripeResult{run(100, 0.30), run(190, 0.01), run(180, 0.02)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| 1 | 200 | 185 (100–190), 1 with ≥5 % stolen left out | 1.00 | 0.10, 30.0 % |") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	WriteStripeTable(&b, cfg, []StripeResult{run(100, 0.30), run(120, 0.20)})
+	if !strings.Contains(b.String(), "| 1 | 200 | 110 (100–120) | 1.00 |") {
+		t.Errorf("all runs stolen: the median of all, none left out:\n%s", b.String())
 	}
 }
