@@ -11,7 +11,7 @@ package pi
 // followed by that file's data on the data channel: the server either
 // stores it (125/150 … 226) or, when it refuses the command before the
 // data channel starts (550 no such directory, permission, is a directory;
-// 501 bad ESTO arguments), reads the file's blocks up to its EOF and EOD
+// 501 no path or bad ESTO arguments), reads the file's blocks up to its EOF and EOD
 // count and discards them, then sends the refusal. The MODE E stream thus
 // stays in step for the next file whatever the server answers. A drain
 // is bounded like a transfer: the MODE E rules and ALLO limit are
@@ -62,6 +62,26 @@ func (s *session) optsPipe(opt string) wire.Reply {
 		return ok(501, "OPTS PIPE: only STOR-DRAIN=ON or STOR-DRAIN=OFF.")
 	}
 	return ok(200, "PIPE STOR-DRAIN=%s.", strings.ToUpper(value))
+}
+
+// isUpload reports the commands whose data follows them at once while
+// STOR-DRAIN is on.
+func isUpload(verb string) bool {
+	return verb == "STOR" || verb == "APPE" || verb == "ESTO"
+}
+
+// drainMalformed drains, when STOR-DRAIN is on, the data of an upload
+// refused for its arguments before any file was looked at (no path, bad
+// ESTO arguments): like any refused upload it uses up the file's REST and
+// ALLO.
+func (s *session) drainMalformed(ctx context.Context) {
+	if !s.storDrain {
+		return
+	}
+	s.takeRest()
+	allo := s.allo
+	s.allo = -1
+	s.drainRefused(ctx, allo)
 }
 
 // drainRefused discards the data of an upload refused before its data

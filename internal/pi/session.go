@@ -385,6 +385,9 @@ func (s *session) execute(ctx context.Context, it item) {
 		return
 	}
 	if spec.arg == argRequired && c.Arg == "" {
+		if isUpload(c.Verb) {
+			s.drainMalformed(ctx) // its blocks follow: keep the stream in step
+		}
 		s.reply(501, "Syntax error in parameters or arguments.")
 		return
 	}

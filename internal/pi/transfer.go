@@ -155,13 +155,7 @@ func cmdESTO(ctx context.Context, s *session, arg string) wire.Reply {
 		off, err = strconv.ParseInt(f[1], 10, 64)
 	}
 	if len(f) != 3 || !strings.EqualFold(f[0], "A") || err != nil || off < 0 {
-		if s.storDrain {
-			// Like a refused STOR, it uses up the file's REST and ALLO.
-			s.takeRest()
-			allo := s.allo
-			s.allo = -1
-			s.drainRefused(ctx, allo)
-		}
+		s.drainMalformed(ctx)
 		return ok(501, "Syntax: ESTO A <offset> <path>.")
 	}
 	return s.upload(ctx, f[2], storeAdjusted, off)
