@@ -111,6 +111,7 @@ type Conn struct {
 	drainOn  bool       // OPTS PIPE STOR-DRAIN=ON was accepted (see pipeline.go)
 	cache    []net.Conn // MODE E data connections kept for the next transfer
 	cacheDir direction  // which way cache carries data
+	tp       *tpChannel // the third-party channel the server keeps; nil: none known (see pipeline3p.go)
 	dataBuf  int        // socket buffer size for this transfer's data connections; 0: kernel default
 }
 
@@ -286,6 +287,9 @@ func (c *Conn) hasFeature(name string) bool {
 // network, ctx, or a command with CR or LF in it: a negative reply is
 // returned as a Reply, not as an error.
 func (c *Conn) Do(ctx context.Context, format string, args ...any) (Reply, error) {
+	// A raw command may change what the data channel is (PASV, DCAU):
+	// the next third-party batch sets it up again.
+	c.tp = nil
 	return c.cmd(ctx, format, args...)
 }
 
