@@ -60,7 +60,10 @@ type ThirdPartyFile struct {
 // ThirdPartyFiles copies a batch of files from the server of src to the
 // server of dst, directly between the two, and returns one error per file
 // (nil: both servers confirmed it with 226). The destination listens, the
-// source connects, once; later files reuse the MODE E data connections.
+// source connects, once; later files reuse the MODE E data connections,
+// and so does the next call with the same Conns, direction, Parallel and
+// TCPBuffer after a call in which every file went through (see the top
+// of this file for what else forgets them).
 // Of BatchOptions it uses Window, Parallel, TCPBuffer, StreamMode (each
 // file on its own, as ThirdParty), Done and StallTimeout.
 //
