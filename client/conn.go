@@ -111,6 +111,7 @@ type Conn struct {
 	drainOn  bool       // OPTS PIPE STOR-DRAIN=ON was accepted (see pipeline.go)
 	cache    []net.Conn // MODE E data connections kept for the next transfer
 	cacheDir direction  // which way cache carries data
+	tp       *tpChannel // the third-party channel the server keeps; nil: none known (see pipeline3p.go)
 	dataBuf  int        // socket buffer size for this transfer's data connections; 0: kernel default
 }
 
@@ -237,24 +238,24 @@ func (c *Conn) Login(ctx context.Context, user, pass string) error {
 	if r.Code != 230 && r.Code != 202 {
 		return &ReplyError{Reply: r}
 	}
-	r, err = c.cmd(ctx, "FEAT")
-	if err != nil {
-		return err
-	}
-	c.feat = map[string]string{}
-	if r.Code == 211 {
-		c.feat = wire.ParseFeatures(r)
-	}
 	scheme := "ftp"
 	if c.gsi != nil {
 		scheme = "gsiftp"
 	}
-	_, err = c.cmd(ctx, `SITE CLIENTINFO appname="ferry";appver="%s";scheme="%s";`, version.Version, scheme)
+	// Independent of each other: one round trip for the three (servers
+	// execute queued commands in order, protocol.md §1.1).
+	rs, err := c.cmds(ctx, "FEAT",
+		fmt.Sprintf(`SITE CLIENTINFO appname="ferry";appver="%s";scheme="%s";`, version.Version, scheme),
+		"TYPE I")
 	if err != nil {
 		return err
 	}
-	if _, err = c.expect(ctx, 2, "TYPE I"); err != nil {
-		return err
+	c.feat = map[string]string{}
+	if rs[0].Code == 211 {
+		c.feat = wire.ParseFeatures(rs[0])
+	}
+	if rs[2].Class() != 2 {
+		return &ReplyError{Reply: rs[2]}
 	}
 	if c.gsi != nil {
 		return c.gsiDataCommands(ctx)
@@ -286,6 +287,9 @@ func (c *Conn) hasFeature(name string) bool {
 // network, ctx, or a command with CR or LF in it: a negative reply is
 // returned as a Reply, not as an error.
 func (c *Conn) Do(ctx context.Context, format string, args ...any) (Reply, error) {
+	// A raw command may change what the data channel is (PASV, DCAU):
+	// the next third-party batch sets it up again.
+	c.tp = nil
 	return c.cmd(ctx, format, args...)
 }
 
@@ -345,6 +349,43 @@ func (c *Conn) cmd(ctx context.Context, format string, args ...any) (Reply, erro
 		return Reply{}, c.ioError(ctx, verb(line), err)
 	}
 	return r, nil
+}
+
+// cmds sends the lines at once and then reads one reply to each: for
+// commands whose replies are all final and none of which depends on
+// another's outcome.
+func (c *Conn) cmds(ctx context.Context, lines ...string) ([]Reply, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	for _, l := range lines {
+		if err := checkLine(l); err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("client: %s: %w", verb(lines[0]), context.Cause(ctx))
+	}
+	stop := watch(ctx, c.nc)
+	rs := make([]Reply, len(lines))
+	what := lines[0]
+	var err error
+	for _, l := range lines {
+		if err = c.send(l); err != nil {
+			what = l
+			break
+		}
+	}
+	for i := 0; err == nil && i < len(lines); i++ {
+		what = lines[i]
+		rs[i], err = c.readReply()
+	}
+	stop()
+	if err != nil {
+		c.close()
+		return nil, c.ioError(ctx, verb(what), err)
+	}
+	return rs, nil
 }
 
 // expect sends a command and returns its reply if the reply's class is

@@ -39,11 +39,13 @@ const (
 var errNoDataConn = errors.New("client: the server opened no data connection")
 
 // dropCache closes the MODE E connections kept from the last transfer.
+// It is called before any new data channel, so it also forgets the
+// third-party channel the server kept.
 func (c *Conn) dropCache() {
 	for _, dc := range c.cache {
 		dc.Close()
 	}
-	c.cache, c.cacheDir = nil, dirNone
+	c.cache, c.cacheDir, c.tp = nil, dirNone, nil
 }
 
 // setMode switches the server to MODE E or back to MODE S when it is not
@@ -52,6 +54,7 @@ func (c *Conn) setMode(e bool) error {
 	if c.modeE == e {
 		return nil
 	}
+	c.tp = nil
 	m := "MODE S"
 	if e {
 		m = "MODE E"

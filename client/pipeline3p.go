@@ -31,6 +31,17 @@ package client
 // The first file sets the data connections up as ThirdParty does (PASV on
 // the destination, PORT on the source, STOR before RETR); a file that
 // fails there leaves nothing cached, and the next file tries again.
+//
+// A batch that ended with every file copied leaves the connections cached
+// on both servers, and the two Conns remember it (tpChannel): the next
+// batch between the same two Conns, in the same direction and with the
+// same options, starts with its first file pipelined, without the set-up
+// (about eight round trips). Anything else that could have changed the
+// servers' data channel state forgets it: a failed file, a closed Conn,
+// any other transfer on either Conn (dropCache), MODE S, a raw command
+// (Do), or a batch between another pair. DCAU and PROT are only sent at
+// login. Both GCT and Ferry keep cached connections across transfers in
+// one direction until the next PASV/PORT/DCAU (protocol.md §5.5).
 
 import (
 	"context"
@@ -49,7 +60,10 @@ type ThirdPartyFile struct {
 // ThirdPartyFiles copies a batch of files from the server of src to the
 // server of dst, directly between the two, and returns one error per file
 // (nil: both servers confirmed it with 226). The destination listens, the
-// source connects, once; later files reuse the MODE E data connections.
+// source connects, once; later files reuse the MODE E data connections,
+// and so does the next call with the same Conns, direction, Parallel and
+// TCPBuffer after a call in which every file went through (see the top
+// of this file for what else forgets them).
 // Of BatchOptions it uses Window, Parallel, TCPBuffer, StreamMode (each
 // file on its own, as ThirdParty), Done and StallTimeout.
 //
@@ -84,7 +98,11 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 			o.Done(i, err)
 		}
 	}
+	ch := &tpChannel{src: src, dst: dst, parallel: max(o.Parallel, 1), tcpBuffer: o.TCPBuffer}
 	i := 0
+	if !o.StreamMode && ch.cachedOn(src, dst) {
+		return b3p(ctx, src, dst, files, progress, 0, &o, done, errs)
+	}
 	one := func(modeE bool) error {
 		_, err := ThirdParty(ctx, src, files[i].Src, dst, files[i].Dst,
 			&ThirdPartyOptions{ModeE: modeE, Parallel: max(o.Parallel, 1), TCPBuffer: o.TCPBuffer})
@@ -113,20 +131,55 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 		}
 		return errs
 	}
+	// The set-up went through: the servers keep the connections.
+	src.tp, dst.tp = ch, ch
 	if i == len(files) {
 		return errs
 	}
+	return b3p(ctx, src, dst, files, progress, i, &o, done, errs)
+}
+
+// b3p runs the pipelined part of a batch from file from on, over data
+// connections the servers keep, and forgets them unless every file went
+// through.
+func b3p(ctx context.Context, src, dst *Conn, files []ThirdPartyFile, progress *batchProgress, from int, o *BatchOptions, done func(int, error), errs []error) []error {
 	b := &tpBatch{src: src, dst: dst, files: files, progress: progress}
 	if dst.offersStorDrain() {
 		if err := dst.setStorDrain(true); err != nil {
 			src.close()
 			dst.close()
-			return fillErrs(errs, i, err, o.Done)
+			return fillErrs(errs, from, err, o.Done)
 		}
 		b.drain = dst.drainOn
 	}
-	b.run(ctx, i, &o, done)
+	b.run(ctx, from, o, done)
+	for _, err := range errs {
+		if err != nil {
+			// A refusal leaves the stream in step, but a batch
+			// that saw one starts the next afresh, to be safe.
+			src.tp, dst.tp = nil, nil
+			break
+		}
+	}
 	return errs
+}
+
+// tpChannel is a third-party MODE E data channel both servers keep
+// cached after a batch: src's server sends on it to dst's server, with
+// these options. Both Conns point to the same tpChannel while it holds.
+type tpChannel struct {
+	src, dst  *Conn
+	parallel  int
+	tcpBuffer int
+}
+
+// cachedOn reports whether the channel src and dst remember is the one
+// ch describes, and both are still in the state that made it.
+func (ch *tpChannel) cachedOn(src, dst *Conn) bool {
+	t := src.tp
+	return t != nil && t == dst.tp && *t == *ch &&
+		src.err == nil && dst.err == nil && src.modeE && dst.modeE &&
+		len(src.cache) == 0 && len(dst.cache) == 0
 }
 
 // cmpErr is the first non-nil error.

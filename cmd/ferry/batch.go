@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -448,7 +449,7 @@ func openTempSink(final string) (*tempSink, error) {
 	var f *os.File
 	for range 10 {
 		name := filepath.Join(dir, "."+base+".ferry-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36))
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		f, err = createExcl(name)
 		if !errors.Is(err, os.ErrExist) {
 			break
 		}
@@ -464,6 +465,23 @@ func openTempSink(final string) (*tempSink, error) {
 		}
 	}
 	return s, nil
+}
+
+// createExcl creates the file name for writing; it fails if name
+// exists. os.OpenFile would offer the regular file to the runtime's
+// poller (four fcntl and an epoll_ctl that fails, per file); os.NewFile
+// of a blocking descriptor does not.
+func createExcl(name string) (*os.File, error) {
+	for {
+		fd, err := syscall.Open(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o666)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		return os.NewFile(uintptr(fd), name), nil
+	}
 }
 
 // close closes the file, first syncing it if it replaces one (so that a
@@ -487,7 +505,12 @@ func (s *tempSink) close() error {
 func (s *tempSink) commit() error {
 	err := s.close()
 	if err == nil {
-		err = os.Rename(s.temp, s.final)
+		// Not os.Rename: its lstat of the destination only turns
+		// renaming onto a directory into EEXIST, and rename(2)
+		// refuses that anyway (EISDIR).
+		if rerr := syscall.Rename(s.temp, s.final); rerr != nil {
+			err = &os.LinkError{Op: "rename", Old: s.temp, New: s.final, Err: rerr}
+		}
 	}
 	if err != nil {
 		os.Remove(s.temp)

@@ -19,6 +19,10 @@ const DefaultWorkers = 4
 // DefaultMaxBatch is how many pairs a BatchCopier gets at most at once.
 const DefaultMaxBatch = 64
 
+// DefaultMinBatch is the least a BatchCopier gets while the queue holds
+// that many for every worker.
+const DefaultMinBatch = 16
+
 // Observer sees the files of a job. Its methods are called from the
 // workers' goroutines, concurrently; they must be quick.
 type Observer interface {
@@ -277,8 +281,7 @@ func (st *run) take(n int) []Pair {
 	return b
 }
 
-// batchSize is how many pairs a BatchCopier takes now: enough to fill
-// its pipeline, few enough that the other workers get their share.
+// batchSize is how many pairs a BatchCopier takes now.
 func (st *run) batchSize(workers int) int {
 	st.mu.Lock()
 	left := len(st.queue)
@@ -287,7 +290,17 @@ func (st *run) batchSize(workers int) int {
 	if m <= 0 {
 		m = DefaultMaxBatch
 	}
-	return max(1, min(m, left/(2*workers)))
+	return batchSize(left, workers, m, min(DefaultMinBatch, m))
+}
+
+// batchSize is the batch of a worker when left pairs remain: half of its
+// share, so that the batches shrink as the queue does and the workers
+// finish together, but no fewer than floor unless that is more than its
+// share (each batch costs a round trip or two to fill and drain its
+// pipeline, and a tail of one-file batches pays that for every file).
+func batchSize(left, workers, ceiling, floor int) int {
+	share := (left + workers - 1) / workers
+	return max(1, min(ceiling, max(left/(2*workers), min(floor, share))))
 }
 
 // work is one worker's loop.
