@@ -248,7 +248,9 @@ func (p *Pool) monitor(ctx context.Context, ms *moverState) {
 			}
 			l.close()
 			if ctx.Err() != nil {
-				p.setHealth(ms, false, errors.New("left the pool"))
+				if ms.retired.Load() { // not when the pool closes: no mover went down
+					p.setHealth(ms, false, errors.New("left the pool"))
+				}
 				return
 			}
 			if time.Since(start) > p.cfg.MaxBackoff {
