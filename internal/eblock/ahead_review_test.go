@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"testing"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // TestBackToBackTransfersSplitAnywhere: many transfers follow each other
@@ -85,5 +88,24 @@ func TestBackToBackTransfersSplitAnywhere(t *testing.T) {
 		if len(rcv.Reusable()) != 1 {
 			t.Fatalf("transfer %d: connection not reusable", i)
 		}
+	}
+}
+
+// TestSendAfterExpiredWriteDeadline: Send's cancel sets a past write
+// deadline, and a cancel that races a successful end does so after Send
+// returned, on connections then cached for the next transfer. That
+// transfer still goes through.
+func TestSendAfterExpiredWriteDeadline(t *testing.T) {
+	s, r := pairs(t, 1)
+	s[0].SetWriteDeadline(time.Unix(1, 0)) // what the late cancel leaves
+	data := random(5000, 3)
+	dst := &memFile{}
+	rcv := NewReceiver(dst, ReceiveConfig{Limit: -1})
+	rcv.Add(r[0])
+	if _, err := Send(ctx(t), s, bytes.NewReader(data), []xfer.Range{{Start: 0, End: int64(len(data))}}, SendConfig{}); err != nil {
+		t.Fatalf("Send on a cached connection: %v", err)
+	}
+	if _, err := rcv.Wait(ctx(t)); err != nil || !bytes.Equal(dst.b, data) {
+		t.Fatalf("received %d bytes: %v", len(dst.b), err)
 	}
 }
