@@ -95,6 +95,12 @@ func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.
 		bs = DefaultBlockSize
 	}
 	q := &blockQueue{ranges: ranges, size: bs}
+	// A cancel that raced the end of the previous transfer on these
+	// (cached) connections may have expired their write deadline after
+	// that transfer succeeded: start afresh, as Receiver.Add does.
+	for _, c := range conns {
+		c.SetWriteDeadline(time.Time{})
+	}
 	stop := context.AfterFunc(ctx, func() {
 		for _, c := range conns {
 			c.SetWriteDeadline(time.Unix(1, 0))

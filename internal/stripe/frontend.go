@@ -248,7 +248,9 @@ func (p *Pool) monitor(ctx context.Context, ms *moverState) {
 			}
 			l.close()
 			if ctx.Err() != nil {
-				p.setHealth(ms, false, errors.New("left the pool"))
+				if ms.retired.Load() { // not when the pool closes: no mover went down
+					p.setHealth(ms, false, errors.New("left the pool"))
+				}
 				return
 			}
 			if time.Since(start) > p.cfg.MaxBackoff {
@@ -413,8 +415,12 @@ func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	}
 	if l != nil {
 		l.close()
-		f.dropListener(ms) // a new link is a new session on the mover
 		delete(f.credSent, l)
+		// A new link is a new session on the mover: a listener PASV or
+		// SPAS opened there is gone, and the client was told its address.
+		if f.dropListener(ms) {
+			return nil, fmt.Errorf("mover %s lost its session since PASV/SPAS, and with it the data listener; send PASV or SPAS again", ms.addr)
+		}
 	}
 	if ms.retired.Load() {
 		return nil, fmt.Errorf("mover %s left the pool", ms.addr)
@@ -437,9 +443,16 @@ func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	return l, nil
 }
 
-// dropListener forgets that ms listens for this session.
-func (f *Frontend) dropListener(ms *moverState) {
-	f.listening = slices.DeleteFunc(f.listening, func(x *moverState) bool { return x == ms })
+// dropListener forgets that ms listens for this session, reporting
+// whether it did. f.listening is replaced, not changed in place: Send and
+// Receive range over the slice they took.
+func (f *Frontend) dropListener(ms *moverState) bool {
+	i := slices.Index(f.listening, ms)
+	if i < 0 {
+		return false
+	}
+	f.listening = slices.Concat(f.listening[:i], f.listening[i+1:])
+	return true
 }
 
 // prune ends the session's links to movers that left the pool, between
