@@ -104,8 +104,12 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 		return b3p(ctx, src, dst, files, progress, 0, &o, done, errs)
 	}
 	one := func(modeE bool) error {
+		// A file going alone can be big: its 111 markers (data stored)
+		// count as progress, so the stall watch does not end it while
+		// it moves.
 		_, err := ThirdParty(ctx, src, files[i].Src, dst, files[i].Dst,
-			&ThirdPartyOptions{ModeE: modeE, Parallel: max(o.Parallel, 1), TCPBuffer: o.TCPBuffer})
+			&ThirdPartyOptions{ModeE: modeE, Parallel: max(o.Parallel, 1), TCPBuffer: o.TCPBuffer,
+				Acknowledged: func(RangeSet) { progress.touch() }})
 		done(i, err)
 		i++
 		return cmpErr(src.err, dst.err, ctx.Err())

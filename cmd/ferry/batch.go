@@ -170,13 +170,14 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			items[k] = &batchItem{idx: i, pair: pairs[i]}
 		}
 		conn, err := s.Conn(ctx)
+		failed := remote
 		var dconn *client.Conn
 		if err == nil && ds != nil {
-			remote = pairs[idx[0]].Dst
+			failed = pairs[idx[0]].Dst
 			dconn, err = ds.Conn(ctx)
 		}
 		if err != nil {
-			err = &opError{what: "connect to " + w.loc(remote).String(), err: err}
+			err = &opError{what: "connect to " + w.loc(failed).String(), err: err}
 			for _, it := range items {
 				w.finishItem(it, 0, err, obs, res)
 			}
