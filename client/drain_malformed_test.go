@@ -37,12 +37,7 @@ func TestPutFilesEmptyPathDrained(t *testing.T) {
 	if errs[1] == nil {
 		t.Error("file 1 (empty path) succeeded")
 	}
-	for _, i := range []int{0, 2, 3} {
-		got, err := os.ReadFile(filepath.Join(dst.dir, fmt.Sprintf("p%d", i)))
-		if errs[i] != nil || err != nil || !bytes.Equal(got, want[i]) {
-			t.Errorf("p%d: reported %v; on disk %d bytes, %v; want its own %d bytes", i, errs[i], len(got), err, len(want[i]))
-		}
-	}
+	checkOwnBytes(t, dst.dir, "p", errs, want, 0, 2, 3)
 }
 
 // TestThirdPartyFilesEmptyDestinationDrained: the same in a third-party
@@ -64,10 +59,17 @@ func TestThirdPartyFilesEmptyDestinationDrained(t *testing.T) {
 	if errs[1] == nil {
 		t.Error("file 1 (empty destination path) succeeded")
 	}
-	for _, i := range []int{0, 2, 3} {
-		got, err := os.ReadFile(filepath.Join(dst.dir, fmt.Sprintf("o%d", i)))
+	checkOwnBytes(t, dst.dir, "o", errs, want, 0, 2, 3)
+}
+
+// checkOwnBytes checks that files idx of the batch succeeded and that
+// dir/PREFIXi holds exactly want[i].
+func checkOwnBytes(t *testing.T, dir, prefix string, errs []error, want [][]byte, idx ...int) {
+	t.Helper()
+	for _, i := range idx {
+		got, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%s%d", prefix, i)))
 		if errs[i] != nil || err != nil || !bytes.Equal(got, want[i]) {
-			t.Errorf("o%d: reported %v; on disk %d bytes, %v; want its own %d bytes", i, errs[i], len(got), err, len(want[i]))
+			t.Errorf("%s%d: reported %v; on disk %d bytes, %v; want its own %d bytes", prefix, i, errs[i], len(got), err, len(want[i]))
 		}
 	}
 }
