@@ -215,7 +215,7 @@ func (r *Receiver) block(c net.Conn, idx int, off, n int64, next *[HeaderSize]by
 		r.mu.Unlock()
 		return 0, fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
 	}
-	if m := r.claimed.Missing(rg); len(m) != 1 || m[0] != rg {
+	if r.claimed.Overlaps(rg) {
 		r.mu.Unlock()
 		return 0, fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
 	}

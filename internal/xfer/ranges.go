@@ -88,6 +88,16 @@ func (s RangeSet) Covers(r Range) bool {
 	return i < len(s.rs) && s.rs[i].Start <= r.Start && s.rs[i].End >= r.End
 }
 
+// Overlaps reports whether any byte of r is in the set. An empty r never
+// overlaps. It allocates nothing: a receiver asks it of every block.
+func (s RangeSet) Overlaps(r Range) bool {
+	if r.End <= r.Start {
+		return false
+	}
+	i := sort.Search(len(s.rs), func(k int) bool { return s.rs[k].End > r.Start })
+	return i < len(s.rs) && s.rs[i].Start < r.End
+}
+
 // Missing returns, in order, the parts of within that the set does not
 // cover. For a restart it is what still has to be sent.
 func (s RangeSet) Missing(within Range) []Range {

@@ -198,6 +198,17 @@ func TestRangeSetModel(t *testing.T) {
 				t.Fatalf("not merged: %v", rs)
 			}
 		}
+		for k := 0; k < 20; k++ {
+			a := int64(rng.Intn(200))
+			b := a + int64(rng.Intn(int(200-a)+1))
+			want := false
+			for i := a; i < b; i++ {
+				want = want || model[i]
+			}
+			if got := s.Overlaps(Range{a, b}); got != want {
+				t.Fatalf("Overlaps(%d-%d) = %v for %v", a, b, got, s)
+			}
+		}
 		var miss int64
 		for _, r := range s.Missing(Range{0, 200}) {
 			for i := r.Start; i < r.End; i++ {
@@ -248,4 +259,15 @@ func FuzzParseRangeList(f *testing.F) {
 			t.Fatalf("Add order changed set: %q vs %q", b, s)
 		}
 	})
+}
+
+// TestOverlapsAllocatesNothing: a receiver checks every block with it.
+func TestOverlapsAllocatesNothing(t *testing.T) {
+	var s RangeSet
+	for i := int64(0); i < 64; i++ {
+		s.Add(Range{i * 100, i*100 + 50})
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Overlaps(Range{1020, 1080}) }); n != 0 {
+		t.Errorf("Overlaps allocates %v times", n)
+	}
 }
