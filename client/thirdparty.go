@@ -33,6 +33,12 @@ type ThirdPartyOptions struct {
 	// An Offset without a Length copies to the end of the source.
 	Offset, Length int64
 
+	// Size is the size of the source file when KnownSize is set (a
+	// listing told it): the source is then not asked for it (SIZE), which
+	// saves a round trip. It sets the ALLO and what the copy counts.
+	Size      int64
+	KnownSize bool
+
 	// Parallel, when above 1, puts both servers in MODE E and asks the
 	// source for that many data connections (OPTS RETR Parallelism).
 	Parallel int
@@ -227,13 +233,17 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 		return -1, nil, nil, err
 	}
 	size := int64(-1)
-	r, err := src.exchange("SIZE " + t.srcPath)
-	if err != nil {
-		return -1, nil, nil, err
-	}
-	if r.Code == 213 {
-		if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
-			size = n
+	if o.KnownSize && o.Size >= 0 {
+		size = o.Size
+	} else {
+		r, err := src.exchange("SIZE " + t.srcPath)
+		if err != nil {
+			return -1, nil, nil, err
+		}
+		if r.Code == 213 {
+			if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
+				size = n
+			}
 		}
 	}
 

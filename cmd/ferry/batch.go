@@ -169,6 +169,9 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		for k, i := range todo {
 			items[k] = &batchItem{idx: i, pair: pairs[i]}
 		}
+		if ds != nil {
+			dialTogether(ctx, s, ds)
+		}
 		conn, err := s.Conn(ctx)
 		failed := remote
 		var dconn *client.Conn
@@ -211,7 +214,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		case batchTPT:
 			files := make([]client.ThirdPartyFile, len(items))
 			for k, it := range items {
-				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path}
+				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path, Size: it.pair.Size, KnownSize: it.pair.Size >= 0}
 			}
 			client.ThirdPartyFiles(ctx, conn, dconn, files, opts)
 		case batchGet:

@@ -991,6 +991,7 @@ func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, erro
 	ss, ds := c.session(src), c.sessionAs(dst, "third-party destination ")
 	defer c.release(ctx, ss)
 	defer c.release(ctx, ds)
+	dialTogether(ctx, ss, ds)
 	opts := &client.ThirdPartyOptions{
 		Offset:          c.flags.off,
 		Length:          c.limit(),
