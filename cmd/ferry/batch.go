@@ -147,7 +147,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 	s := w.c.session(w.loc(remote))
 	var ds *client.Session
 	if kind == batchTPT {
-		ds = w.c.sessionAs(w.loc(pairs[idx[0]].Dst), "third-party destination ")
+		ds = w.c.tptDest(w.loc(remote), w.loc(pairs[idx[0]].Dst))
 	}
 	rounds := batchRetries
 	if w.c.flags.restart {
