@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/testutil/gctgsi"
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -197,5 +199,31 @@ func TestCpThirdPartyStartup(t *testing.T) {
 	}
 	if n := dlog.count("USER"); n != 1 {
 		t.Errorf("destination got %d logins, want 1 (the planning session copies too)", n)
+	}
+}
+
+// TestGSIThirdPartyStartupGCT: the pipelined third-party set-up over
+// GSI-wrapped control channels, between two GCT servers: a tree
+// (batches) and a single file, with DCAU on both sides.
+func TestGSIThirdPartyStartupGCT(t *testing.T) {
+	pki := gsipki.New(t, "")
+	a, b := startGSI(t, pki, nil), startGSI(t, pki, nil)
+	files := map[string][]byte{"f0": randomData(t, 5000), "f1": nil, "sub/f2": randomData(t, 300000)}
+	for name, data := range files {
+		p := filepath.Join(a.dir, "tree", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gctgsi.WriteFile(t, pki, p, data)
+	}
+	ok(t, "cp", "-r", "-cc", "2", a.url+"/tree/", b.url+"/out/")
+	ok(t, "cp", "-p", "2", a.url+"/tree/sub/f2", b.url+"/single")
+	for name, data := range files {
+		if got := mustRead(t, filepath.Join(b.dir, "out", name)); !bytes.Equal(got, data) {
+			t.Errorf("%s: %d bytes, want %d", name, len(got), len(data))
+		}
+	}
+	if got := mustRead(t, filepath.Join(b.dir, "single")); !bytes.Equal(got, files["sub/f2"]) {
+		t.Errorf("single: %d bytes, want %d", len(got), len(files["sub/f2"]))
 	}
 }
