@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/testutil/gctgsi"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
-	"github.com/ferrygrid/ferry/server"
 )
 
 // cmdLog collects the commands a Ferry server logs.
@@ -58,27 +56,9 @@ func (l *cmdLog) count(cmd string) int {
 // loggedSrv starts a Ferry server that records its commands.
 func loggedSrv(t *testing.T) (dir, addr string, log *cmdLog) {
 	t.Helper()
-	dir = t.TempDir()
-	fs, err := posix.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log = &cmdLog{}
-	srv, err := server.New(server.Config{Storage: fs, Anonymous: true, AnonymousWrite: true, Logger: slog.New(log)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
-	})
-	return dir, l.Addr().String(), log
+	f := startFerrySrvLog(t, slog.New(log))
+	return f.dir, strings.TrimPrefix(f.url, "ftp://"), log
 }
 
 // gate holds the first control connection to each of its fronts until
