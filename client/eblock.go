@@ -51,23 +51,7 @@ func (c *Conn) dropCache() {
 // setMode switches the server to MODE E or back to MODE S when it is not
 // in that mode already. It runs inside a transfer's watch.
 func (c *Conn) setMode(e bool) error {
-	if c.modeE == e {
-		return nil
-	}
-	c.tp = nil
-	m := "MODE S"
-	if e {
-		m = "MODE E"
-	}
-	r, err := c.exchange(m)
-	if err != nil {
-		return err
-	}
-	if r.Class() != 2 {
-		return &ReplyError{Reply: r}
-	}
-	c.modeE = e
-	return nil
+	return c.burst(c.modeStep(e))
 }
 
 // softCommands sends commands whose refusal does not matter (buffer

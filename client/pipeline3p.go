@@ -55,6 +55,11 @@ import (
 type ThirdPartyFile struct {
 	Src string // the path on the source server
 	Dst string // the path on the destination server
+
+	// Size is the source file's size when KnownSize is set (from a
+	// listing): a file set up on its own (ThirdParty) then skips SIZE.
+	Size      int64
+	KnownSize bool
 }
 
 // ThirdPartyFiles copies a batch of files from the server of src to the
@@ -109,6 +114,7 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 		// it moves.
 		_, err := ThirdParty(ctx, src, files[i].Src, dst, files[i].Dst,
 			&ThirdPartyOptions{ModeE: modeE, Parallel: max(o.Parallel, 1), TCPBuffer: o.TCPBuffer,
+				Size: files[i].Size, KnownSize: files[i].KnownSize,
 				Acknowledged: func(RangeSet) { progress.touch() }})
 		done(i, err)
 		i++

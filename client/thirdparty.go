@@ -4,12 +4,16 @@ package client
 // and the bytes flow directly between them. The receiver is always
 // passive and the sender active (§3.3), as globus-url-copy does it:
 //
-//	A: [MODE E]  SIZE src
+//	A: [MODE E]  [SIZE src]  [OPTS RETR Parallelism=N,N,N;]
 //	B: [MODE E]  PASV (SPAS)  ALLO n  [REST ranges]  STOR dst   (no wait)
-//	A: [OPTS RETR Parallelism=N,N,N;]  PORT (SPOR)  [REST ranges]  RETR src
+//	A: PORT (SPOR)  [REST ranges]  RETR src
 //	A: 150 … 226      B: 150 [112, 111 markers] 226
 //
-// Done only when both 226 replies have arrived.
+// Done only when both 226 replies have arrived. SIZE is left out when
+// the caller knows the size. The first two lines go to both servers at
+// once, each line's commands back to back (protocol.md §1.1), and so do
+// ALLO and STOR, PORT and REST: about three round trips before the data
+// instead of eight.
 
 import (
 	"context"
@@ -32,6 +36,12 @@ type ThirdPartyOptions struct {
 	// the source, ESTO A on the destination (protocol.md §8.1, §8.2).
 	// An Offset without a Length copies to the end of the source.
 	Offset, Length int64
+
+	// Size is the size of the source file when KnownSize is set (a
+	// listing told it): the source is then not asked for it (SIZE), which
+	// saves a round trip. It sets the ALLO and what the copy counts.
+	Size      int64
+	KnownSize bool
 
 	// Parallel, when above 1, puts both servers in MODE E and asks the
 	// source for that many data connections (OPTS RETR Parallelism).
@@ -186,10 +196,17 @@ type leg struct {
 }
 
 // startLeg reads c's replies up to the final one in a goroutine; prelim
-// sees the preliminary ones.
-func startLeg(c *Conn, prelim func(Reply)) *leg {
+// sees the preliminary ones. The replies of the skip commands sent just
+// before (whose answer does not matter) are read first.
+func startLeg(c *Conn, skip int, prelim func(Reply)) *leg {
 	l := &leg{c: c, fin: make(chan final, 1)}
 	go func() {
+		for range skip {
+			if r, err := c.readReply(); err != nil {
+				l.fin <- final{r, err}
+				return
+			}
+		}
 		r, err := c.readFinal(prelim)
 		l.fin <- final{r, err}
 	}()
@@ -222,19 +239,68 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 	src.dropCache()
 	dst.dropCache()
 
-	// A: [MODE E], SIZE.
-	if err := src.setMode(modeE); err != nil {
-		return -1, nil, nil, err
-	}
+	// The set-up commands that need no answer from the other server go
+	// out back to back on each (protocol.md §1.1), both servers at once:
+	// A: [MODE E] [SIZE] [SITE RETRBUFSIZE] [OPTS RETR]
+	// B: [MODE E] [STOR-DRAIN=OFF] [SITE STORBUFSIZE] [TREV] PASV|SPAS
 	size := int64(-1)
-	r, err := src.exchange("SIZE " + t.srcPath)
-	if err != nil {
-		return -1, nil, nil, err
+	if o.KnownSize && o.Size >= 0 {
+		size = o.Size
 	}
-	if r.Code == 213 {
-		if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
-			size = n
+	var srcSteps []step
+	srcSteps = append(srcSteps, src.modeStep(modeE)...)
+	if size < 0 {
+		srcSteps = append(srcSteps, step{line: "SIZE " + t.srcPath, check: func(r Reply) error {
+			if r.Code == 213 {
+				if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
+					size = n
+				}
+			}
+			return nil
+		}})
+	}
+	srcSteps = append(srcSteps, src.softSteps(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))...)
+	if modeE {
+		n := max(o.Parallel, 1)
+		opts := fmt.Sprintf("Parallelism=%d,%d,%d;", n, n, n)
+		if o.StripeBlockSize > 0 {
+			opts = fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", o.StripeBlockSize) + opts
 		}
+		srcSteps = append(srcSteps, step{line: "OPTS RETR " + opts, check: wantClass(2)})
+	}
+
+	var dstSteps []step
+	dstSteps = append(dstSteps, dst.modeStep(modeE)...)
+	if dst.drainOn {
+		// With STOR-DRAIN on, a refused STOR would wait for the
+		// source's data, which comes only after RETR: the refusal of
+		// both would leave the destination waiting.
+		dstSteps = append(dstSteps, step{line: "OPTS PIPE STOR-DRAIN=OFF", check: func(r Reply) error {
+			if r.Class() != 2 {
+				return &ReplyError{Reply: r}
+			}
+			dst.drainOn = false
+			return nil
+		}})
+	}
+	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
+	if s := o.MarkerInterval / time.Second; modeE && s >= 1 {
+		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
+	}
+	dstSteps = append(dstSteps, dst.softSteps(soft)...)
+	var addrs []netip.AddrPort
+	dstSteps = append(dstSteps, step{line: passiveLine(o.Striped), check: func(r Reply) (err error) {
+		addrs, err = dst.parsePassive(o.Striped, r)
+		return err
+	}})
+
+	var dstErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { dstErr = dst.burst(dstSteps) })
+	srcErr := src.burst(srcSteps)
+	wg.Wait()
+	if srcErr != nil {
+		return -1, nil, nil, srcErr
 	}
 
 	// The window of the file that moves, and the transfer commands.
@@ -279,31 +345,23 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 		}
 	}
 
-	// B: [MODE E], soft commands, PASV or SPAS, ALLO, [REST], STOR.
-	if err := dst.setMode(modeE); err != nil {
-		return want, nil, nil, err
+	if dstErr != nil {
+		return want, nil, nil, dstErr
 	}
-	if err := dst.setStorDrain(false); err != nil {
-		return want, nil, nil, err
-	}
-	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
-	if s := o.MarkerInterval / time.Second; modeE && s >= 1 {
-		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
-	}
-	if err := dst.softCommands(soft); err != nil {
-		return want, nil, nil, err
-	}
-	addrs, err := dst.passiveAddrs(o.Striped)
-	if err != nil {
-		return want, nil, nil, err
-	}
+	// B: [ALLO], [REST], STOR. ALLO is advice (a server may not know it),
+	// so it goes with the STOR and its reply is read by the leg; a REST
+	// must be accepted before the STOR, which would truncate without it.
+	allo := 0
 	if length >= 0 {
-		if err := dst.exchange2(fmt.Sprintf("ALLO %d", length), 2); err != nil {
-			var re *ReplyError
-			if !errors.As(err, &re) {
+		if !partial && rest.Len() > 0 {
+			if err := dst.burst([]step{{line: fmt.Sprintf("ALLO %d", length)}}); err != nil {
 				return want, nil, nil, err
 			}
-			// ALLO is advice; a server may not know it.
+		} else {
+			if err := dst.send(fmt.Sprintf("ALLO %d", length)); err != nil {
+				return want, nil, nil, &brokenError{err: fmt.Errorf("client: ALLO: %w", err)}
+			}
+			allo = 1
 		}
 	}
 	if !partial {
@@ -316,14 +374,14 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 		return want, nil, nil, &brokenError{err: fmt.Errorf("client: %s: %w", verb(storCmd), err)}
 	}
 	// Do not wait for B's 150: it comes once A connects.
-	dstLeg = startLeg(dst, t.markers)
+	dstLeg = startLeg(dst, allo, t.markers)
 
 	// A: soft commands, [OPTS RETR], PORT or SPOR, [REST], RETR.
 	err = t.srcSetup(addrs, rest, retrCmd)
 	if err != nil {
 		return want, dstLeg, nil, err
 	}
-	srcLeg = startLeg(src, nil)
+	srcLeg = startLeg(src, 0, nil)
 
 	// Both final replies; the first failure stops waiting.
 	for !dstLeg.got || !srcLeg.got {
@@ -346,31 +404,99 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 // srcSetup sends the source's commands up to the transfer command's
 // preliminary reply.
 func (t *thirdParty) srcSetup(addrs []netip.AddrPort, rest RangeSet, retrCmd string) error {
-	o, src := t.o, t.src
-	if err := src.softCommands(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer)); err != nil {
-		return err
-	}
-	if o.modeE() {
-		n := max(o.Parallel, 1)
-		opts := fmt.Sprintf("Parallelism=%d,%d,%d;", n, n, n)
-		if o.StripeBlockSize > 0 {
-			opts = fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", o.StripeBlockSize) + opts
-		}
-		if err := src.exchange2("OPTS RETR "+opts, 2); err != nil {
-			return err
-		}
-	}
+	src := t.src
 	line, err := portCommand(addrs)
 	if err != nil {
 		return err
 	}
-	if err := src.exchange2(line, 2); err != nil {
-		return err
+	// PORT and REST together; RETR only once both are accepted, lest the
+	// source send to a data channel it had before.
+	steps := []step{{line: line, check: wantClass(2)}}
+	if rest.Len() > 0 {
+		steps = append(steps, step{line: "REST " + rest.String(), check: func(r Reply) error {
+			if cl := r.Class(); cl != 3 && cl != 2 {
+				return &ReplyError{Reply: r}
+			}
+			return nil
+		}})
 	}
-	if err := src.restCommand(rest); err != nil {
+	if err := src.burst(steps); err != nil {
 		return err
 	}
 	return src.exchange2(retrCmd, 1)
+}
+
+// step is one command of a burst; check, when not nil, judges its reply.
+type step struct {
+	line  string
+	check func(Reply) error
+}
+
+// wantClass is a step check for a reply of class want.
+func wantClass(want int) func(Reply) error {
+	return func(r Reply) error {
+		if r.Class() != want {
+			return &ReplyError{Reply: r}
+		}
+		return nil
+	}
+}
+
+// burst sends the steps' commands back to back, then reads their replies
+// in order: the servers queue pipelined commands (protocol.md §1.1), so
+// this costs one round trip instead of one per command. Every reply is
+// read, so the Conn stays in step; the first failure is returned. Only
+// commands that may be sent whatever the earlier ones' answer go in one.
+func (c *Conn) burst(steps []step) error {
+	for _, s := range steps {
+		if err := c.send(s.line); err != nil {
+			return &brokenError{err: fmt.Errorf("client: %s: %w", verb(s.line), err)}
+		}
+	}
+	var first error
+	for _, s := range steps {
+		r, err := c.readReply()
+		if err != nil {
+			return &brokenError{err: fmt.Errorf("client: %s: %w", verb(s.line), err)}
+		}
+		if s.check != nil && first == nil {
+			first = s.check(r)
+		}
+	}
+	return first
+}
+
+// modeStep is setMode as a step (none when the server is in that mode).
+func (c *Conn) modeStep(e bool) []step {
+	if c.modeE == e {
+		return nil
+	}
+	c.tp = nil
+	m := "MODE S"
+	if e {
+		m = "MODE E"
+	}
+	return []step{{line: m, check: func(r Reply) error {
+		if r.Class() != 2 {
+			return &ReplyError{Reply: r}
+		}
+		c.modeE = e
+		return nil
+	}}}
+}
+
+// softSteps is softCommands as steps.
+func (c *Conn) softSteps(lines []string) []step {
+	steps := make([]step, len(lines))
+	for i, l := range lines {
+		steps[i] = step{line: l, check: func(r Reply) error {
+			if r.Class() != 2 {
+				c.log.Debug("command refused; going on", "cmd", verb(l), "code", r.Code)
+			}
+			return nil
+		}}
+	}
+	return steps
 }
 
 // portCommand is PORT (EPRT for IPv6) for one address, SPOR for several.
@@ -404,6 +530,24 @@ func portCommand(addrs []netip.AddrPort) (string, error) {
 // connect to: PASV, or SPAS when striped. A 0.0.0.0 address is replaced
 // by the control connection's peer.
 func (c *Conn) passiveAddrs(striped bool) ([]netip.AddrPort, error) {
+	line := passiveLine(striped)
+	r, err := c.exchange(line)
+	if err != nil {
+		return nil, err
+	}
+	return c.parsePassive(striped, r)
+}
+
+// passiveLine is the command passiveAddrs sends.
+func passiveLine(striped bool) string {
+	if striped {
+		return "SPAS"
+	}
+	return "PASV"
+}
+
+// parsePassive reads the reply to passiveLine.
+func (c *Conn) parsePassive(striped bool, r Reply) ([]netip.AddrPort, error) {
 	peer := c.controlPeer()
 	fix := func(ap netip.AddrPort) netip.AddrPort {
 		if ap.Addr().IsUnspecified() && peer.IsValid() {
@@ -412,10 +556,6 @@ func (c *Conn) passiveAddrs(striped bool) ([]netip.AddrPort, error) {
 		return ap
 	}
 	if !striped {
-		r, err := c.exchange("PASV")
-		if err != nil {
-			return nil, err
-		}
 		if r.Code != 227 {
 			return nil, &ReplyError{Reply: r}
 		}
@@ -424,10 +564,6 @@ func (c *Conn) passiveAddrs(striped bool) ([]netip.AddrPort, error) {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 		return []netip.AddrPort{fix(ap)}, nil
-	}
-	r, err := c.exchange("SPAS")
-	if err != nil {
-		return nil, err
 	}
 	if r.Code != 229 {
 		return nil, &ReplyError{Reply: r}

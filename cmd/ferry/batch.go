@@ -147,7 +147,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 	s := w.c.session(w.loc(remote))
 	var ds *client.Session
 	if kind == batchTPT {
-		ds = w.c.sessionAs(w.loc(pairs[idx[0]].Dst), "third-party destination ")
+		ds = w.c.tptDest(w.loc(remote), w.loc(pairs[idx[0]].Dst))
 	}
 	rounds := batchRetries
 	if w.c.flags.restart {
@@ -168,6 +168,9 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		items := make([]*batchItem, len(todo))
 		for k, i := range todo {
 			items[k] = &batchItem{idx: i, pair: pairs[i]}
+		}
+		if ds != nil {
+			dialTogether(ctx, s, ds)
 		}
 		conn, err := s.Conn(ctx)
 		failed := remote
@@ -211,7 +214,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		case batchTPT:
 			files := make([]client.ThirdPartyFile, len(items))
 			for k, it := range items {
-				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path}
+				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path, Size: it.pair.Size, KnownSize: it.pair.Size >= 0}
 			}
 			client.ThirdPartyFiles(ctx, conn, dconn, files, opts)
 		case batchGet:

@@ -532,6 +532,17 @@ func (c *copier) sessionAs(l location, role string) *client.Session {
 	return s
 }
 
+// tptDest is the session of a third-party copy's destination: the one
+// the endpoint has (logged in already when it was planned), unless the
+// source is on the same endpoint, as a third-party copy needs two control
+// connections.
+func (c *copier) tptDest(src, dst location) *client.Session {
+	if endpointKey(src) != endpointKey(dst) {
+		return c.session(dst)
+	}
+	return c.sessionAs(dst, "third-party destination ")
+}
+
 // release ends a copy's use of s: it hangs up unless s is kept.
 func (c *copier) release(ctx context.Context, s *client.Session) {
 	if c.sessions == nil {
@@ -988,9 +999,10 @@ func (c *copier) remoteToRemote(ctx context.Context, src, dst location) (int64, 
 // thirdParty moves the file directly between the two servers; with -rst
 // a failure dials both again and resumes.
 func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, error) {
-	ss, ds := c.session(src), c.sessionAs(dst, "third-party destination ")
+	ss, ds := c.session(src), c.tptDest(src, dst)
 	defer c.release(ctx, ss)
 	defer c.release(ctx, ds)
+	dialTogether(ctx, ss, ds)
 	opts := &client.ThirdPartyOptions{
 		Offset:          c.flags.off,
 		Length:          c.limit(),

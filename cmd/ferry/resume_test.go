@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -163,7 +164,10 @@ func (r slowReader) ReadAt(p []byte, off int64) (int, error) {
 	return r.Reader.ReadAt(p, off)
 }
 
-func startFerrySrv(t *testing.T) *ferrySrv {
+func startFerrySrv(t *testing.T) *ferrySrv { return startFerrySrvLog(t, nil) }
+
+// startFerrySrvLog is startFerrySrv with the server's log going to log.
+func startFerrySrvLog(t *testing.T, log *slog.Logger) *ferrySrv {
 	t.Helper()
 	t.Setenv("NETRC", filepath.Join(t.TempDir(), "no-netrc"))
 	f := &ferrySrv{dir: t.TempDir(), release: make(chan struct{})}
@@ -171,7 +175,7 @@ func startFerrySrv(t *testing.T) *ferrySrv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Storage: slowFS{fs, &f.slow, f}, Anonymous: true, AnonymousWrite: true})
+	srv, err := server.New(server.Config{Storage: slowFS{fs, &f.slow, f}, Anonymous: true, AnonymousWrite: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

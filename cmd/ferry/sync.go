@@ -251,7 +251,8 @@ func (j *cpJob) plan(ctx context.Context, w job.Worker, plan *job.Plan, src, dst
 	if dk != "" {
 		j.ends[dk] = dst
 	}
-	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts}
+	// Two endpoints have two sessions: their logins and first looks overlap.
+	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts, Concurrent: sk != dk || sk == ""}
 	if err := pl.Add(ctx, plan, src.path, dst.path); err != nil {
 		return &opError{what: src.String() + " -> " + dst.String(), err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -410,6 +411,28 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 		return nil, &opError{what: "login to " + l.addr + " as " + user, err: err}
 	}
 	return c, nil
+}
+
+// dialTogether logs in to the sessions' servers at the same time: each
+// login is several round trips. A failed dial is not repeated: the
+// session's next Conn returns its error, as if it had dialled then.
+func dialTogether(ctx context.Context, ss ...*client.Session) {
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() { _, errs[i] = s.Conn(ctx) })
+	}
+	wg.Wait()
+	for i, s := range ss {
+		if errs[i] == nil {
+			continue
+		}
+		dial, err := s.Dial, errs[i]
+		s.Dial = func(context.Context) (*client.Conn, error) {
+			s.Dial = dial
+			return nil, err
+		}
+	}
 }
 
 // quitTimeout bounds the wait for the reply to QUIT: a server that does

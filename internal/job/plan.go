@@ -139,6 +139,32 @@ type Planner struct {
 	Src, Dst       FS
 	SrcEnd, DstEnd string
 	Options
+
+	// Concurrent lets Add look at Src and Dst at the same time: true
+	// when they do not share a connection. With two servers their
+	// logins and first round trips then overlap.
+	Concurrent bool
+
+	// dstStat is the answer of Add's Stat of its destination, which
+	// parents would otherwise ask for again (nothing is changed while
+	// planning).
+	dstStat *statResult
+}
+
+// statResult is the answer of one Stat.
+type statResult struct {
+	path string
+	info Info
+	err  error
+}
+
+// statDst is pl.Dst.Stat, answered from Add's own Stat of p when it has
+// one.
+func (pl *Planner) statDst(ctx context.Context, p string) (Info, error) {
+	if r := pl.dstStat; r != nil && r.path == p {
+		return r.info, r.err
+	}
+	return pl.Dst.Stat(ctx, p)
 }
 
 func (pl *Planner) srcLoc(p string) Loc { return Loc{End: pl.SrcEnd, Path: p} }
@@ -167,7 +193,28 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		return fmt.Errorf("sync level %d: want 0 to 3", pl.SyncLevel)
 	}
 	wild := hasMeta(src)
+	// The destination's Stat, at the same time as the source's when
+	// allowed; the answers are still taken in the order below.
+	dres := &statResult{path: dst}
+	dstDone := make(chan struct{})
+	statDst := func() {
+		defer close(dstDone)
+		dres.info, dres.err = pl.Dst.Stat(ctx, dst)
+	}
+	var srcStats []statResult
+	if pl.Concurrent {
+		go statDst()
+	}
 	srcs, err := expand(ctx, pl.Src, src)
+	if err == nil && pl.Concurrent {
+		srcStats = make([]statResult, len(srcs))
+		for i, s := range srcs {
+			srcStats[i].info, srcStats[i].err = pl.Src.Stat(ctx, s)
+		}
+	}
+	if pl.Concurrent {
+		<-dstDone
+	}
 	if err != nil {
 		return err
 	}
@@ -175,7 +222,12 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		wild = false // a literal name with pattern characters
 	}
 	contents := !wild && (hasSep(pl.Src, src) || pl.Mirror)
-	dstInfo, err := pl.Dst.Stat(ctx, dst)
+	if !pl.Concurrent {
+		statDst()
+	}
+	pl.dstStat = dres
+	defer func() { pl.dstStat = nil }()
+	dstInfo, err := dres.info, dres.err
 	dstExists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", pl.dstLoc(dst), err)
@@ -189,8 +241,13 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		info Info
 	}
 	var todo []source
-	for _, s := range srcs {
-		in, err := pl.Src.Stat(ctx, s)
+	for i, s := range srcs {
+		var in Info
+		if srcStats != nil {
+			in, err = srcStats[i].info, srcStats[i].err
+		} else {
+			in, err = pl.Src.Stat(ctx, s)
+		}
 		if err != nil {
 			if !wild {
 				return fmt.Errorf("%s: %w", pl.srcLoc(s), err)
@@ -247,7 +304,7 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 			pl.walk(ctx, plan, srcPath, s.info, target, target, 0, nil)
 		default:
 			var dinfo *Info
-			if in, err := pl.Dst.Stat(ctx, target); err == nil {
+			if in, err := pl.statDst(ctx, target); err == nil {
 				dinfo = &in
 			}
 			pl.entry(ctx, plan, s.path, s.info, target, dinfo)
@@ -266,7 +323,7 @@ func (pl *Planner) parents(ctx context.Context, plan *Plan, dir string, skipSelf
 		if plan.hasDir(pl.dstLoc(d)) {
 			break
 		}
-		in, err := pl.Dst.Stat(ctx, d)
+		in, err := pl.statDst(ctx, d)
 		if err == nil {
 			if in.Type != TypeDir {
 				return fmt.Errorf("%s is not a directory", pl.dstLoc(d))
@@ -340,14 +397,31 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 		}
 		seen = append(seen, in.id)
 	}
+	// The destination's Stat overlaps the listing when allowed.
+	var dinfo Info
+	var derr error
+	dstDone := make(chan struct{})
+	statDst := func() {
+		defer close(dstDone)
+		dinfo, derr = pl.statDst(ctx, dst)
+	}
+	if pl.Concurrent {
+		go statDst()
+	}
 	entries, err := pl.Src.ReadDir(ctx, src)
+	if pl.Concurrent {
+		<-dstDone
+	}
 	if err != nil {
 		pl.fail(plan, src, dst, fmt.Errorf("list: %w", err))
 		return
 	}
 	slices.SortFunc(entries, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
 	have := map[string]Info{}
-	dinfo, err := pl.Dst.Stat(ctx, dst)
+	if !pl.Concurrent {
+		statDst()
+	}
+	err = derr
 	switch {
 	case err == nil && dinfo.Type != TypeDir:
 		pl.fail(plan, src, dst, errors.New("the destination exists and is not a directory"))
