@@ -39,7 +39,9 @@ type ThirdPartyOptions struct {
 
 	// Size is the size of the source file when KnownSize is set (a
 	// listing told it): the source is then not asked for it (SIZE), which
-	// saves a round trip. It sets the ALLO and what the copy counts.
+	// saves a round trip. No ALLO is sent then: the file may have grown
+	// since, and an ALLO too small makes a Ferry destination refuse it.
+	// For Offset/Length copies it bounds the ERET.
 	Size      int64
 	KnownSize bool
 
@@ -321,7 +323,10 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 		t.base = o.Offset
 		storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
 		retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, length, t.srcPath)
-	} else if size >= 0 {
+	} else if size >= 0 && !o.KnownSize {
+		// A size the caller planned earlier may be stale (a file still
+		// being written): announced with ALLO, it would make a Ferry
+		// destination refuse the grown file. Only a fresh SIZE is sent.
 		length = size
 	}
 	var rest RangeSet

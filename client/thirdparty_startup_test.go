@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -75,5 +76,26 @@ func TestThirdPartySetUpPipelined(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThirdPartyStalePlannedSize: a file that grew after it was listed
+// still copies whole to a Ferry destination: a planned size skips SIZE
+// but is never announced with ALLO, which Ferry enforces as a limit.
+func TestThirdPartyStalePlannedSize(t *testing.T) {
+	src, dst := ferryPeer(t), ferryPeer(t)
+	ctx := testCtx(t)
+	want := seeded(300<<10, 77)
+	writeShared(t, filepath.Join(src.dir, "grew"), want)
+	for _, p := range []int{1, 2} {
+		sc, dc := login(t, src.addr, nil), login(t, dst.addr, nil)
+		name := fmt.Sprintf("grew-%d", p)
+		errs := client.ThirdPartyFiles(ctx, sc, dc, []client.ThirdPartyFile{
+			{Src: src.remote("grew"), Dst: dst.remote(name), Size: 100 << 10, KnownSize: true},
+		}, &client.BatchOptions{Parallel: p})
+		got, err := os.ReadFile(filepath.Join(dst.dir, name))
+		if errs[0] != nil || err != nil || !bytes.Equal(got, want) {
+			t.Errorf("-p %d: %v; on disk %d bytes (%v), want the grown file's %d", p, errs[0], len(got), err, len(want))
+		}
 	}
 }
