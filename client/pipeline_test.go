@@ -7,18 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
-	"github.com/ferrygrid/ferry/dsi/posix"
-	"github.com/ferrygrid/ferry/server"
 )
 
 // flight is a slog handler that follows a Conn's commands and final
@@ -408,29 +404,12 @@ func TestBatchStallTimeout(t *testing.T) {
 		}
 		writeServed(t, filepath.Join(dir, fmt.Sprint("s", i)), seeded(size, uint64(i)))
 	}
-	fs, err := posix.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	hung := new(atomic.Bool)
-	srv, err := server.New(server.Config{Storage: hangFS{fs, big / 2, release, hung}, Anonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() { srv.Close(); wg.Wait() })
+	addr, hung := serveHanging(t, dir, big / 2)
 
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
 			hung.Store(false)
-			c := login(t, l.Addr().String(), nil)
+			c := login(t, addr, nil)
 			local := t.TempDir()
 			files := make([]client.Get, n)
 			for i := range files {

@@ -350,29 +350,12 @@ func TestSessionStall(t *testing.T) {
 	const size = 8 << 20
 	data := seeded(size, 44)
 	writeServed(t, filepath.Join(dir, "f"), data)
-	fs, err := posix.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	hung := new(atomic.Bool)
-	srv, err := server.New(server.Config{Storage: hangFS{fs, size / 2, release, hung}, Anonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() { srv.Close(); wg.Wait() })
+	addr, hung := serveHanging(t, dir, size / 2)
 
 	for _, par := range []int{1, 4} {
 		hung.Store(false)
 		rec := &recorder{}
-		s := session(l.Addr().String(), rec, 3)
+		s := session(addr, rec, 3)
 		s.Retry.StallTimeout = 500 * time.Millisecond
 		var stalls atomic.Int32
 		s.Retry.OnRetry = func(_ int, err error, _ time.Duration) {
@@ -394,4 +377,29 @@ func TestSessionStall(t *testing.T) {
 			t.Fatalf("p=%d: contents differ or %d bytes moved", par, n)
 		}
 	}
+}
+
+// serveHanging serves dir anonymously from a disk whose reads hang at
+// offset hangAt while the returned flag is set (until the test ends).
+func serveHanging(t *testing.T, dir string, hangAt int64) (addr string, hung *atomic.Bool) {
+	t.Helper()
+	fs, err := posix.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	hung = new(atomic.Bool)
+	srv, err := server.New(server.Config{Storage: hangFS{fs, hangAt, release, hung}, Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(l) })
+	t.Cleanup(func() { srv.Close(); wg.Wait() })
+	return l.Addr().String(), hung
 }

@@ -78,8 +78,8 @@ type moverState struct {
 
 // NewPool starts watching the movers of cfg.
 func NewPool(cfg PoolConfig) (*Pool, error) {
-	if len(cfg.Movers) == 0 || len(cfg.Movers) > 64 {
-		return nil, errors.New("stripe: a pool needs 1 to 64 movers")
+	if err := checkMovers(cfg.Movers); err != nil {
+		return nil, err
 	}
 	if len(cfg.Secret) == 0 {
 		return nil, errors.New("stripe: a pool needs the movers' shared secret")
@@ -98,9 +98,6 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	if err := checkMovers(cfg.Movers); err != nil {
-		return nil, err
-	}
 	p.mu.Lock()
 	for _, a := range cfg.Movers {
 		p.movers = append(p.movers, p.watch(a))
@@ -109,9 +106,12 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	return p, nil
 }
 
+// maxMovers bounds a pool's movers, and so a striped session's stripes.
+const maxMovers = 64
+
 func checkMovers(addrs []string) error {
-	if len(addrs) == 0 || len(addrs) > 64 {
-		return errors.New("stripe: a pool needs 1 to 64 movers")
+	if len(addrs) == 0 || len(addrs) > maxMovers {
+		return fmt.Errorf("stripe: a pool needs 1 to %d movers", maxMovers)
 	}
 	seen := map[string]bool{}
 	for _, a := range addrs {
@@ -185,13 +185,11 @@ func (p *Pool) upMovers() ([]*moverState, error) {
 	var down []string
 	movers := p.current()
 	for _, ms := range movers {
-		ms.mu.Lock()
-		if ms.up {
+		if isUp, why := ms.health(); isUp {
 			up = append(up, ms)
 		} else {
-			down = append(down, fmt.Sprintf("mover %s down (%v)", ms.addr, ms.err))
+			down = append(down, fmt.Sprintf("mover %s down (%v)", ms.addr, why))
 		}
-		ms.mu.Unlock()
 	}
 	if need := min(max(p.cfg.MinUp, 1), len(movers)); len(up) < need {
 		return nil, &xfer.DataError{Open: true, Err: fmt.Errorf("%d of %d data movers up, %d needed: %s",
@@ -312,13 +310,18 @@ func (p *Pool) Status() []string {
 func (p *Pool) Up() int {
 	n := 0
 	for _, ms := range p.current() {
-		ms.mu.Lock()
-		if ms.up {
+		if isUp, _ := ms.health(); isUp {
 			n++
 		}
-		ms.mu.Unlock()
 	}
 	return n
+}
+
+// health reports whether the mover is up, and if not why.
+func (ms *moverState) health() (up bool, why error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.up, ms.err
 }
 
 // SessionConfig describes the control session a Frontend serves.
@@ -551,7 +554,7 @@ func (f *Frontend) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, erro
 // PassiveStripes (SPAS) makes every mover that is up listen: one address
 // per stripe.
 func (f *Frontend) PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrPort, error) {
-	return f.listen(ctx, ipv4, 64)
+	return f.listen(ctx, ipv4, maxMovers)
 }
 
 // listen makes the first n movers that are up listen.
