@@ -11,11 +11,13 @@
 // Paths handed to a Storage are always clean, slash-separated and absolute
 // within the storage ("/", "/a/b.dat"); the caller (the PI) has already
 // resolved "." and ".." against the session's working directory. A back-end
-// must still never let a path or a symbolic link reach outside its own root.
+// must still never let a path or a symbolic link reach outside its own root,
+// and one with symbolic links implements [Subber], so that a home made with
+// [Sub] confines links as well as names.
 //
 // The required interface is small; optional capabilities are one-method
 // interfaces that callers discover with a type assertion (see Chmoder,
-// Chtimeser, RangeWriterTo, RangeReaderFrom).
+// Chtimeser, Subber, RangeWriterTo, RangeReaderFrom).
 //
 // Errors: back-ends return (or wrap) the sentinels below so that one place in
 // the PI can map them to FTP reply codes.
@@ -64,6 +66,9 @@ type FileInfo struct {
 	Unique string
 	// Link is the target of a symbolic link when the entry was reached
 	// through one (as listed by ReadDir or Stat of a link); "" otherwise.
+	// A back-end leaves it empty when the target is an absolute path or
+	// climbs out of the storage's root: such text describes the host, not
+	// the storage.
 	Link string
 }
 
@@ -121,6 +126,31 @@ type Reader interface {
 type Writer interface {
 	io.WriterAt
 	io.Closer
+}
+
+// Subber is an optional Storage capability, required of every back-end in
+// which a name can lead somewhere its text does not say (symbolic links):
+// Sub returns a Storage whose root is the directory dir and in which no
+// name and no link resolves outside that directory. It fails when it
+// cannot promise that: dir is missing, not a directory, or reached through
+// a symbolic link. Use the function [Sub], which adds the rules every
+// sub-tree shares, rather than calling the method directly.
+type Subber interface {
+	Sub(ctx context.Context, dir string) (Storage, error)
+}
+
+// InPlaceWriter is an optional Storage capability. A back-end that cannot
+// rename (or that discards what it is given) reports true, and the server
+// then writes uploads straight into their targets instead of into a part
+// file renamed into place at the end.
+type InPlaceWriter interface {
+	WritesInPlace() bool
+}
+
+// WritesInPlace reports whether s is an InPlaceWriter that writes in place.
+func WritesInPlace(s Storage) bool {
+	w, ok := s.(InPlaceWriter)
+	return ok && w.WritesInPlace()
 }
 
 // Chmoder is an optional Storage capability (SITE CHMOD).

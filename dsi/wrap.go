@@ -8,18 +8,49 @@ import (
 	"time"
 )
 
-// Sub returns a Storage that shows only the tree below dir of s: name "/x"
-// of the result is dir+"/x" of s. dir must be a clean absolute path. Because
-// names handed to a Storage are clean absolute paths, a name can never climb
-// above dir; symbolic links are still confined by s itself.
-func Sub(s Storage, dir string) Storage {
-	dir = path.Clean("/" + dir)
-	if dir == "/" {
-		return s
-	}
-	return &subFS{s: s, dir: dir}
+// Sub returns a Storage that shows only the tree below the directory dir
+// of s: name "/x" of the result is dir+"/x" of s. dir is cleaned and taken
+// as absolute; for "/" (or "") Sub returns s itself.
+//
+// When s implements [Subber] (a back-end with symbolic links), the result
+// serves the back-end's own sub-storage, so that every name and every link
+// resolves inside dir; Sub fails when the back-end cannot set that up (dir
+// is missing, not a directory, or a symbolic link). Other storages have no
+// links: they are confined by rewriting names, and Sub fails unless dir is
+// a directory.
+//
+// Either way the result refuses Chmod and Chtimes of its own root with
+// ErrPermission: dir belongs to whoever set up the sub-tree, not to the
+// user it confines (a home made world-writable lets other local users
+// plant links in it).
+func Sub(s Storage, dir string) (Storage, error) {
+	return sub(context.Background(), s, dir)
 }
 
+func sub(ctx context.Context, s Storage, dir string) (Storage, error) {
+	dir = path.Clean("/" + dir)
+	if dir == "/" {
+		return s, nil
+	}
+	if sb, ok := s.(Subber); ok {
+		c, err := sb.Sub(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		return &subFS{s: c, dir: "/"}, nil
+	}
+	fi, err := s.Stat(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("dsi: sub %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("dsi: sub %s: %w", dir, ErrNotDir)
+	}
+	return &subFS{s: s, dir: dir}, nil
+}
+
+// subFS is the result of Sub: s below dir, where dir is "/" when s is
+// already confined by its back-end.
 type subFS struct {
 	s   Storage
 	dir string
@@ -52,6 +83,9 @@ func (f *subFS) Rename(ctx context.Context, from, to string) error {
 	return f.s.Rename(ctx, f.full(from), f.full(to))
 }
 func (f *subFS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	if isRoot(name) {
+		return fmt.Errorf("dsi: chmod %s: the root of a sub-tree: %w", name, ErrPermission)
+	}
 	c, ok := f.s.(Chmoder)
 	if !ok {
 		return fmt.Errorf("chmod %s: %w", name, ErrNotSupported)
@@ -59,12 +93,29 @@ func (f *subFS) Chmod(ctx context.Context, name string, mode fs.FileMode) error 
 	return c.Chmod(ctx, f.full(name), mode)
 }
 func (f *subFS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	if isRoot(name) {
+		return fmt.Errorf("dsi: chtimes %s: the root of a sub-tree: %w", name, ErrPermission)
+	}
 	c, ok := f.s.(Chtimeser)
 	if !ok {
 		return fmt.Errorf("chtimes %s: %w", name, ErrNotSupported)
 	}
 	return c.Chtimes(ctx, f.full(name), mtime)
 }
+
+// Sub makes a sub-tree of the sub-tree, as confined as f itself.
+func (f *subFS) Sub(ctx context.Context, dir string) (Storage, error) {
+	if isRoot(dir) {
+		return f, nil
+	}
+	return sub(ctx, f.s, f.full(dir))
+}
+
+func (f *subFS) WritesInPlace() bool { return WritesInPlace(f.s) }
+
+func isRoot(name string) bool { return path.Clean("/"+name) == "/" }
+
+func (f readOnlyFS) WritesInPlace() bool { return WritesInPlace(f.s) }
 
 // ReadOnly returns a Storage that refuses every change with ErrReadOnly.
 func ReadOnly(s Storage) Storage { return readOnlyFS{s} }
@@ -94,9 +145,20 @@ func (f readOnlyFS) Rename(ctx context.Context, from, _ string) error {
 	return refuse("rename", from)
 }
 
+// Sub makes a read-only view of a sub-tree, confined as [Sub] confines it.
+func (f readOnlyFS) Sub(ctx context.Context, dir string) (Storage, error) {
+	s, err := sub(ctx, f.s, dir)
+	if err != nil {
+		return nil, err
+	}
+	return ReadOnly(s), nil
+}
+
 var (
 	_ Storage   = (*subFS)(nil)
 	_ Chmoder   = (*subFS)(nil)
 	_ Chtimeser = (*subFS)(nil)
+	_ Subber    = (*subFS)(nil)
 	_ Storage   = readOnlyFS{}
+	_ Subber    = readOnlyFS{}
 )

@@ -11,6 +11,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/user"
 	"path"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +55,13 @@ var ErrLoginDenied = errors.New("server: login denied")
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
+
+// Defaults of the Config limits.
+const (
+	DefaultMaxSessions          = 1000
+	DefaultMaxSessionsPerSource = 100
+	DefaultMaxHandshakes        = 32
+)
 
 // Config configures a Server. Only Storage is required; every other zero
 // value is a working default.
@@ -90,18 +101,55 @@ type Config struct {
 	// StallTimeout fails a transfer whose data connections move no byte
 	// for this long; 0 means 10 minutes, negative means never.
 	StallTimeout time.Duration
-	// MaxSessions refuses sessions beyond this many with 421; 0 means no limit.
+	// MaxSessions refuses sessions beyond this many with 421; 0 means
+	// DefaultMaxSessions, negative means no limit.
 	MaxSessions int
+	// MaxSessionsPerSource refuses a client address more sessions than
+	// this at once (421); 0 means DefaultMaxSessionsPerSource, negative
+	// means no limit.
+	MaxSessionsPerSource int
+	// MaxHandshakes bounds the AUTH GSSAPI and AUTH TLS handshake work in
+	// progress (an AUTH TLS handshake, each ADAT step), an eighth of it
+	// for one client address; beyond it AUTH or ADAT gets 431. 0 means
+	// DefaultMaxHandshakes.
+	MaxHandshakes int
+	// MaxPasswordChecks bounds the Authenticate calls running at once,
+	// and MaxPasswordChecksPerSource those for one client address (others
+	// wait their turn): password hashing is made to be slow, and must not
+	// become a lever on the CPU. 0 means the number of CPUs and 1.
+	MaxPasswordChecks, MaxPasswordChecksPerSource int
+	// LoginFailureDelay is how long a failed login waits before its 530
+	// reply (the third failure in a session also closes it); 0 means 1s,
+	// negative means none.
+	LoginFailureDelay time.Duration
+	// LoginTimeout closes a session that has not logged in this long after
+	// it connected (421), whatever it sends meanwhile; 0 means 60s. A full
+	// server also closes the session that waits to log in from the source
+	// with the most of them, to admit a new one.
+	LoginTimeout time.Duration
 	// AllowForeignDataAddress disables FTP bounce protection (RFC 2577):
 	// PORT/EPRT may then name hosts other than the client.
 	AllowForeignDataAddress bool
+	// UploadInPlace makes STOR write straight into its target (as GCT
+	// does). Off, an upload goes to a hidden part file beside the target,
+	// renamed over it once complete, so that an interrupted upload never
+	// looks complete and never spoils the file it would replace.
+	UploadInPlace bool
 	// Banner replaces the 220 greeting text.
 	Banner string
 	// UserStorage, when set, gives the storage for an account with a
 	// LocalUser, e.g. one whose operations run as that user (dsi/privsep,
-	// when the server runs as root). A nil storage with a nil error means
-	// Storage; an error refuses the login.
+	// when the server runs as root). An error, or a nil storage, refuses
+	// the login. It is called only for accounts that exist on this host
+	// and are not uid 0.
 	UserStorage func(ctx context.Context, localUser string) (dsi.Storage, error)
+	// ServeMappedAsServer lets a server running as root without
+	// UserStorage serve accounts with a LocalUser (grid-mapped ones) with
+	// its own identity, root. Off, such logins are refused: a mapping
+	// must never silently become root access. Whatever it says, mapped
+	// accounts must exist on the host when the server runs as root, and
+	// mappings to uid 0 are refused.
+	ServeMappedAsServer bool
 	// Movers makes the server a striped frontend (not with UserStorage:
 	// the movers do not act as the mapped user): the data of every
 	// transfer moves through these data movers ("host:port" of ferry mover),
@@ -135,10 +183,14 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Shutdown: sessions end after their command
 	cancel context.CancelFunc
+	abort  context.CancelFunc // cancels pi.Config.Abort: running transfers stop (426, then 421)
+
+	passwords *checkLimiter // bounds concurrent Authenticate calls
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]struct{}
+	conns     map[net.Conn]*connState
+	perSource map[netip.Addr]int // open sessions per client address; guarded by mu
 	closed    bool
 	wg        sync.WaitGroup // one per session
 }
@@ -152,12 +204,16 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		listeners: map[net.Listener]struct{}{},
-		conns:     map[net.Conn]struct{}{},
+		conns:     map[net.Conn]*connState{},
+		perSource: map[netip.Addr]int{},
+		passwords: newCheckLimiter(cmp.Or(cfg.MaxPasswordChecks, runtime.NumCPU()), cmp.Or(cfg.MaxPasswordChecksPerSource, 1)),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	abortCtx, abort := context.WithCancel(context.Background())
+	s.abort = abort
 	banner := cfg.Banner
 	if banner == "" {
 		host, _ := os.Hostname()
@@ -185,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
+	if sec != nil {
+		sec.Admit = s.admit
+	}
 	s.pi = pi.Config{
 		Banner:                  banner,
 		Version:                 "Ferry " + version.Version,
@@ -193,27 +252,76 @@ func New(cfg Config) (*Server, error) {
 		NewDTP:                  s.newDTP,
 		IdleTimeout:             cfg.IdleTimeout,
 		AllowForeignDataAddress: cfg.AllowForeignDataAddress,
+		Handshakes:              pi.NewSlots(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes), max(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)/8, 1)),
+		LoginFailureDelay:       cfg.LoginFailureDelay,
+		LoginTimeout:            cfg.LoginTimeout,
+		OnLogin:                 s.loggedIn,
+		UploadInPlace:           cfg.UploadInPlace,
+		Abort:                   abortCtx,
 		Logger:                  s.log,
 	}
 	return s, nil
 }
 
-func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
-	user, pass := req.User, req.Password
-	var a *Account
-	var err error
+// loginMethod is how a login request is to be checked.
+type loginMethod int
+
+const (
+	denyLogin loginMethod = iota
+	anonymousLogin
+	passwordLogin
+	certificateLogin
+)
+
+// authorize is the one decision of which check, if any, a login request
+// may pass through. It denies unless a rule allows; the order of the
+// cases is the policy:
+//   - anonymous names log in anonymously when the server allows it;
+//   - an identity proved on this (protected) channel is mapped to an
+//     account, unless the client clearly asked for a password login;
+//   - passwords need the Authenticate hook, and a protected channel on a
+//     server that has a host credential (so that they never cross in
+//     clear where protection is on offer).
+func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
+	anonName := req.User == "anonymous" || req.User == "ftp"
+	mapMe := req.User == ":globus-mapping:"
 	switch {
-	case s.cfg.Anonymous && (user == "anonymous" || user == "ftp"):
-		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
-	case req.Identity != nil && (req.Protected && (pass == "" || user == ":globus-mapping:") || s.cfg.Authenticate == nil):
-		// A verified certificate stands in for the password.
-		a, err = s.authorizeCert(ctx, req.Identity.DN, user)
-	case s.pi.Security != nil && s.pi.Security.RequireProtection && !req.Protected:
-		return nil, fmt.Errorf("%w: password logins need AUTH TLS or AUTH GSSAPI first", pi.ErrLoginDenied)
+	case anonName && s.cfg.Anonymous:
+		return anonymousLogin, nil
+	case req.Identity != nil && req.Protected && (mapMe || req.Password == "" || s.cfg.Authenticate == nil):
+		return certificateLogin, nil
+	case req.Identity != nil && !req.Protected:
+		// Cannot happen through the PI; refuse rather than trust it.
+		return denyLogin, fmt.Errorf("%w: an identity on an unprotected channel", pi.ErrLoginDenied)
+	case mapMe:
+		return denyLogin, fmt.Errorf("%w: no certificate identity to map", pi.ErrLoginDenied)
 	case s.cfg.Authenticate == nil:
-		return nil, pi.ErrLoginDenied
+		return denyLogin, fmt.Errorf("%w: no password logins on this server", pi.ErrLoginDenied)
+	case s.pi.Security != nil && !req.Protected:
+		return denyLogin, pi.ErrProtectionRequired
+	}
+	return passwordLogin, nil
+}
+
+func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
+	method, err := s.authorize(req)
+	if err != nil {
+		return nil, err
+	}
+	var a *Account
+	switch method {
+	case anonymousLogin:
+		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
+	case certificateLogin:
+		a, err = s.authorizeCert(ctx, req.Identity.DN, req.User)
+	case passwordLogin:
+		var release func()
+		if release, err = s.passwords.acquire(ctx, req.Remote); err == nil {
+			a, err = s.cfg.Authenticate(ctx, req.User, req.Password)
+			release()
+		}
 	default:
-		a, err = s.cfg.Authenticate(ctx, user, pass)
+		return nil, pi.ErrLoginDenied
 	}
 	if errors.Is(err, ErrLoginDenied) {
 		return nil, fmt.Errorf("%w: %v", pi.ErrLoginDenied, err)
@@ -221,24 +329,68 @@ func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, e
 	if err != nil {
 		return nil, err
 	}
+	if a == nil {
+		return nil, fmt.Errorf("%w: the login hook granted no account", pi.ErrLoginDenied)
+	}
 	base := s.cfg.Storage
-	if a.LocalUser != "" && s.cfg.UserStorage != nil {
-		us, err := s.cfg.UserStorage(ctx, a.LocalUser)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", pi.ErrLoginDenied, err)
-		}
-		if us != nil {
-			base = us
+	if a.LocalUser != "" {
+		if base, err = s.userStorage(ctx, a.LocalUser); err != nil {
+			return nil, err
 		}
 	}
-	st := dsi.Sub(base, a.Home)
+	st, err := dsi.Sub(base, a.Home)
+	if err != nil {
+		return nil, fmt.Errorf("%w: home %q of %s: %v", pi.ErrHomeUnavailable, a.Home, a.Name, err)
+	}
 	if fi, err := st.Stat(ctx, "/"); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("server: home %q of %s is not a directory: %v", a.Home, a.Name, err)
+		return nil, fmt.Errorf("%w: home %q of %s is not a directory: %v", pi.ErrHomeUnavailable, a.Home, a.Name, err)
 	}
 	if !a.Writable {
 		st = dsi.ReadOnly(st)
 	}
-	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable, Home: path.Clean("/" + a.Home)}, nil
+	return &pi.Account{Name: a.Name, Storage: st, Writable: a.Writable, Home: path.Clean("/" + a.Home), Anonymous: method == anonymousLogin}, nil
+}
+
+// userStorage is the storage of an account that names a local user. Every
+// way it can fail refuses the login; none falls back to the server's own
+// identity unless that identity is not root, or the configuration says so.
+func (s *Server) userStorage(ctx context.Context, name string) (dsi.Storage, error) {
+	root := os.Geteuid() == 0
+	u, lookupErr := user.Lookup(name)
+	switch {
+	case lookupErr != nil && (root || s.cfg.UserStorage != nil):
+		return nil, fmt.Errorf("%w: mapped account %q is not a user of this host", pi.ErrLoginDenied, name)
+	case lookupErr == nil && u.Uid == "0":
+		return nil, fmt.Errorf("%w: mapping to %s (uid 0) is refused", pi.ErrLoginDenied, name)
+	case s.cfg.UserStorage != nil:
+		st, err := s.cfg.UserStorage(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: storage of %s: %v", pi.ErrLoginDenied, name, err)
+		}
+		if st == nil {
+			return nil, fmt.Errorf("%w: no storage for %s", pi.ErrLoginDenied, name)
+		}
+		return st, nil
+	case root && !s.cfg.ServeMappedAsServer:
+		return nil, fmt.Errorf("%w: %s would be served as root (no per-user storage; see Config.ServeMappedAsServer)", pi.ErrLoginDenied, name)
+	}
+	return s.cfg.Storage, nil
+}
+
+// admit is asked before a GSI delegation: only an identity that could log
+// in is worth a key generation. A custom AuthorizeCert decides at login.
+func (s *Server) admit(id *gsi.Identity) error {
+	if s.cfg.AuthorizeCert != nil {
+		return nil
+	}
+	gm, err := gsi.LoadGridMap(s.gridMapPath())
+	if err != nil {
+		return fmt.Errorf("grid-mapfile: %w", err)
+	}
+	if accounts, found := gm.Lookup(id.DN); !found || len(accounts) == 0 {
+		return fmt.Errorf("%s is not in the grid-mapfile", id.DN)
+	}
+	return nil
 }
 
 // authorizeCert maps a certificate identity to an account: through the
@@ -376,18 +528,98 @@ func (s *Server) start(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if s.cfg.MaxSessions > 0 && len(s.conns) >= s.cfg.MaxSessions {
+	src := remoteAddr(conn)
+	max, maxPer := limit(s.cfg.MaxSessions, DefaultMaxSessions), limit(s.cfg.MaxSessionsPerSource, DefaultMaxSessionsPerSource)
+	var refuse string
+	var evict net.Conn
+	switch {
+	case maxPer > 0 && s.perSource[src] >= maxPer:
+		refuse = "too many sessions from this address"
+	case max > 0 && len(s.conns) >= max:
+		// A full server makes room by closing a session that has not
+		// logged in, from the source that holds the most of those: idle
+		// connections from a few hosts cannot keep everyone else out.
+		if evict = s.evictableLocked(); evict == nil {
+			refuse = "too many sessions"
+		}
+	}
+	if refuse != "" {
 		s.mu.Unlock()
-		s.log.Warn("session refused: too many sessions", "remote", conn.RemoteAddr().String(), "max", s.cfg.MaxSessions)
+		s.log.Warn("session refused: "+refuse, "remote", conn.RemoteAddr().String(), "max", max, "max-per-source", maxPer)
 		conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		conn.Write([]byte("421 Too many sessions; try again later.\r\n"))
+		conn.Write([]byte("421 " + strings.ToUpper(refuse[:1]) + refuse[1:] + "; try again later.\r\n"))
 		conn.Close()
 		return
 	}
-	s.conns[conn] = struct{}{}
+	if evict != nil {
+		delete(s.conns, evict) // its handler's cleanup finds it gone
+		s.log.Info("session closed to make room: not logged in", "remote", evict.RemoteAddr().String())
+		evict.Close()
+	}
+	s.conns[conn] = &connState{src: src, since: time.Now()}
+	s.perSource[src]++
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go s.handle(conn)
+}
+
+// connState is what the server knows of one control connection.
+type connState struct {
+	src      netip.Addr
+	since    time.Time
+	loggedIn bool
+}
+
+// evictableLocked picks the session to close for a newcomer on a full
+// server: the oldest of those not logged in, from the source with the most
+// of them; nil when every session has logged in.
+func (s *Server) evictableLocked() net.Conn {
+	waiting := map[netip.Addr]int{}
+	for _, st := range s.conns {
+		if !st.loggedIn {
+			waiting[st.src]++
+		}
+	}
+	var victim net.Conn
+	var vst *connState
+	for c, st := range s.conns {
+		if st.loggedIn {
+			continue
+		}
+		if vst == nil || waiting[st.src] > waiting[vst.src] || waiting[st.src] == waiting[vst.src] && st.since.Before(vst.since) {
+			victim, vst = c, st
+		}
+	}
+	return victim
+}
+
+// loggedIn marks c's session as logged in (pi.Config.OnLogin).
+func (s *Server) loggedIn(c net.Conn) {
+	s.mu.Lock()
+	if st := s.conns[c]; st != nil {
+		st.loggedIn = true
+	}
+	s.mu.Unlock()
+}
+
+// limit turns a Config limit into a bound: 0 is the default, negative is
+// none (0).
+func limit(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// remoteAddr is the client's address of a control connection.
+func remoteAddr(c net.Conn) netip.Addr {
+	if a, isTCP := c.RemoteAddr().(*net.TCPAddr); isTCP {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 func (s *Server) handle(conn net.Conn) {
@@ -395,6 +627,10 @@ func (s *Server) handle(conn net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, conn)
+		src := remoteAddr(conn)
+		if s.perSource[src]--; s.perSource[src] <= 0 {
+			delete(s.perSource, src)
+		}
 		s.mu.Unlock()
 	}()
 	defer func() {
@@ -442,11 +678,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.closeMovers()
 		return nil
 	case <-ctx.Done():
-		s.Close()
-		<-done
-		return ctx.Err()
 	}
+	// The grace period is over: abort what still runs, so that every
+	// session can say why (426, then 421) before it is closed.
+	s.abort()
+	select {
+	case <-done:
+	case <-time.After(abortGrace):
+	}
+	s.Close()
+	<-done
+	return ctx.Err()
 }
+
+// abortGrace is how long sessions get, after their transfers were
+// aborted, to send their last replies before their connections close.
+const abortGrace = 2 * time.Second
 
 // MoverStatus is one line per data mover of a striped server (nil if not
 // striped): stripe, address, health.
@@ -486,6 +733,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.abort()
 	s.closeMovers()
 	return nil
 }

@@ -93,6 +93,8 @@ func TestMaxSessions(t *testing.T) {
 	if r := c1.read(); r.Code != 220 {
 		t.Fatal(r)
 	}
+	c1.expect("USER anonymous", 331)
+	c1.expect("PASS x", 230)
 	c2 := dial(t, addr)
 	if r := c2.read(); r.Code != 421 {
 		t.Fatalf("second session: %v", r)

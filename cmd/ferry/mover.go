@@ -95,8 +95,12 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		m.Logger.Info("host credential", "identity", cred.Identity(), "from", source)
 	case *certFile != "" || !errors.Is(err, gsi.ErrNoCredential):
 		return err
-	default:
+	case m.Trust != nil:
+		// A trust directory means GSI sessions are expected: say what
+		// they will lack. Otherwise nothing needs a credential.
 		m.Logger.Info("no host credential: secured data channels need a delegated proxy", "err", err)
+	default:
+		m.Logger.Debug("no host credential", "err", err)
 	}
 	if *dataIface != "" {
 		if m.DataIP, err = netip.ParseAddr(*dataIface); err != nil {

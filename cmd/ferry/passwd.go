@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/ferrygrid/ferry/internal/auth"
@@ -17,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "passwd",
 		summary: "add or change a user in a password file for 'ferry serve -passwd'",
-		usage:   "[-home DIR] FILE USER",
+		usage:   "[-home DIR [-root ROOT]] FILE USER",
 		run:     runPasswd,
 	})
 }
@@ -25,6 +27,7 @@ func init() {
 func runPasswd(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["passwd"], e)
 	home := fs.String("home", "", "the user's home `DIR` under the served root; the user sees only that tree")
+	root := fs.String("root", "", "the server's `ROOT` (its -root), to check that -home exists there")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -43,6 +46,16 @@ func runPasswd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "ferry passwd: %s set in %s\n", user, file)
+	if h := path.Clean("/" + *home); *home != "" && h != "/" {
+		switch {
+		case *root == "":
+			fmt.Fprintf(e.stderr, "ferry passwd: note: %s's home %s is relative to the server's -root; it must exist there, or %s cannot log in (give -root to check)\n", user, h, user)
+		default:
+			if fi, err := os.Stat(filepath.Join(*root, filepath.FromSlash(h))); err != nil || !fi.IsDir() {
+				fmt.Fprintf(e.stderr, "ferry passwd: warning: %s is not a directory under %s: %s cannot log in until it is created\n", h, *root, user)
+			}
+		}
+	}
 	return nil
 }
 

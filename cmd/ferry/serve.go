@@ -43,9 +43,9 @@ type serveFlags struct {
 	cert, key, gridmap                                                    string
 	movers, moverSecret                                                   string
 	moverHeartbeat, moverTimeout                                          time.Duration
-	anonymous, anonWrite, allowForeign, asUser                            bool
+	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
 	idle, stall                                                           time.Duration
-	maxSessions, moversMin                                                int
+	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
 }
 
@@ -60,7 +60,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.portRange, "port-range", "", "passive data ports `LOW,HIGH` (default: $GLOBUS_TCP_PORT_RANGE, else any)")
 	fs.DurationVar(&f.idle, "idle-timeout", 15*time.Minute, "close sessions idle this long")
 	fs.DurationVar(&f.stall, "stall-timeout", 10*time.Minute, "fail a transfer whose data connections move nothing for this long")
-	fs.IntVar(&f.maxSessions, "max-sessions", 0, "refuse sessions beyond this many (0: no limit)")
+	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "refuse sessions beyond `N` (421; 0: no limit)")
+	fs.IntVar(&f.maxPerSource, "max-sessions-per-source", server.DefaultMaxSessionsPerSource, "refuse a client address more than `N` sessions at once (421; 0: no limit)")
+	fs.BoolVar(&f.inPlace, "upload-in-place", false, "write uploads straight into their target, as GCT does (default: a hidden part file, renamed over the target once complete)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long running transfers may finish")
@@ -107,10 +109,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return usagef("-movers cannot be used with -run-as-mapped-user: the movers do not act as the mapped user; pass -run-as-mapped-user=false")
 		}
 		f.asUser = false
-		if f.storage == "posix" && os.Geteuid() == 0 {
+		// Only a server with a host credential has grid-mapped accounts.
+		if f.storage == "posix" && os.Geteuid() == 0 && cfg.HostCert != "" {
 			cfg.Logger.Warn("striped server: grid-mapped accounts are served with the server's and the movers' own identity (-run-as-mapped-user is off with -movers)")
 		}
 	}
+	// Without per-user helpers, a server running as root serves mapped
+	// accounts as root only when told to (-run-as-mapped-user=false, or
+	// -movers), or when its storage is not the host's files; the library
+	// refuses them otherwise.
+	cfg.ServeMappedAsServer = !f.asUser || f.storage != "posix"
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
 		root, _ := filepath.Abs(f.root)
@@ -179,6 +187,14 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
+		for _, u := range pw.Users() {
+			if u.Home == "/" {
+				continue
+			}
+			if fi, err := cfg.Storage.Stat(context.Background(), u.Home); err != nil || !fi.IsDir() {
+				cfg.Logger.Warn("a password user's home is not a directory of the served tree: that user cannot log in", "user", u.Name, "home", u.Home)
+			}
+		}
 		cfg.Authenticate = func(ctx context.Context, user, pass string) (*server.Account, error) {
 			u, good := pw.Verify(user, pass)
 			if !good {
@@ -212,8 +228,10 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	}
 	cfg.IdleTimeout = f.idle
 	cfg.StallTimeout = f.stall
-	cfg.MaxSessions = f.maxSessions
+	cfg.MaxSessions = noLimit(f.maxSessions)
+	cfg.MaxSessionsPerSource = noLimit(f.maxPerSource)
 	cfg.AllowForeignDataAddress = f.allowForeign
+	cfg.UploadInPlace = f.inPlace
 	if f.movers != "" {
 		var err error
 		if cfg.Movers, err = parseMovers(f.movers); err != nil {
@@ -231,6 +249,14 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		cfg.MinMovers = f.moversMin
 	}
 	return cfg, nil
+}
+
+// noLimit maps a flag's 0 ("no limit") to server.Config's negative.
+func noLimit(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // parseMovers splits a -movers list into its HOST:PORT entries.
@@ -313,10 +339,8 @@ type userHelpers struct {
 func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
-		// A grid-mapfile may name accounts this host does not have: those
-		// sessions run as the server itself, as an unprivileged server's do.
-		h.log.Warn("mapped account is not a local user; serving it as the server itself", "account", name)
-		return nil, nil
+		// A typo in the grid-mapfile must not become root access.
+		return nil, fmt.Errorf("mapped account %q is not a user of this host", name)
 	}
 	if u.Uid == "0" {
 		return nil, fmt.Errorf("mapping to %s (uid 0) is refused", name)

@@ -4,11 +4,18 @@
 // error semantics of the posix back-end. It has no symbolic links, no owners
 // (Owner and Group are "", UID and GID -1) and does not enforce permissions,
 // although Chmod records them.
+//
+// Because a remote client chooses the offsets it writes at, file content is
+// bounded by [Limits]: a write that would take a file or the whole tree past
+// them fails with [dsi.ErrNoSpace] (reply 452) before anything is allocated.
+// Holes are not sparse, so a write far past the end of a file is charged for
+// the whole gap.
 package memory
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -24,9 +31,15 @@ import (
 
 // FS is an in-memory [dsi.Storage]. It is safe for concurrent use.
 type FS struct {
+	limits Limits // immutable, defaults filled in
+
 	mu     sync.RWMutex
 	root   *node  // guarded by mu
 	nextID uint64 // guarded by mu
+	// used is the sum of the sizes of the live files: those in the tree
+	// and those removed but still open. Guarded by mu; at most
+	// limits.MaxTotal.
+	used int64
 }
 
 // node is a file or a directory; all fields are guarded by FS.mu.
@@ -36,14 +49,53 @@ type node struct {
 	mtime    time.Time
 	id       uint64
 	children map[string]*node // directories
-	data     []byte           // files
+	data     []byte           // files; len(data) is charged to FS.used while the file is live
+	linked   bool             // in the tree
+	open     int              // readers and writers not yet closed
 }
 
-// New returns an empty file system holding only "/".
-func New() *FS {
-	fsys := &FS{}
+// New returns an empty file system holding only "/", with [DefaultLimits].
+func New() *FS { return NewWithLimits(Limits{}) }
+
+// NewWithLimits returns an empty file system holding only "/" whose files
+// are bounded by l; zero fields take their defaults (see [Limits]).
+func NewWithLimits(l Limits) *FS {
+	fsys := &FS{limits: l.normalize()}
 	fsys.root = fsys.newNodeLocked(true, 0o755)
+	fsys.root.linked = true
 	return fsys
+}
+
+// Limits returns the limits fsys enforces, defaults filled in.
+func (fsys *FS) Limits() Limits { return fsys.limits }
+
+// roomLocked checks that a file now holding held bytes may become size
+// bytes long. It allocates nothing.
+func (fsys *FS) roomLocked(op, name string, held, size int64) error {
+	if size > fsys.limits.MaxFileSize {
+		return pathError(op, name, fmt.Errorf("%w: file size limit is %d bytes", dsi.ErrNoSpace, fsys.limits.MaxFileSize))
+	}
+	if size > held && size-held > fsys.limits.MaxTotal-fsys.used {
+		return pathError(op, name, fmt.Errorf("%w: memory storage limit of %d bytes reached", dsi.ErrNoSpace, fsys.limits.MaxTotal))
+	}
+	return nil
+}
+
+// releaseLocked gives a file's bytes back to the budget once it is neither
+// in the tree nor open.
+func (fsys *FS) releaseLocked(n *node) {
+	if n.dir || n.linked || n.open > 0 {
+		return
+	}
+	fsys.used -= int64(len(n.data))
+	n.data = nil
+}
+
+// unlinkLocked takes n out of the tree (its parent's map entry is the
+// caller's business).
+func (fsys *FS) unlinkLocked(n *node) {
+	n.linked = false
+	fsys.releaseLocked(n)
 }
 
 func (fsys *FS) newNodeLocked(dir bool, perm fs.FileMode) *node {
@@ -164,8 +216,8 @@ func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 		return nil, err
 	}
 	parts := split(name)
-	fsys.mu.RLock()
-	defer fsys.mu.RUnlock()
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
 	n, err := fsys.lookupLocked("open", name, parts)
 	if err != nil {
 		return nil, err
@@ -173,11 +225,13 @@ func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 	if n.dir {
 		return nil, pathError("open", name, dsi.ErrIsDir)
 	}
+	n.open++
 	return &reader{fsys: fsys, n: n, name: name, size: int64(len(n.data))}, nil
 }
 
 // Create opens name for writing, creating it with opts.Perm (0 means 0644)
-// and emptying it when opts.Truncate is set.
+// and emptying it when opts.Truncate is set. An opts.Size that could not fit
+// within the limits fails with [dsi.ErrNoSpace], leaving name untouched.
 func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -193,6 +247,18 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		return nil, err
 	}
 	n, ok := dir.children[base]
+	if ok && n.dir {
+		return nil, pathError("create", name, dsi.ErrIsDir)
+	}
+	if opts.Size > 0 {
+		var held int64
+		if ok {
+			held = int64(len(n.data))
+		}
+		if err := fsys.roomLocked("create", name, held, opts.Size); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case !ok:
 		perm := opts.Perm.Perm()
@@ -200,14 +266,15 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 			perm = 0o644
 		}
 		n = fsys.newNodeLocked(false, perm)
+		n.linked = true
 		dir.children[base] = n
 		dir.mtime = n.mtime
-	case n.dir:
-		return nil, pathError("create", name, dsi.ErrIsDir)
 	case opts.Truncate:
+		fsys.used -= int64(len(n.data))
 		n.data = nil
 		n.mtime = time.Now()
 	}
+	n.open++
 	return &writer{fsys: fsys, n: n, name: name}, nil
 }
 
@@ -233,6 +300,7 @@ func (fsys *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error 
 		perm = 0o755
 	}
 	n := fsys.newNodeLocked(true, perm)
+	n.linked = true
 	dir.children[base] = n
 	dir.mtime = n.mtime
 	return nil
@@ -278,6 +346,7 @@ func (fsys *FS) remove(ctx context.Context, op, name string, wantDir bool) error
 		return pathError(op, name, dsi.ErrNotEmpty)
 	}
 	delete(dir.children, base)
+	fsys.unlinkLocked(n)
 	dir.mtime = time.Now()
 	return nil
 }
@@ -313,7 +382,8 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	if n.dir && len(tp) > len(fp) && slices.Equal(tp[:len(fp)], fp) {
 		return pathError("rename", from, dsi.ErrInvalid)
 	}
-	if old, ok := tdir.children[tbase]; ok {
+	old, replace := tdir.children[tbase]
+	if replace {
 		switch {
 		case old.dir && !n.dir:
 			return pathError("rename", to, dsi.ErrIsDir)
@@ -325,6 +395,9 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	}
 	delete(fdir.children, fbase)
 	tdir.children[tbase] = n
+	if replace {
+		fsys.unlinkLocked(old)
+	}
 	now := time.Now()
 	fdir.mtime, tdir.mtime = now, now
 	return nil
@@ -389,9 +462,13 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 func (r *reader) Size() int64 { return r.size }
 
 func (r *reader) Close() error {
+	r.fsys.mu.Lock()
+	defer r.fsys.mu.Unlock()
 	if r.closed.Swap(true) {
 		return pathError("close", r.name, fs.ErrClosed)
 	}
+	r.n.open--
+	r.fsys.releaseLocked(r.n)
 	return nil
 }
 
@@ -410,30 +487,58 @@ func (w *writer) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathError("write", w.name, errors.Join(dsi.ErrInvalid, errNegativeOffset))
 	}
-	end := off + int64(len(p))
-	if end < off || end > maxFileSize {
-		return 0, pathError("write", w.name, dsi.ErrNoSpace)
+	if len(p) == 0 {
+		// As pwrite(2): writing nothing does not extend the file.
+		return 0, nil
 	}
-	w.fsys.mu.Lock()
-	defer w.fsys.mu.Unlock()
+	end := off + int64(len(p))
+	if end < off {
+		return 0, pathError("write", w.name, fmt.Errorf("%w: offset overflows", dsi.ErrNoSpace))
+	}
+	fsys := w.fsys
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if w.closed.Load() {
+		// Closed while this call waited for the lock.
+		return 0, pathError("write", w.name, fs.ErrClosed)
+	}
 	n := w.n
 	if old := int64(len(n.data)); end > old {
-		n.data = slices.Grow(n.data, int(end-old))[:end]
-		// Capacity may hold bytes from before a truncation: zero the gap.
+		if err := fsys.roomLocked("write", w.name, old, end); err != nil {
+			return 0, err
+		}
+		n.data = grow(n.data, end, fsys.limits.MaxFileSize)
+		// The gap before off reads as zeros, whatever the capacity held.
 		clear(n.data[old:min(off, end)])
+		fsys.used += end - old
 	}
 	copy(n.data[off:], p)
 	n.mtime = time.Now()
 	return len(p), nil
 }
 
-// maxFileSize bounds a file so that a stray offset cannot exhaust memory.
-const maxFileSize = 1 << 40
+// grow returns b lengthened to end bytes. When it must reallocate it adds a
+// quarter of headroom, never past limit, so that a file written in order
+// is copied a bounded number of times and never holds much more than its
+// size. end must not exceed limit.
+func grow(b []byte, end, limit int64) []byte {
+	c := int64(cap(b))
+	if end <= c {
+		return b[:end]
+	}
+	nb := make([]byte, end, max(end, min(c+c/4, limit)))
+	copy(nb, b)
+	return nb
+}
 
 func (w *writer) Close() error {
+	w.fsys.mu.Lock()
+	defer w.fsys.mu.Unlock()
 	if w.closed.Swap(true) {
 		return pathError("close", w.name, fs.ErrClosed)
 	}
+	w.n.open--
+	w.fsys.releaseLocked(w.n)
 	return nil
 }
 

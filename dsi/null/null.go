@@ -209,6 +209,9 @@ func (fsys *FS) Rmdir(ctx context.Context, name string) error {
 	return pathError("rmdir", name, dsi.ErrNotSupported)
 }
 
+// WritesInPlace reports true: nothing is kept to rename.
+func (fsys *FS) WritesInPlace() bool { return true }
+
 // Rename is not supported.
 func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	if err := ctx.Err(); err != nil {

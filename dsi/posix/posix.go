@@ -5,7 +5,11 @@
 // link can reach outside the root: a link whose target lies outside is
 // treated as not usable (the error wraps [dsi.ErrPermission]), never
 // followed. Links that stay inside the root are followed, as the DSI
-// contract asks of Stat.
+// contract asks of Stat. [FS.Sub] (used by [dsi.Sub] for homes) opens an
+// [os.Root] of its own for a directory, so that inside a home links are
+// confined to the home. A link's target is listed only when it stays inside
+// the root: absolute targets, and relative ones climbing out, would tell
+// paths of the host.
 //
 // Readers implement [dsi.RangeWriterTo] with sendfile(2) and writers
 // implement [dsi.RangeReaderFrom] with splice(2) when the other side is a
@@ -20,6 +24,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,6 +62,83 @@ func New(root string) (*FS, error) {
 // Close releases the root directory. Open readers and writers stay usable.
 func (fsys *FS) Close() error { return fsys.root.Close() }
 
+// Sub returns a back-end rooted at the directory dir of fsys, with an
+// [os.Root] of its own, so that no name and no symbolic link reaches
+// outside dir ([dsi.Sub] uses it; call that instead). dir and every
+// directory on the way to it must be real directories, not symbolic
+// links; otherwise Sub fails with [dsi.ErrPermission] (a link),
+// [dsi.ErrNotDir] or [dsi.ErrNotExist]. The result shares nothing with
+// fsys: closing either leaves the other usable; an unreachable result is
+// closed by the garbage collector.
+func (fsys *FS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := fsys.openSub(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{root: r}, nil
+}
+
+// openSub opens the directory dir as a new root, one component at a time:
+// each is looked at without following links, opened, and checked to be
+// the directory that was looked at, so that a component swapped for a
+// link meanwhile cannot lead elsewhere.
+func (fsys *FS) openSub(dir string) (*os.Root, error) {
+	cur, err := fsys.root.OpenRoot(".")
+	if err != nil {
+		return nil, mapErr("sub", dir, err)
+	}
+	r := rel(dir)
+	if r == "." {
+		return cur, nil
+	}
+	for elem := range strings.SplitSeq(r, "/") {
+		next, err := openDir(cur, elem)
+		cur.Close()
+		if errors.Is(err, errSubLink) {
+			return nil, &Error{Op: "sub", Path: dir, Kind: dsi.ErrPermission, Err: err}
+		}
+		if err != nil {
+			return nil, mapErr("sub", dir, err)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// errSubLink is the cause when a directory on the way to a sub-root is a
+// symbolic link or changed while it was being opened.
+var errSubLink = errors.New("a symbolic link, or changed while being opened")
+
+// openDir opens the directory elem of parent as a root; elem must not be
+// a symbolic link.
+func openDir(parent *os.Root, elem string) (*os.Root, error) {
+	lfi, err := parent.Lstat(elem)
+	switch {
+	case err != nil:
+		return nil, err
+	case lfi.Mode()&fs.ModeSymlink != 0:
+		return nil, errSubLink
+	case !lfi.IsDir():
+		return nil, syscall.ENOTDIR
+	}
+	next, err := parent.OpenRoot(elem)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := next.Stat(".")
+	if err == nil && !os.SameFile(lfi, fi) {
+		err = errSubLink
+	}
+	if err != nil {
+		next.Close()
+		return nil, err
+	}
+	return next, nil
+}
+
 // rel converts a DSI name ("/", "/a/b") to a name relative to the root
 // ("." and "a/b"). The name is cleaned again defensively; after cleaning an
 // absolute path cannot contain "..", and os.Root confines links anyway.
@@ -81,7 +163,8 @@ func baseName(name string) string {
 func isRoot(name string) bool { return path.Clean("/"+name) == "/" }
 
 // Stat describes the entry at name, following symbolic links inside the root.
-// For a link, Link holds the link text.
+// For a link, Link holds the link text unless it is absolute or climbs
+// above the root.
 func (fsys *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return dsi.FileInfo{}, err
@@ -99,13 +182,37 @@ func (fsys *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
 		return dsi.FileInfo{}, mapErr("stat", name, err)
 	}
 	info := fileInfo(baseName(name), fi)
-	info.Link, _ = fsys.root.Readlink(r)
+	info.Link = fsys.link(r)
 	return info, nil
+}
+
+// link returns the target of the link at r (relative to the root) for
+// FileInfo.Link: "" when it is absolute or climbs above the root, since
+// such text tells about the host, not the storage.
+func (fsys *FS) link(r string) string {
+	target, err := fsys.root.Readlink(r)
+	if err != nil || target == "" || path.IsAbs(target) || strings.ContainsRune(target, 0) {
+		return ""
+	}
+	depth := strings.Count(r, "/") // directories between the root and the link
+	for elem := range strings.SplitSeq(target, "/") {
+		switch elem {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return ""
+			}
+		default:
+			depth++
+		}
+	}
+	return target
 }
 
 // ReadDir lists the directory at name sorted by name. Links are described by
 // their target; a dangling link, or one leading outside the root, is listed
-// with its own information (fs.ModeSymlink set). Link holds the link text.
+// with its own information (fs.ModeSymlink set). Link holds the link text
+// unless it is absolute or climbs above the root.
 func (fsys *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -146,7 +253,7 @@ func (fsys *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error
 		if fi, err := fsys.root.Stat(er); err == nil {
 			info = fileInfo(n, fi)
 		}
-		info.Link, _ = fsys.root.Readlink(er)
+		info.Link = fsys.link(er)
 		out = append(out, info)
 	}
 	return out, nil
@@ -415,4 +522,5 @@ var (
 	_ dsi.Storage   = (*FS)(nil)
 	_ dsi.Chmoder   = (*FS)(nil)
 	_ dsi.Chtimeser = (*FS)(nil)
+	_ dsi.Subber    = (*FS)(nil)
 )

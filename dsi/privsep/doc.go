@@ -24,6 +24,12 @@
 // One message per packet, at most maxPacket bytes, each starting with an
 // 8-byte header: version (1), op, flags, a zero byte and a big-endian
 // request id. Requests carry the op's arguments; replies echo op and id.
+// Every request but hello starts with a 32-bit root number: 0 is the
+// directory the helper serves, and a sub request (dsi.Sub) makes the helper
+// open a directory below a root as an os.Root of its own and answer its
+// number, which later requests name and a release request forgets. The
+// helper resolves each name, and each symbolic link, inside the root the
+// request names, so a home confined with dsi.Sub stays confined.
 // A reply with flagError carries a DSI error code and a text; a ReadDir
 // reply may span several packets, all but the last with flagMore. Open and
 // Create replies carry exactly one descriptor as SCM_RIGHTS. Strings are a

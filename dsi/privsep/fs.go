@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -190,6 +191,14 @@ func (f *FS) deliver(p []byte, file *os.File) error {
 		if file != nil {
 			file.Close()
 		}
+		if h.op == opSub && h.flags&flagError == 0 {
+			// The caller gave up waiting; the helper opened the
+			// root all the same.
+			d := decoder{b: body}
+			if id := d.u32("root"); d.end() == nil && id != baseRoot {
+				f.releaseLater(id)
+			}
+		}
 		return nil
 	}
 	if h.op != c.op {
@@ -353,6 +362,8 @@ var opNames = [...]string{
 	opRename:  "rename",
 	opChmod:   "chmod",
 	opChtimes: "chtimes",
+	opSub:     "sub",
+	opRelease: "release",
 }
 
 // checkName refuses names the helper would refuse, before sending.
@@ -413,12 +424,19 @@ func (f *FS) hello(ctx context.Context, uid, gid uint32) error {
 	return nil
 }
 
+// req starts the arguments of a request on root about name.
+func req(root uint32, name string) []byte { return appendString(appendU32(nil, root), name) }
+
 // Stat describes the entry at name as the account sees it.
 func (f *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
+	return f.stat(ctx, baseRoot, name)
+}
+
+func (f *FS) stat(ctx context.Context, root uint32, name string) (dsi.FileInfo, error) {
 	if err := checkName("stat", name); err != nil {
 		return dsi.FileInfo{}, err
 	}
-	r, err := f.roundTrip(ctx, opStat, name, appendString(nil, name))
+	r, err := f.roundTrip(ctx, opStat, name, req(root, name))
 	if err != nil {
 		return dsi.FileInfo{}, err
 	}
@@ -433,10 +451,14 @@ func (f *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
 
 // ReadDir lists the directory at name as the account sees it.
 func (f *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error) {
+	return f.readDir(ctx, baseRoot, name)
+}
+
+func (f *FS) readDir(ctx context.Context, root uint32, name string) ([]dsi.FileInfo, error) {
 	if err := checkName("readdir", name); err != nil {
 		return nil, err
 	}
-	r, err := f.roundTrip(ctx, opReadDir, name, appendString(nil, name))
+	r, err := f.roundTrip(ctx, opReadDir, name, req(root, name))
 	if err != nil {
 		return nil, err
 	}
@@ -450,10 +472,14 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error) {
 // returned *posix.Reader reads the passed descriptor directly and
 // implements [dsi.RangeWriterTo] with sendfile(2).
 func (f *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	return f.open(ctx, baseRoot, name)
+}
+
+func (f *FS) open(ctx context.Context, root uint32, name string) (dsi.Reader, error) {
 	if err := checkName("open", name); err != nil {
 		return nil, err
 	}
-	r, err := f.roundTrip(ctx, opOpen, name, appendString(nil, name))
+	r, err := f.roundTrip(ctx, opOpen, name, req(root, name))
 	if err != nil {
 		return nil, err
 	}
@@ -470,10 +496,14 @@ func (f *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 // writes the passed descriptor directly and implements
 // [dsi.RangeReaderFrom] with splice(2).
 func (f *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
+	return f.create(ctx, baseRoot, name, opts)
+}
+
+func (f *FS) create(ctx context.Context, root uint32, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
 	if err := checkName("create", name); err != nil {
 		return nil, err
 	}
-	args := appendString(nil, name)
+	args := req(root, name)
 	var trunc byte
 	if opts.Truncate {
 		trunc = 1
@@ -495,35 +525,156 @@ func (f *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (d
 
 // Mkdir makes one directory as the account.
 func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
-	return f.simple(ctx, opMkdir, name, appendU32(appendString(nil, name), uint32(perm)))
+	return f.simple(ctx, opMkdir, name, appendU32(req(baseRoot, name), uint32(perm)))
 }
 
 // Remove deletes a file or symbolic link as the account.
 func (f *FS) Remove(ctx context.Context, name string) error {
-	return f.simple(ctx, opRemove, name, appendString(nil, name))
+	return f.simple(ctx, opRemove, name, req(baseRoot, name))
 }
 
 // Rmdir deletes an empty directory as the account.
 func (f *FS) Rmdir(ctx context.Context, name string) error {
-	return f.simple(ctx, opRmdir, name, appendString(nil, name))
+	return f.simple(ctx, opRmdir, name, req(baseRoot, name))
 }
 
 // Rename moves from to to as the account.
 func (f *FS) Rename(ctx context.Context, from, to string) error {
+	return f.rename(ctx, baseRoot, from, to)
+}
+
+func (f *FS) rename(ctx context.Context, root uint32, from, to string) error {
 	if err := checkName("rename", to); err != nil {
 		return err
 	}
-	return f.simple(ctx, opRename, from, appendString(appendString(nil, from), to))
+	return f.simple(ctx, opRename, from, appendString(req(root, from), to))
 }
 
 // Chmod sets the permission bits of name as the account.
 func (f *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
-	return f.simple(ctx, opChmod, name, appendU32(appendString(nil, name), uint32(mode)))
+	return f.simple(ctx, opChmod, name, appendU32(req(baseRoot, name), uint32(mode)))
 }
 
 // Chtimes sets the modification time of name as the account.
 func (f *FS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
-	return f.simple(ctx, opChtimes, name, appendTime(appendString(nil, name), mtime))
+	return f.simple(ctx, opChtimes, name, appendTime(req(baseRoot, name), mtime))
+}
+
+// subTimeout bounds a Sub request when ctx has no earlier deadline:
+// [dsi.Sub] has no context of its own.
+const subTimeout = 10 * time.Second
+
+// Sub has the helper open the directory dir as a root of its own, and
+// returns the storage it serves there: every name and every symbolic link
+// resolves inside dir, as the account sees it ([dsi.Sub] uses it; call
+// that instead). dir and the directories on the way to it must be real
+// directories, not symbolic links. The helper keeps the directory open
+// until the result is garbage collected or the helper ends.
+func (f *FS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
+	return f.sub(ctx, baseRoot, dir)
+}
+
+func (f *FS) sub(ctx context.Context, root uint32, dir string) (dsi.Storage, error) {
+	if err := checkName("sub", dir); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, subTimeout)
+	defer cancel()
+	r, err := f.roundTrip(ctx, opSub, dir, req(root, dir))
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: r.body}
+	id := d.u32("root")
+	if err := d.end(); err != nil || id == baseRoot {
+		f.protocolError(fmt.Errorf("%w: bad reply to sub", errMalformed))
+		return nil, f.currentErr()
+	}
+	s := &subFS{f: f, id: id}
+	runtime.AddCleanup(s, f.releaseLater, id)
+	return s, nil
+}
+
+// releaseLater has the helper forget root id, without waiting: it runs
+// where it must not block (a cleanup, the read loop).
+func (f *FS) releaseLater(id uint32) { go f.release(id) }
+
+// release has the helper forget root id. No call waits for the reply,
+// which the read loop drops.
+func (f *FS) release(id uint32) {
+	f.mu.Lock()
+	if f.err != nil {
+		f.mu.Unlock()
+		return
+	}
+	f.nextID++
+	p := appendHeader(nil, header{op: opRelease, id: f.nextID})
+	f.mu.Unlock()
+	f.conn.WriteMsgUnix(appendU32(p, id), nil, nil)
+}
+
+// subFS is a root the helper opened for Sub. Each method keeps the subFS
+// reachable until it returns, so that the root is not released while a
+// request names it.
+type subFS struct {
+	f  *FS
+	id uint32 // the root number; released when the subFS is collected
+}
+
+func (s *subFS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
+	defer runtime.KeepAlive(s)
+	return s.f.stat(ctx, s.id, name)
+}
+
+func (s *subFS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error) {
+	defer runtime.KeepAlive(s)
+	return s.f.readDir(ctx, s.id, name)
+}
+
+func (s *subFS) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	defer runtime.KeepAlive(s)
+	return s.f.open(ctx, s.id, name)
+}
+
+func (s *subFS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
+	defer runtime.KeepAlive(s)
+	return s.f.create(ctx, s.id, name, opts)
+}
+
+func (s *subFS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	defer runtime.KeepAlive(s)
+	return s.f.simple(ctx, opMkdir, name, appendU32(req(s.id, name), uint32(perm)))
+}
+
+func (s *subFS) Remove(ctx context.Context, name string) error {
+	defer runtime.KeepAlive(s)
+	return s.f.simple(ctx, opRemove, name, req(s.id, name))
+}
+
+func (s *subFS) Rmdir(ctx context.Context, name string) error {
+	defer runtime.KeepAlive(s)
+	return s.f.simple(ctx, opRmdir, name, req(s.id, name))
+}
+
+func (s *subFS) Rename(ctx context.Context, from, to string) error {
+	defer runtime.KeepAlive(s)
+	return s.f.rename(ctx, s.id, from, to)
+}
+
+func (s *subFS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	defer runtime.KeepAlive(s)
+	return s.f.simple(ctx, opChmod, name, appendU32(req(s.id, name), uint32(mode)))
+}
+
+func (s *subFS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	defer runtime.KeepAlive(s)
+	return s.f.simple(ctx, opChtimes, name, appendTime(req(s.id, name), mtime))
+}
+
+// Sub opens a directory below this root as a root of its own.
+func (s *subFS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
+	defer runtime.KeepAlive(s)
+	return s.f.sub(ctx, s.id, dir)
 }
 
 // Close ends the helper and waits for it: closing the socket makes it
@@ -557,4 +708,9 @@ var (
 	_ dsi.Storage   = (*FS)(nil)
 	_ dsi.Chmoder   = (*FS)(nil)
 	_ dsi.Chtimeser = (*FS)(nil)
+	_ dsi.Subber    = (*FS)(nil)
+	_ dsi.Storage   = (*subFS)(nil)
+	_ dsi.Chmoder   = (*subFS)(nil)
+	_ dsi.Chtimeser = (*subFS)(nil)
+	_ dsi.Subber    = (*subFS)(nil)
 )

@@ -41,11 +41,11 @@ func Serve(ctx context.Context, conn *os.File, root string) error {
 	if err != nil {
 		return fmt.Errorf("privsep: %w", err)
 	}
-	defer fsys.Close()
+	h := &helper{conn: uc, roots: map[uint32]*posix.FS{baseRoot: fsys}}
+	defer h.closeRoots()
 	stop := context.AfterFunc(ctx, func() { uc.Close() })
 	defer stop()
 
-	h := &helper{conn: uc, fsys: fsys}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, maxInFlight)
@@ -98,7 +98,63 @@ func closeRights(oob []byte) {
 // helper serves requests; its methods run concurrently, one per request.
 type helper struct {
 	conn *net.UnixConn // writes are atomic per packet
-	fsys *posix.FS
+
+	mu       sync.Mutex
+	roots    map[uint32]*posix.FS // guarded by mu; baseRoot is the served directory
+	lastRoot uint32               // guarded by mu
+}
+
+// errUnknownRoot answers a request naming a root the helper does not have.
+var errUnknownRoot = fmt.Errorf("privsep: unknown root: %w", dsi.ErrInvalid)
+
+// root returns the root numbered id.
+func (h *helper) root(id uint32) (*posix.FS, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.roots[id]; r != nil {
+		return r, nil
+	}
+	return nil, errUnknownRoot
+}
+
+// addRoot numbers a new root.
+func (h *helper) addRoot(r *posix.FS) uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		h.lastRoot++
+		if _, used := h.roots[h.lastRoot]; h.lastRoot != baseRoot && !used {
+			h.roots[h.lastRoot] = r
+			return h.lastRoot
+		}
+	}
+}
+
+// releaseRoot forgets and closes root id; the served directory stays.
+func (h *helper) releaseRoot(id uint32) error {
+	h.mu.Lock()
+	r := h.roots[id]
+	if id != baseRoot {
+		delete(h.roots, id)
+	}
+	h.mu.Unlock()
+	switch {
+	case r == nil:
+		return errUnknownRoot
+	case id == baseRoot:
+		return fmt.Errorf("privsep: release of the served root: %w", dsi.ErrInvalid)
+	}
+	return r.Close()
+}
+
+// closeRoots closes every root, once no request runs.
+func (h *helper) closeRoots() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, r := range h.roots {
+		r.Close()
+		delete(h.roots, id)
+	}
 }
 
 // errBadRequest answers a request whose body does not decode.
@@ -110,8 +166,21 @@ func (h *helper) handle(hd header, body []byte) {
 	ctx := context.Background()
 	d := decoder{b: body}
 	reply := appendHeader(make([]byte, 0, 256), header{op: hd.op, id: hd.id})
+	// Every request but hello starts with the number of the root its
+	// names resolve in. (A body too short for it fails d.end below.)
+	var rootID uint32
+	var fsys *posix.FS
 	var err error
-	switch hd.op {
+	if hd.op != opHello {
+		rootID = d.u32("root")
+		fsys, err = h.root(rootID)
+	}
+	op := hd.op
+	if err != nil {
+		op = 0 // answered below with err
+	}
+	switch op {
+	case 0:
 	case opHello:
 		if err = d.end(); err == nil {
 			reply = appendU32(appendU32(reply, uint32(os.Getuid())), uint32(os.Getgid()))
@@ -120,7 +189,7 @@ func (h *helper) handle(hd header, body []byte) {
 		name := d.name("name")
 		if err = d.end(); err == nil {
 			var fi dsi.FileInfo
-			if fi, err = h.fsys.Stat(ctx, name); err == nil {
+			if fi, err = fsys.Stat(ctx, name); err == nil {
 				reply = appendFileInfo(reply, fi)
 			}
 		}
@@ -128,7 +197,7 @@ func (h *helper) handle(hd header, body []byte) {
 		name := d.name("name")
 		if err = d.end(); err == nil {
 			var list []dsi.FileInfo
-			if list, err = h.fsys.ReadDir(ctx, name); err == nil {
+			if list, err = fsys.ReadDir(ctx, name); err == nil {
 				h.sendDir(hd, list)
 				return
 			}
@@ -137,7 +206,7 @@ func (h *helper) handle(hd header, body []byte) {
 		name := d.name("name")
 		if err = d.end(); err == nil {
 			var r dsi.Reader
-			if r, err = h.fsys.Open(ctx, name); err == nil {
+			if r, err = fsys.Open(ctx, name); err == nil {
 				defer r.Close()
 				h.send(reply, r.(*posix.Reader).File())
 				return
@@ -149,7 +218,7 @@ func (h *helper) handle(hd header, body []byte) {
 		opts.Perm = fs.FileMode(d.u32("perm")).Perm()
 		if err = d.end(); err == nil {
 			var w dsi.Writer
-			if w, err = h.fsys.Create(ctx, name, opts); err == nil {
+			if w, err = fsys.Create(ctx, name, opts); err == nil {
 				defer w.Close()
 				h.send(reply, w.(*posix.Writer).File())
 				return
@@ -159,34 +228,46 @@ func (h *helper) handle(hd header, body []byte) {
 		name := d.name("name")
 		perm := fs.FileMode(d.u32("perm")).Perm()
 		if err = d.end(); err == nil {
-			err = h.fsys.Mkdir(ctx, name, perm)
+			err = fsys.Mkdir(ctx, name, perm)
 		}
 	case opRemove:
 		name := d.name("name")
 		if err = d.end(); err == nil {
-			err = h.fsys.Remove(ctx, name)
+			err = fsys.Remove(ctx, name)
 		}
 	case opRmdir:
 		name := d.name("name")
 		if err = d.end(); err == nil {
-			err = h.fsys.Rmdir(ctx, name)
+			err = fsys.Rmdir(ctx, name)
 		}
 	case opRename:
 		from, to := d.name("from"), d.name("to")
 		if err = d.end(); err == nil {
-			err = h.fsys.Rename(ctx, from, to)
+			err = fsys.Rename(ctx, from, to)
 		}
 	case opChmod:
 		name := d.name("name")
 		mode := fs.FileMode(d.u32("mode")).Perm()
 		if err = d.end(); err == nil {
-			err = h.fsys.Chmod(ctx, name, mode)
+			err = fsys.Chmod(ctx, name, mode)
 		}
 	case opChtimes:
 		name := d.name("name")
 		mtime := d.time("mtime")
 		if err = d.end(); err == nil {
-			err = h.fsys.Chtimes(ctx, name, mtime)
+			err = fsys.Chtimes(ctx, name, mtime)
+		}
+	case opSub:
+		name := d.name("name")
+		if err = d.end(); err == nil {
+			var sub dsi.Storage
+			if sub, err = fsys.Sub(ctx, name); err == nil {
+				reply = appendU32(reply, h.addRoot(sub.(*posix.FS)))
+			}
+		}
+	case opRelease:
+		if err = d.end(); err == nil {
+			err = h.releaseRoot(rootID)
 		}
 	default:
 		err = errBadRequest

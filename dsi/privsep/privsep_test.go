@@ -122,6 +122,12 @@ func startUser(t *testing.T) (*FS, string) {
 func inProcess(t *testing.T) (*FS, string) {
 	t.Helper()
 	dir := t.TempDir()
+	return serveDir(t, dir), dir
+}
+
+// serveDir serves dir with Serve in this process, as the current user.
+func serveDir(t *testing.T, dir string) *FS {
+	t.Helper()
 	client, server := socketPair(t)
 	done := make(chan error, 1)
 	go func() { done <- Serve(context.Background(), server, dir) }()
@@ -133,7 +139,7 @@ func inProcess(t *testing.T) (*FS, string) {
 		}
 		server.Close()
 	})
-	return f, dir
+	return f
 }
 
 // socketPair returns the client end as a conn and the helper end as a file.
@@ -654,7 +660,7 @@ func TestServeRejectsBadRequests(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Serve(context.Background(), server, t.TempDir()) }()
 	// A request with an unclean name gets ErrInvalid.
-	p := appendString(appendHeader(nil, header{op: opStat, id: 7}), "/a/../..")
+	p := appendString(appendU32(appendHeader(nil, header{op: opStat, id: 7}), baseRoot), "/a/../..")
 	if _, _, err := client.WriteMsgUnix(p, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,14 @@ const (
 	opRename
 	opChmod
 	opChtimes
-	opLast = opChtimes
+	opSub     // open a directory as a root of its own; the reply is its number
+	opRelease // forget a root from opSub
+	opLast    = opRelease
 )
+
+// baseRoot is the root number of the directory the helper serves; opSub
+// numbers the others from 1.
+const baseRoot = 0
 
 // Header flags.
 const (

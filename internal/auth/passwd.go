@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,16 @@ func Load(file string) (*Passwd, error) {
 		return nil, err
 	}
 	return Parse(data)
+}
+
+// Users returns the file's users, sorted by name.
+func (p *Passwd) Users() []User {
+	out := make([]User, 0, len(p.users))
+	for _, u := range p.users {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b User) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Parse parses password file contents.

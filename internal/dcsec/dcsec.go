@@ -75,7 +75,12 @@ type Config struct {
 	// VerifyPeer authenticates the peer's chain (leaf first): DCAU A is
 	// SelfAuthorization, DCAU S SubjectAuthorization. It is the only
 	// verification (Go's x509 path validation does not understand
-	// proxies). Nil accepts any certificate, or none where TLS allows it.
+	// proxies). It is required in GSI style (DCAU A or S; DCAU N is a nil
+	// *Config) and whenever this side is the TLS client: Secure refuses a
+	// Config without it there, so no peer is ever accepted unchecked by
+	// omission. Only an FTPS TLS server may leave it nil: RFC 4217 asks
+	// the client for no certificate, and such a data channel does not
+	// authenticate its peer (AuthenticatesPeer is false).
 	VerifyPeer func(chain []*x509.Certificate) error
 	// Authz says what VerifyPeer checks, for a process that must rebuild
 	// it with its own trust store (a striped server's data movers); the
@@ -109,6 +114,15 @@ var (
 	ErrProtocol = errors.New("dcsec: data channel protocol violation")
 )
 
+// AuthenticatesPeer reports whether a data connection secured with c proves
+// who its peer is: c puts TLS on the channel and checks the peer's
+// certificate with VerifyPeer (GSI DCAU A or S). Only then may the peer be
+// a host other than the control connection's (a third-party transfer).
+// A nil c (DCAU N, FTPS PROT C) authenticates nobody.
+func (c *Config) AuthenticatesPeer() bool {
+	return c.usesTLS() && c.VerifyPeer != nil
+}
+
 // usesTLS reports whether cfg puts TLS on the data channel at all.
 func (c *Config) usesTLS() bool {
 	return c != nil && !(c.Style == FTPS && c.Level == Clear)
@@ -135,6 +149,14 @@ func (c *Config) check(tlsServer bool) error {
 	}
 	if tlsServer && c.Certificate == nil {
 		return errors.New("dcsec: no certificate to present as the data channel's TLS server")
+	}
+	if c.VerifyPeer == nil {
+		switch {
+		case c.Style == GSI:
+			return errors.New("dcsec: a GSI data channel needs a peer check (DCAU A or S); DCAU N is no Config at all")
+		case !tlsServer:
+			return errors.New("dcsec: a TLS client data channel needs a check of the server's certificate")
+		}
 	}
 	return nil
 }
@@ -277,19 +299,20 @@ func tlsConfig(cfg *Config, tlsClient bool) *tls.Config {
 		MinVersion:             minV,
 		MaxVersion:             cfg.MaxVersion,
 		SessionTicketsDisabled: true,
-		// Verification is VerifyPeer's; it sees every connection.
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if cfg.VerifyPeer == nil {
-				return nil
-			}
-			if err := cfg.VerifyPeer(cs.PeerCertificates); err != nil {
+	}
+	// Verification is VerifyPeer's; it sees every connection. check made
+	// sure it is there whenever this side must verify (GSI, TLS client);
+	// an FTPS server without it asks for no certificate (below).
+	if verify := cfg.VerifyPeer; verify != nil {
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if err := verify(cs.PeerCertificates); err != nil {
 				return fmt.Errorf("%w: %w", ErrUnauthorized, err)
 			}
 			return nil
-		},
+		}
 	}
 	if tlsClient {
-		tc.InsecureSkipVerify = true // see VerifyConnection
+		tc.InsecureSkipVerify = true // VerifyConnection verifies instead
 		tc.ServerName = sniName(cfg.ServerName)
 		if cert := cfg.Certificate; cert != nil {
 			// Always present it: GCT's CertificateRequest names no CA.

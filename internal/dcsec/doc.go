@@ -36,4 +36,10 @@
 //
 // Protection never silently falls back: if the handshake fails, Secure
 // closes the connection and returns the error.
+//
+// Authentication is never skipped by omission: a Config that must check
+// its peer (GSI style, or this side the TLS client) and has no VerifyPeer
+// is refused. Config.AuthenticatesPeer says whether a data channel proves
+// who its peer is; the DTP reads it (and nothing else) to decide whether
+// a data peer may be a host other than the client's.
 package dcsec

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
-	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -57,6 +56,14 @@ func (d *Local) senderConns(ctx context.Context, req *xfer.Request, ranges []xfe
 	remotes, sec := d.remotes, d.sec
 	d.mu.Unlock()
 
+	// Every address must pass before any is dialed: no stripe starts
+	// towards an allowed one when another is refused.
+	for _, remote := range remotes {
+		if err := d.dataPeerAllowed(remote, sec, true); err != nil {
+			d.log.Warn("refused to connect a data channel", "to", remote, "err", err)
+			return nil, nil, false, &xfer.DataError{Open: true, Err: err}
+		}
+	}
 	plan = planSend(ranges, len(remotes), req)
 	n := max(req.Parallelism, 1)
 	dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
@@ -70,7 +77,7 @@ func (d *Local) senderConns(ctx context.Context, req *xfer.Request, ranges []xfe
 		for i := range n {
 			// Each connection dials and does its own handshake, in parallel.
 			wg.Go(func() {
-				c, err := d.dial(dialCtx, remote)
+				c, err := d.dial(dialCtx, remote, sec)
 				if err != nil {
 					errs[s*n+i] = err
 					return
@@ -338,7 +345,11 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	var wg sync.WaitGroup
 	var refused lastError
 	if ln != nil {
-		wg.Go(func() { d.acceptInto(ctx, ln, sec, rcv, &refused) })
+		// Until the transfer ends, every connection dataPeerAllowed admits
+		// and that completes its handshake joins the receiver; strangers
+		// (refused, failing or stalling their handshake) never reach it,
+		// so they take none of the connections the EOD count expects.
+		wg.Go(func() { d.acceptSecured(ctx, ctx, ln, sec, rcv.Add, &refused) })
 	}
 	// No connection at all within the connect timeout is a failure.
 	noConn := time.AfterFunc(d.cfg.ConnectTimeout, func() {
@@ -364,56 +375,6 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	}
 	d.keep([][]net.Conn{rcv.Reusable()}, dirReceive)
 	return n, nil
-}
-
-// acceptInto hands connections from ln to rcv until the transfer ends.
-// Connections from foreign hosts, failing their security handshake, or
-// beyond what the transfer may use, are closed; they never disturb the
-// transfer.
-func (d *Local) acceptInto(ctx context.Context, ln *net.TCPListener, sec *dcsec.Config, rcv *eblock.Receiver, refused *lastError) {
-	// The caller cancels ctx once the receiver is done.
-	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	defer ln.SetDeadline(time.Time{})
-	var handshakes sync.WaitGroup
-	defer handshakes.Wait() // they end with ctx at the latest
-	for range maxStrays {
-		c, err := ln.AcceptTCP()
-		if err != nil {
-			return
-		}
-		if !d.peerAllowed(c) {
-			c.Close()
-			continue
-		}
-		if sec == nil {
-			if !rcv.Add(c) {
-				c.Close()
-			}
-			continue
-		}
-		// Each handshake in its own goroutine: a slow or broken peer
-		// delays no other connection. A failed one is dropped; if none
-		// succeeds, the transfer's no-connection timeout fires.
-		handshakes.Go(func() {
-			sc, err := secure(ctx, c, false, sec)
-			if err != nil {
-				if ctx.Err() == nil {
-					var de *xfer.DataError
-					if errors.As(err, &de) {
-						err = de.Err
-					}
-					refused.set(err)
-					d.log.Warn("dropped a data connection that failed its security handshake",
-						"from", c.RemoteAddr().String(), "err", err)
-				}
-				return
-			}
-			if !rcv.Add(sc) {
-				sc.Close()
-			}
-		})
-	}
 }
 
 // lastError keeps the latest of a series of errors; safe for concurrent use.

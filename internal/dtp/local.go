@@ -10,14 +10,23 @@
 //
 // Data-channel security (DCAU, PROT) is internal/dcsec's: SetSecurity
 // gives the configuration, and every new data connection goes through
-// dcsec.Secure before it carries a byte (MODE E receivers run each
+// dcsec.Secure before it carries a byte (a passive listener runs each
 // handshake in its own goroutine, so one slow peer delays nobody). Plain
 // TCP and GSI PROT C connections keep the zero-copy paths; TLS connections
 // take the buffered ones.
 //
-// Data-channel hygiene: a passive listener accepts connections only from the
-// control connection's peer (others are closed and ignored, so a port scan
-// never breaks a transfer), and only for as long as the transfer waits.
+// Data-channel authorization is one rule, dataPeerAllowed, applied with
+// the security in force when a connection is made, to connections accepted
+// and dialed alike: the peer must be the control connection's host (and,
+// dialed, on a port >= 1024: FTP bounce protection, RFC 2577), unless the
+// data channel authenticates its peer (GSI DCAU A or S) or the server
+// allows foreign peers. A passive listener closes and ignores connections
+// the rule refuses, so a port scan never breaks a transfer, and accepts
+// only for as long as the transfer waits. When a handshake must follow,
+// every admitted connection is a candidate: the handshakes run side by
+// side (a bounded number at a time) and one that fails or stalls is
+// dropped, so a stranger who reaches the port first cannot take the
+// transfer's place.
 package dtp
 
 import (
@@ -267,32 +276,74 @@ func (d *Local) open(ctx context.Context) (net.Conn, *dcsec.Config, error) {
 	if len(remotes) > 1 {
 		return nil, nil, &xfer.DataError{Open: true, Err: errors.New("stream mode carries one stripe; use MODE E with SPOR")}
 	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
-	defer cancel()
-	var c *net.TCPConn
-	var err error
-	connector := false
 	switch {
 	case ln != nil:
 		defer ln.Close()
-		c, err = d.accept(ctx, ln)
+		conn, err := d.acceptOne(ctx, ln, sec)
+		return conn, sec, err
 	case len(remotes) == 1:
-		c, err = d.dial(ctx, remotes[0])
-		connector = true
-	default:
-		return nil, nil, xfer.ErrNoDataAddress
+		dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
+		defer cancel()
+		c, err := d.dial(dialCtx, remotes[0], sec)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The handshake has its own timeout; only the caller's ctx bounds it.
+		conn, err := secure(ctx, c, true, sec)
+		return conn, sec, err
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	// The handshake has its own timeout; only the caller's ctx bounds it.
-	conn, err := secure(parent, c, connector, sec)
-	return conn, sec, err
+	return nil, nil, xfer.ErrNoDataAddress
 }
 
-// dial makes one data connection to remote from the data interface.
-func (d *Local) dial(ctx context.Context, remote netip.AddrPort) (*net.TCPConn, error) {
+// ErrDataPeerRefused reports a data connection to or from an address the
+// session may not use (see dataPeerAllowed); it comes wrapped in a
+// *xfer.DataError that says which address and why.
+var ErrDataPeerRefused = errors.New("dtp: data channel peer refused (FTP bounce protection)")
+
+// dataPeerAllowed is the data channel's authorization rule, the one place
+// it is decided, for connections accepted (dialing false) and dialed
+// (dialing true) alike. sec is the security the connection will be made
+// with, read when it is made: settings changed after PORT (DCAU N) count.
+// A data connection may go to or come from peer when
+//
+//   - the server allows foreign peers (Config.AllowForeignPeers); or
+//   - sec authenticates the peer (GSI DCAU A or S, sec.AuthenticatesPeer):
+//     its handshake proves who is there, so a third party's server may be
+//     anywhere; a peer that fails the handshake is dropped; or
+//   - peer is on the control connection's host and, when dialing, its port
+//     is not privileged (RFC 2577: no FTP bounce to a system service). A
+//     connection coming in from a privileged port harms nobody.
+//
+// The error wraps ErrDataPeerRefused.
+func (d *Local) dataPeerAllowed(peer netip.AddrPort, sec *dcsec.Config, dialing bool) error {
+	if d.cfg.AllowForeignPeers || sec.AuthenticatesPeer() {
+		return nil
+	}
+	client := d.cfg.ControlPeer.Addr().Unmap()
+	what := "a connection from"
+	if dialing {
+		what = "connecting to"
+	}
+	switch {
+	case !client.IsValid():
+		return fmt.Errorf("%w: %s %s: the client's address is unknown and the data channel does not authenticate its peer",
+			ErrDataPeerRefused, what, peer)
+	case peer.Addr().Unmap() != client:
+		return fmt.Errorf("%w: %s %s: not the client's host %s, and the data channel does not authenticate its peer (DCAU N)",
+			ErrDataPeerRefused, what, peer, client)
+	case dialing && peer.Port() < 1024:
+		return fmt.Errorf("%w: %s %s: privileged port %d", ErrDataPeerRefused, what, peer, peer.Port())
+	}
+	return nil
+}
+
+// dial makes one data connection to remote from the data interface, if
+// dataPeerAllowed lets it go there with security sec.
+func (d *Local) dial(ctx context.Context, remote netip.AddrPort, sec *dcsec.Config) (*net.TCPConn, error) {
+	if err := d.dataPeerAllowed(remote, sec, true); err != nil {
+		d.log.Warn("refused to connect a data channel", "to", remote, "err", err)
+		return nil, &xfer.DataError{Open: true, Err: err}
+	}
 	dialer := net.Dialer{Control: netopt.BufferControl(d.buffer())}
 	if d.cfg.ListenIP.IsValid() && d.cfg.ListenIP.Unmap().Is4() == remote.Addr().Unmap().Is4() {
 		dialer.LocalAddr = &net.TCPAddr{IP: d.cfg.ListenIP.AsSlice()}
@@ -304,51 +355,174 @@ func (d *Local) dial(ctx context.Context, remote netip.AddrPort) (*net.TCPConn, 
 	return c.(*net.TCPConn), nil
 }
 
-// peerAllowed says whether a data connection from addr may take part.
-func (d *Local) peerAllowed(c net.Conn) bool {
-	a, ok := c.RemoteAddr().(*net.TCPAddr)
-	if !ok {
-		return false
-	}
-	from := a.AddrPort().Addr().Unmap()
-	if d.cfg.AllowForeignPeers || from == d.cfg.ControlPeer.Addr().Unmap() {
-		return true
-	}
-	// An authenticated data channel (GSI DCAU A or S) proves who the peer
-	// is, so a third party's server may connect from anywhere.
-	d.mu.Lock()
-	authenticated := d.sec != nil && d.sec.VerifyPeer != nil
-	d.mu.Unlock()
-	if authenticated {
-		return true
-	}
-	d.log.Warn("refused data connection from a foreign host", "from", from, "peer", d.cfg.ControlPeer.Addr())
-	return false
-}
-
-// maxStrays bounds how many foreign connections one accept tolerates.
+// maxStrays bounds how many connections one accept loop takes in all.
 const maxStrays = 1000
 
-func (d *Local) accept(ctx context.Context, ln *net.TCPListener) (*net.TCPConn, error) {
-	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+// maxCandidates bounds the security handshakes one passive listener runs
+// at once, and maxCandidatesPerSource those from one address (one /64 for
+// IPv6; as many as a transfer may open streams): a source over its share
+// is closed at once, so strangers on a few hosts cannot fill the listener
+// while the peer waits behind them, and waiting handshakes cost little
+// (the TLS work starts with the peer's first flight). The control peer's
+// host is outside maxCandidates. Connections beyond wait in the kernel's
+// listen queue until a handshake ends (each within sec's HandshakeTimeout).
+const (
+	maxCandidates          = 256
+	maxCandidatesPerSource = 64
+)
+
+// candidateSource is what maxCandidatesPerSource counts by.
+func candidateSource(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	if a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	p, _ := a.Prefix(64)
+	return p
+}
+
+// acceptOne takes the first connection on ln that dataPeerAllowed admits
+// and that completes sec's handshake (a plain one at once when sec is
+// nil); the other candidates are closed. A candidate that fails its
+// handshake, sends garbage or stalls does not fail the transfer: the
+// listener keeps accepting until the connect timeout, and handshakes under
+// way by then may still finish (bounded by ctx and sec's handshake
+// timeout).
+func (d *Local) acceptOne(ctx context.Context, ln *net.TCPListener, sec *dcsec.Config) (net.Conn, error) {
+	hsCtx, stopHandshakes := context.WithCancel(ctx)
+	defer stopHandshakes()
+	acceptCtx, stopAccepting := context.WithTimeoutCause(hsCtx, d.cfg.ConnectTimeout,
+		fmt.Errorf("no data connection within %v", d.cfg.ConnectTimeout))
+	defer stopAccepting()
+	won := make(chan net.Conn, 1)
+	take := func(c net.Conn) bool {
+		select {
+		case won <- c:
+			stopAccepting()
+			stopHandshakes() // the losers: their connections are closed
+			return true
+		default:
+			return false
+		}
+	}
+	var refused lastError
+	err := d.acceptSecured(acceptCtx, hsCtx, ln, sec, take, &refused)
+	select {
+	case c := <-won:
+		return c, nil
+	default:
+	}
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+	} else if last := refused.get(); last != nil {
+		err = fmt.Errorf("%w; the last one was refused: %w", err, last)
+	}
+	return nil, &xfer.DataError{Open: true, Err: err}
+}
+
+// acceptSecured accepts connections on ln until acceptCtx ends. Each one
+// dataPeerAllowed admits is a candidate: with sec nil it goes to take at
+// once; otherwise sec's handshake runs on it in a goroutine of its own,
+// bounded by hsCtx and sec's HandshakeTimeout, at most maxCandidates at a
+// time, and it goes to take once the handshake is done. take reports
+// whether it kept the connection; if not, the connection is closed.
+// Refused connections and failed handshakes are closed, logged and
+// recorded in refused; they never fail the transfer nor reach take.
+// acceptSecured returns, with the reason it stopped accepting, once every
+// handshake it started has ended; ln's deadline is then cleared (a MODE E
+// listener serves the next transfer).
+func (d *Local) acceptSecured(acceptCtx, hsCtx context.Context, ln *net.TCPListener, sec *dcsec.Config, take func(net.Conn) bool, refused *lastError) error {
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(acceptCtx, func() {
+		ln.SetDeadline(time.Unix(1, 0))
+		close(interrupted)
+	})
+	defer func() {
+		if !stop() {
+			<-interrupted
+		}
+		ln.SetDeadline(time.Time{})
+	}()
+	slots := make(chan struct{}, maxCandidates)
+	var perSourceMu sync.Mutex
+	perSource := map[netip.Prefix]int{} // handshakes under way; guarded by perSourceMu
+	control := candidateSource(d.cfg.ControlPeer.Addr())
+	var handshakes sync.WaitGroup
+	defer handshakes.Wait() // they end with hsCtx or their timeout at the latest
+	stopped := func(err error) error {
+		if acceptCtx.Err() != nil {
+			return context.Cause(acceptCtx)
+		}
+		return err
+	}
 	for range maxStrays {
 		c, err := ln.AcceptTCP()
 		if err != nil {
-			if ctx.Err() != nil {
-				err = context.Cause(ctx)
-				if errors.Is(err, context.DeadlineExceeded) {
-					err = fmt.Errorf("no data connection within %v", d.cfg.ConnectTimeout)
-				}
+			return stopped(err)
+		}
+		peer := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		if err := d.dataPeerAllowed(peer, sec, false); err != nil {
+			d.log.Warn("refused a data connection", "from", peer, "err", err)
+			refused.set(err)
+			c.Close()
+			continue
+		}
+		if sec == nil {
+			if !take(c) {
+				c.Close()
 			}
-			return nil, &xfer.DataError{Open: true, Err: err}
+			continue
 		}
-		if d.peerAllowed(c) {
-			return c, nil
+		src := candidateSource(peer.Addr())
+		perSourceMu.Lock()
+		busy := perSource[src] >= maxCandidatesPerSource
+		if !busy {
+			perSource[src]++
 		}
-		c.Close()
+		perSourceMu.Unlock()
+		if busy {
+			d.log.Debug("closed a data connection: its host has too many handshakes under way", "from", peer)
+			c.Close()
+			continue
+		}
+		shared := src != control
+		if shared {
+			select {
+			case slots <- struct{}{}:
+			case <-acceptCtx.Done():
+				c.Close()
+				return stopped(nil)
+			}
+		}
+		handshakes.Go(func() {
+			defer func() {
+				if shared {
+					<-slots
+				}
+				perSourceMu.Lock()
+				if perSource[src]--; perSource[src] == 0 {
+					delete(perSource, src)
+				}
+				perSourceMu.Unlock()
+			}()
+			sc, err := secure(hsCtx, c, false, sec)
+			if err != nil {
+				if hsCtx.Err() == nil {
+					var de *xfer.DataError
+					if errors.As(err, &de) {
+						err = de.Err
+					}
+					refused.set(err)
+					d.log.Warn("dropped a data connection that failed its security handshake", "from", peer, "err", err)
+				}
+				return
+			}
+			if !take(sc) {
+				sc.Close()
+			}
+		})
 	}
-	return nil, &xfer.DataError{Open: true, Err: errors.New("too many data connections from foreign hosts")}
+	return errors.New("too many data connections were refused")
 }
 
 // Send moves bytes from src to the data channel (RETR, listings).

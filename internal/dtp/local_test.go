@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -59,36 +61,88 @@ func TestNoDataAddress(t *testing.T) {
 	}
 }
 
-// TestForeignPeersNeedAuthentication: data connections from a host other
-// than the control peer are refused unless the data channel authenticates
-// its peer (GSI DCAU), as a third-party transfer between servers needs.
-func TestForeignPeersNeedAuthentication(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// TestDataPeerAllowed is the data channel's authorization rule as a table:
+// data connections to or from a host other than the control peer, and
+// connections to its privileged ports, need a data channel that
+// authenticates its peer (GSI DCAU), or AllowForeignPeers.
+func TestDataPeerAllowed(t *testing.T) {
+	check := func([]*x509.Certificate) error { return errors.New("nobody") }
+	gsiA := &dcsec.Config{Style: dcsec.GSI, Level: dcsec.Clear, VerifyPeer: check}
+	ftps := &dcsec.Config{Style: dcsec.FTPS, Level: dcsec.Private, Server: true} // TLS without peer authentication
+	peer := netip.MustParseAddrPort("127.0.0.1:2000")
+	mapped := netip.MustParseAddrPort("[::ffff:127.0.0.1]:2000")
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		addr    string
+		sec     *dcsec.Config
+		dialing bool
+		ok      bool
+	}{
+		{"client host", Config{ControlPeer: peer}, "127.0.0.1:5000", nil, true, true},
+		{"client host, mapped", Config{ControlPeer: mapped}, "127.0.0.1:5000", nil, true, true},
+		{"client host from a privileged port", Config{ControlPeer: peer}, "127.0.0.1:20", nil, false, true},
+		{"client host, privileged port", Config{ControlPeer: peer}, "127.0.0.1:25", nil, true, false},
+		{"client host, port 1023", Config{ControlPeer: peer}, "127.0.0.1:1023", nil, true, false},
+		{"client host, port 1024", Config{ControlPeer: peer}, "127.0.0.1:1024", nil, true, true},
+		{"foreign host, plain", Config{ControlPeer: peer}, "127.0.0.2:5000", nil, true, false},
+		{"foreign host, plain, accepted", Config{ControlPeer: peer}, "127.0.0.2:5000", nil, false, false},
+		{"foreign host, TLS unauthenticated", Config{ControlPeer: peer}, "127.0.0.2:5000", ftps, false, false},
+		{"foreign host, DCAU A", Config{ControlPeer: peer}, "127.0.0.2:5000", gsiA, true, true},
+		{"foreign host, DCAU A, accepted", Config{ControlPeer: peer}, "127.0.0.2:5000", gsiA, false, true},
+		{"foreign privileged port, DCAU A", Config{ControlPeer: peer}, "127.0.0.2:25", gsiA, true, true},
+		{"foreign host, allowed", Config{ControlPeer: peer, AllowForeignPeers: true}, "127.0.0.2:25", nil, true, true},
+		{"no control peer", Config{}, "127.0.0.1:5000", nil, true, false},
+	} {
+		d := New(tc.cfg)
+		err := d.dataPeerAllowed(netip.MustParseAddrPort(tc.addr), tc.sec, tc.dialing)
+		d.Close()
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrDataPeerRefused) {
+			t.Errorf("%s: %v, want allowed %v", tc.name, err, tc.ok)
+		}
 	}
-	defer l.Close()
-	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	d := New(Config{ControlPeer: netip.MustParseAddrPort("127.0.0.1:2000")})
+}
+
+// TestForeignPeerRefusedOnAccept: on a plain data channel a connection from
+// another host is closed and ignored; the client's own connection, coming
+// after it, carries the transfer.
+func TestForeignPeerRefusedOnAccept(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := New(Config{
+		ListenIP:       netip.MustParseAddr("127.0.0.1"),
+		ControlPeer:    netip.MustParseAddrPort("127.0.0.1:2000"),
+		ConnectTimeout: 10 * time.Second,
+	})
 	defer d.Close()
-	if d.peerAllowed(s) {
-		t.Fatal("a foreign peer was allowed on an unauthenticated channel")
+	ap, err := d.Passive(ctx, true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	d.SetSecurity(&dcsec.Config{Style: dcsec.GSI, Level: dcsec.Clear, VerifyPeer: func([]*x509.Certificate) error { return nil }})
-	if !d.peerAllowed(s) {
-		t.Fatal("a foreign peer was refused on an authenticated channel")
+	foreign, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", ap.String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	d.SetSecurity(&dcsec.Config{Style: dcsec.FTPS, Level: dcsec.Private}) // TLS without peer authentication
-	if d.peerAllowed(s) {
-		t.Fatal("a foreign peer was allowed without peer authentication")
+	defer foreign.Close()
+	go foreign.Write([]byte("not the file"))
+	time.Sleep(50 * time.Millisecond)
+	own, err := net.Dial("tcp", ap.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		own.Write([]byte("the file"))
+		own.Close()
+	}()
+	w := &memWriter{}
+	if _, err := d.Receive(ctx, &xfer.Request{Mode: xfer.ModeStream, Type: xfer.TypeImage, Length: -1, Size: -1}, w, func(xfer.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if string(w.b) != "the file" {
+		t.Fatalf("received %q", w.b)
+	}
+	foreign.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := foreign.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
+		t.Fatalf("the foreign connection was not closed: %d, %v", n, err)
 	}
 }

@@ -408,8 +408,9 @@ func TestSecureEBlock(t *testing.T) {
 }
 
 // TestSecureHandshakeFailure: a peer with the wrong identity gets no data
-// connection; stream mode fails at once, MODE E drops the connection and
-// times out when none succeeds.
+// connection; the connection is dropped (it may be a stranger's) and the
+// transfer fails at the connect timeout when none succeeds, saying why the
+// last one was refused.
 func TestSecureHandshakeFailure(t *testing.T) {
 	f := getSecFixture(t)
 	ctx := context.Background()

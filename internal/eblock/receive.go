@@ -19,6 +19,16 @@ import (
 // DefaultMaxConns bounds the data connections one receiver accepts.
 const DefaultMaxConns = 64
 
+// DefaultMaxRanges bounds the separate byte ranges a transfer's blocks
+// may form. Blocks merge with their neighbours, so ranges stay separate
+// only across gaps: streams out of step leave a few per connection, a
+// restart (REST, at most 10,000 ranges) one per gap it fills, a Blocked
+// striped layout one per stripe block (1 TiB in 1 MiB stripe blocks to
+// two stripes: 512Ki). A peer that scatters tiny blocks would otherwise
+// make the receiver keep a range per 18 bytes it sends; at the cap the
+// receiver's two range sets hold 32 to 64 MiB.
+const DefaultMaxRanges = 1 << 20
+
 // ReceiveConfig tunes a Receiver.
 type ReceiveConfig struct {
 	// Base is added to block offsets to find the file offset (ESTO A, protocol.md §8.2).
@@ -28,6 +38,10 @@ type ReceiveConfig struct {
 	Limit int64
 	// MaxConns is how many connections may take part; 0 means DefaultMaxConns.
 	MaxConns int
+	// MaxRanges is how many separate (neither overlapping nor adjacent)
+	// ranges the blocks received may form before the transfer fails with
+	// ErrProtocol; 0 means DefaultMaxRanges.
+	MaxRanges int
 	// Received, when not nil, is increased by each stored block's size.
 	Received *atomic.Int64
 	// ConnReceived, when longer than k, is increased by the size of each
@@ -37,6 +51,9 @@ type ReceiveConfig struct {
 
 // ErrProtocol reports a sender that broke the MODE E rules.
 var ErrProtocol = errors.New("eblock: protocol violation")
+
+// errFragmented is the ErrProtocol of blocks past ReceiveConfig.MaxRanges.
+var errFragmented = fmt.Errorf("%w: blocks scattered into too many separate ranges", ErrProtocol)
 
 // Receiver reassembles one MODE E transfer from the connections handed to it
 // with Add, storing each block at its offset as it arrives. Create it with
@@ -66,6 +83,9 @@ type Receiver struct {
 func NewReceiver(dst dsi.Writer, cfg ReceiveConfig) *Receiver {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxRanges <= 0 {
+		cfg.MaxRanges = DefaultMaxRanges
 	}
 	r := &Receiver{dst: dst, cfg: cfg, done: make(chan struct{}), expected: -1, reading: map[net.Conn]bool{}}
 	r.rf, _ = dst.(dsi.RangeReaderFrom)
@@ -220,6 +240,12 @@ func (r *Receiver) block(c net.Conn, idx int, off, n int64, next *[HeaderSize]by
 		return 0, fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
 	}
 	r.claimed.Add(rg)
+	// committed is part of claimed (blocks in flight split it a little
+	// more): the cap bounds both.
+	if r.claimed.Len() > r.cfg.MaxRanges {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("%w (more than %d, at block %d-%d)", errFragmented, r.cfg.MaxRanges, rg.Start, rg.End)
+	}
 	r.mu.Unlock()
 
 	var got int64

@@ -273,8 +273,38 @@ func (e *exchange) Unwrap(token []byte) ([]byte, error) {
 // ConnectionState reports the TLS session underneath.
 func (e *exchange) ConnectionState() tls.ConnectionState { return e.tls.ConnectionState() }
 
-// PeerChain returns the peer's certificates, leaf first.
-func (e *exchange) PeerChain() []*x509.Certificate { return e.tls.ConnectionState().PeerCertificates }
+// PeerChain returns the peer's certificates, leaf first, once the exchange
+// has completed without error, and nil before that: a certificate seen
+// during the handshake proves nothing until the peer's signature with its
+// key has been checked, which only a completed handshake guarantees.
+func (e *exchange) PeerChain() []*x509.Certificate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.established() {
+		return nil
+	}
+	return e.tls.ConnectionState().PeerCertificates
+}
+
+// Established reports whether the exchange completed without error.
+func (e *exchange) Established() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.established()
+}
+
+// established is Established for a caller holding mu.
+func (e *exchange) established() bool {
+	if !e.ended {
+		return false
+	}
+	select {
+	case <-e.done:
+		return e.err == nil
+	default:
+		return false
+	}
+}
 
 // Close ends the exchange and its goroutine.
 func (e *exchange) Close() error {

@@ -24,14 +24,15 @@ const (
 	argNone
 )
 
-// cmdSpec describes one verb: its handler, whether it needs a login, its
-// argument rule and its HELP text. A handler returns the final reply, or a
-// zero Reply when it has written its replies itself.
+// cmdSpec describes one verb: its handler, whether it is public (allowed
+// before login; every other verb needs one), its argument rule and its HELP
+// text. A handler returns the final reply, or a zero Reply when it has
+// written its replies itself.
 type cmdSpec struct {
-	run   func(ctx context.Context, s *session, arg string) wire.Reply
-	login bool
-	arg   argRule
-	help  string
+	run    func(ctx context.Context, s *session, arg string) wire.Reply
+	public bool
+	arg    argRule
+	help   string
 }
 
 // commandTable is where every verb is handled. SITE sub-commands are in siteTable.
@@ -40,60 +41,60 @@ var commandTable map[string]cmdSpec
 func init() {
 	commandTable = map[string]cmdSpec{
 		// Access control (RFC 959 §4.1.1).
-		"AUTH": {run: cmdAUTH, arg: argRequired, help: "AUTH <sp> GSSAPI|TLS"},
-		"ADAT": {run: cmdADAT, arg: argRequired, help: "ADAT <sp> base64-token"},
-		"USER": {run: cmdUSER, arg: argRequired, help: "USER <sp> username"},
-		"PASS": {run: cmdPASS, help: "PASS <sp> password"},
-		"QUIT": {run: cmdQUIT, arg: argNone, help: "QUIT"},
-		"CWD":  {run: cmdCWD, login: true, help: "CWD [<sp> directory-name]"},
-		"CDUP": {run: cmdCDUP, login: true, arg: argNone, help: "CDUP"},
-		"PWD":  {run: cmdPWD, login: true, arg: argNone, help: "PWD"},
+		"AUTH": {run: cmdAUTH, public: true, arg: argRequired, help: "AUTH <sp> GSSAPI|TLS"},
+		"ADAT": {run: cmdADAT, public: true, arg: argRequired, help: "ADAT <sp> base64-token"},
+		"USER": {run: cmdUSER, public: true, arg: argRequired, help: "USER <sp> username"},
+		"PASS": {run: cmdPASS, public: true, help: "PASS <sp> password"},
+		"QUIT": {run: cmdQUIT, public: true, arg: argNone, help: "QUIT"},
+		"CWD":  {run: cmdCWD, help: "CWD [<sp> directory-name]"},
+		"CDUP": {run: cmdCDUP, arg: argNone, help: "CDUP"},
+		"PWD":  {run: cmdPWD, arg: argNone, help: "PWD"},
 		// Transfer parameters (RFC 959 §4.1.2, RFC 2428).
-		"TYPE": {run: cmdTYPE, login: true, arg: argRequired, help: "TYPE <sp> type-code (A or I)"},
-		"MODE": {run: cmdMODE, login: true, arg: argRequired, help: "MODE <sp> mode-code (S)"},
-		"STRU": {run: cmdSTRU, login: true, arg: argRequired, help: "STRU <sp> structure-code (F)"},
-		"PASV": {run: cmdPASV, login: true, arg: argNone, help: "PASV"},
-		"EPSV": {run: cmdEPSV, login: true, help: "EPSV [<sp> 1|2|ALL]"},
-		"PORT": {run: cmdPORT, login: true, arg: argRequired, help: "PORT <sp> h1,h2,h3,h4,p1,p2"},
-		"EPRT": {run: cmdEPRT, login: true, arg: argRequired, help: "EPRT <sp> |af|addr|port|"},
-		"SPAS": {run: cmdSPAS, login: true, help: "SPAS [<sp> any: addresses in EPRT form]"},
-		"SPOR": {run: cmdSPOR, login: true, arg: argRequired, help: "SPOR <sp> host-port [<sp> host-port...]"},
-		"REST": {run: cmdREST, login: true, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
-		"ALLO": {run: cmdALLO, login: true, arg: argRequired, help: "ALLO <sp> size"},
-		"SBUF": {run: cmdSBUF, login: true, arg: argRequired, help: "SBUF <sp> bytes"},
-		"TREV": {run: cmdTREV, login: true, arg: argRequired, help: "TREV <sp> PERF|RESTART <sp> seconds"},
-		"DCAU": {run: cmdDCAU, login: true, arg: argRequired, help: "DCAU <sp> N"},
-		"PBSZ": {run: cmdPBSZ, login: true, arg: argRequired, help: "PBSZ <sp> size"},
-		"PROT": {run: cmdPROT, login: true, arg: argRequired, help: "PROT <sp> C"},
+		"TYPE": {run: cmdTYPE, arg: argRequired, help: "TYPE <sp> type-code (A or I)"},
+		"MODE": {run: cmdMODE, arg: argRequired, help: "MODE <sp> mode-code (S)"},
+		"STRU": {run: cmdSTRU, arg: argRequired, help: "STRU <sp> structure-code (F)"},
+		"PASV": {run: cmdPASV, arg: argNone, help: "PASV"},
+		"EPSV": {run: cmdEPSV, help: "EPSV [<sp> 1|2|ALL]"},
+		"PORT": {run: cmdPORT, arg: argRequired, help: "PORT <sp> h1,h2,h3,h4,p1,p2"},
+		"EPRT": {run: cmdEPRT, arg: argRequired, help: "EPRT <sp> |af|addr|port|"},
+		"SPAS": {run: cmdSPAS, help: "SPAS [<sp> any: addresses in EPRT form]"},
+		"SPOR": {run: cmdSPOR, arg: argRequired, help: "SPOR <sp> host-port [<sp> host-port...]"},
+		"REST": {run: cmdREST, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
+		"ALLO": {run: cmdALLO, arg: argRequired, help: "ALLO <sp> size"},
+		"SBUF": {run: cmdSBUF, arg: argRequired, help: "SBUF <sp> bytes"},
+		"TREV": {run: cmdTREV, arg: argRequired, help: "TREV <sp> PERF|RESTART <sp> seconds"},
+		"DCAU": {run: cmdDCAU, arg: argRequired, help: "DCAU <sp> N"},
+		"PBSZ": {run: cmdPBSZ, arg: argRequired, help: "PBSZ <sp> size"},
+		"PROT": {run: cmdPROT, arg: argRequired, help: "PROT <sp> C"},
 		// Data transfers (transfer.go).
-		"RETR": {run: cmdRETR, login: true, arg: argRequired, help: "RETR <sp> pathname"},
-		"STOR": {run: cmdSTOR, login: true, arg: argRequired, help: "STOR <sp> pathname"},
-		"APPE": {run: cmdAPPE, login: true, arg: argRequired, help: "APPE <sp> pathname"},
-		"ERET": {run: cmdERET, login: true, arg: argRequired, help: "ERET <sp> P <sp> offset <sp> length <sp> pathname"},
-		"ESTO": {run: cmdESTO, login: true, arg: argRequired, help: "ESTO <sp> A <sp> offset <sp> pathname"},
-		"LIST": {run: cmdLIST, login: true, help: "LIST [<sp> pathname]"},
-		"NLST": {run: cmdNLST, login: true, help: "NLST [<sp> pathname]"},
-		"MLSD": {run: cmdMLSD, login: true, help: "MLSD [<sp> pathname]"},
-		"ABOR": {run: cmdABOR, arg: argNone, help: "ABOR"},
+		"RETR": {run: cmdRETR, arg: argRequired, help: "RETR <sp> pathname"},
+		"STOR": {run: cmdSTOR, arg: argRequired, help: "STOR <sp> pathname"},
+		"APPE": {run: cmdAPPE, arg: argRequired, help: "APPE <sp> pathname"},
+		"ERET": {run: cmdERET, arg: argRequired, help: "ERET <sp> P <sp> offset <sp> length <sp> pathname"},
+		"ESTO": {run: cmdESTO, arg: argRequired, help: "ESTO <sp> A <sp> offset <sp> pathname"},
+		"LIST": {run: cmdLIST, help: "LIST [<sp> pathname]"},
+		"NLST": {run: cmdNLST, help: "NLST [<sp> pathname]"},
+		"MLSD": {run: cmdMLSD, help: "MLSD [<sp> pathname]"},
+		"ABOR": {run: cmdABOR, public: true, arg: argNone, help: "ABOR"},
 		// Files and directories (files.go).
-		"MLST": {run: cmdMLST, login: true, help: "MLST [<sp> pathname]"},
-		"SIZE": {run: cmdSIZE, login: true, arg: argRequired, help: "SIZE <sp> pathname"},
-		"MDTM": {run: cmdMDTM, login: true, arg: argRequired, help: "MDTM <sp> pathname"},
-		"MFMT": {run: cmdMFMT, login: true, arg: argRequired, help: "MFMT <sp> YYYYMMDDHHMMSS <sp> pathname"},
-		"DELE": {run: cmdDELE, login: true, arg: argRequired, help: "DELE <sp> pathname"},
-		"MKD":  {run: cmdMKD, login: true, arg: argRequired, help: "MKD <sp> pathname"},
-		"RMD":  {run: cmdRMD, login: true, arg: argRequired, help: "RMD <sp> pathname"},
-		"RNFR": {run: cmdRNFR, login: true, arg: argRequired, help: "RNFR <sp> pathname"},
-		"RNTO": {run: cmdRNTO, login: true, arg: argRequired, help: "RNTO <sp> pathname"},
-		"CKSM": {run: cmdCKSM, login: true, arg: argRequired, help: "CKSM <sp> algorithm <sp> offset <sp> length <sp> pathname"},
+		"MLST": {run: cmdMLST, help: "MLST [<sp> pathname]"},
+		"SIZE": {run: cmdSIZE, arg: argRequired, help: "SIZE <sp> pathname"},
+		"MDTM": {run: cmdMDTM, arg: argRequired, help: "MDTM <sp> pathname"},
+		"MFMT": {run: cmdMFMT, arg: argRequired, help: "MFMT <sp> YYYYMMDDHHMMSS <sp> pathname"},
+		"DELE": {run: cmdDELE, arg: argRequired, help: "DELE <sp> pathname"},
+		"MKD":  {run: cmdMKD, arg: argRequired, help: "MKD <sp> pathname"},
+		"RMD":  {run: cmdRMD, arg: argRequired, help: "RMD <sp> pathname"},
+		"RNFR": {run: cmdRNFR, arg: argRequired, help: "RNFR <sp> pathname"},
+		"RNTO": {run: cmdRNTO, arg: argRequired, help: "RNTO <sp> pathname"},
+		"CKSM": {run: cmdCKSM, arg: argRequired, help: "CKSM <sp> algorithm <sp> offset <sp> length <sp> pathname"},
 		// Informational.
-		"SYST": {run: cmdSYST, login: true, arg: argNone, help: "SYST"},
-		"STAT": {run: cmdSTAT, login: true, help: "STAT [<sp> pathname]"},
-		"HELP": {run: cmdHELP, help: "HELP [<sp> command]"},
-		"NOOP": {run: cmdNOOP, help: "NOOP"},
-		"FEAT": {run: cmdFEAT, arg: argNone, help: "FEAT"},
-		"OPTS": {run: cmdOPTS, login: true, arg: argRequired, help: "OPTS <sp> command <sp> options"},
-		"SITE": {run: cmdSITE, arg: argRequired, help: "SITE <sp> command"},
+		"SYST": {run: cmdSYST, arg: argNone, help: "SYST"},
+		"STAT": {run: cmdSTAT, help: "STAT [<sp> pathname]"},
+		"HELP": {run: cmdHELP, public: true, help: "HELP [<sp> command]"},
+		"NOOP": {run: cmdNOOP, public: true, help: "NOOP"},
+		"FEAT": {run: cmdFEAT, public: true, arg: argNone, help: "FEAT"},
+		"OPTS": {run: cmdOPTS, arg: argRequired, help: "OPTS <sp> command <sp> options"},
+		"SITE": {run: cmdSITE, public: true, arg: argRequired, help: "SITE <sp> command"},
 	}
 }
 
@@ -116,9 +117,17 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	if s.user == "" {
 		return ok(503, "Login with USER first.")
 	}
+	if s.sec.mode == secGSIPending {
+		return ok(503, "Finish the ADAT exchange first.")
+	}
 	user := s.user
 	s.user = ""
-	req := LoginRequest{User: user, Password: arg, Protected: s.sec != secNone, Identity: s.gssIdentity}
+	req := LoginRequest{
+		User: user, Password: arg,
+		Protected: s.sec.mode == secGSI || s.sec.mode == secTLS,
+		Identity:  s.sec.identity(),
+		Remote:    remoteAddrPort(s.conn).Addr().Unmap(),
+	}
 	acct, err := s.cfg.Login(ctx, req)
 	if err != nil {
 		if !errors.Is(err, ErrLoginDenied) {
@@ -126,19 +135,38 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 		} else {
 			s.log.Info("login denied", "user", user, "err", err)
 		}
-		if s.gssIdentity != nil {
-			return ok(530, "Login incorrect: %s", reason(err))
+		// A failed guess costs the guesser time, not the server CPU.
+		if d := s.cfg.loginFailureDelay(); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
 		}
-		return ok(530, "Login incorrect.")
+		// The peer hears why only where the reason is policy, not a
+		// secret: never whether a DN or user is known.
+		msg := "Login incorrect."
+		switch {
+		case errors.Is(err, ErrProtectionRequired):
+			msg = "Login incorrect: password logins need a protected control channel (use FTPS or GSI)."
+		case errors.Is(err, ErrHomeUnavailable):
+			msg = "Login incorrect: your home directory is not available on this server; tell its administrator."
+		}
+		return s.authFailed(530, msg)
 	}
 	s.acct = acct
 	s.fs = acct.Storage
+	s.loggedIn.Store(true)
+	if s.cfg.OnLogin != nil {
+		s.cfg.OnLogin(s.conn)
+	}
 	if h, homed := s.dtp.(interface{ SetHome(string) }); homed {
 		h.SetHome(acct.Home)
 	}
 	s.log = s.log.With("user", acct.Name)
 	s.log.Info("logged in")
-	if s.sec == secGSI {
+	if s.sec.mode == secGSI {
 		// GSI sessions authenticate data channels by default (DCAU A).
 		s.dcau = 'A'
 		s.applyDataSecurity()
@@ -227,8 +255,9 @@ func cmdPASV(ctx context.Context, s *session, arg string) wire.Reply {
 	ap, err := s.dtp.Passive(ctx, true)
 	if err != nil {
 		s.log.Warn("passive listen failed", "err", err)
-		return ok(425, "Cannot open passive connection.")
+		return ok(425, "Cannot open passive connection: %s.", reason(err))
 	}
+	s.activeUnchecked = false // passive replaces any active address
 	hp, err := wire.FormatPORT(ap)
 	if err != nil {
 		return ok(425, "Cannot open passive connection: %v.", err)
@@ -248,8 +277,9 @@ func cmdEPSV(ctx context.Context, s *session, arg string) wire.Reply {
 	ap, err := s.dtp.Passive(ctx, false)
 	if err != nil {
 		s.log.Warn("passive listen failed", "err", err)
-		return ok(425, "Cannot open passive connection.")
+		return ok(425, "Cannot open passive connection: %s.", reason(err))
 	}
+	s.activeUnchecked = false // passive replaces any active address
 	if _, striped := s.dtp.(StripedDTP); striped && ap.Addr() != localAddrPort(s.conn).Addr() {
 		// A striped server's first data node is another host: name it
 		// (the form GCT uses with its epsv_ip option).
@@ -300,6 +330,7 @@ func cmdSPAS(ctx context.Context, s *session, arg string) wire.Reply {
 		s.log.Warn("passive listen failed", "err", err)
 		return ok(425, "Cannot open passive connection: %v.", err)
 	}
+	s.activeUnchecked = false // passive replaces any active address
 	lines := []string{"Entering Striped Passive Mode."}
 	for _, ap := range addrs {
 		line := " " + wire.FormatEPRT(ap)
@@ -330,29 +361,46 @@ func cmdSPOR(ctx context.Context, s *session, arg string) wire.Reply {
 // setActive applies FTP bounce protection (RFC 2577): data connections go
 // only to the control peer, and never to a privileged port.
 func (s *session) setActive(ctx context.Context, addrs []netip.AddrPort) wire.Reply {
-	peer := remoteAddrPort(s.conn).Addr().Unmap()
 	// Bounce protection (RFC 2577) guards unauthenticated data channels; a
 	// GSI data channel with DCAU authenticates its peer, so third-party
-	// transfers between servers work there.
-	authenticated := s.sec == secGSI && s.dcau != 'N'
+	// transfers between servers work there. Addresses allowed only for
+	// that reason are remembered, so that DCAU N cannot keep them (the DTP
+	// checks again when it connects).
+	// Anonymous users of a GSI session are not who the certificate says.
+	authenticated := s.sec.mode == secGSI && s.dcau != 'N' && !s.acct.Anonymous
+	unchecked := false
 	for _, ap := range addrs {
-		if !s.cfg.AllowForeignDataAddress && !authenticated {
-			if ap.Addr().Unmap() != peer {
-				s.log.Warn("refused PORT to a foreign host", "addr", ap)
-				return ok(501, "Illegal PORT command: the data address must be the client's own (%s).", peer)
-			}
-			if ap.Port() < 1024 {
-				return ok(501, "Illegal PORT command: privileged port %d refused.", ap.Port())
-			}
-		}
 		if ap.Port() == 0 {
 			return ok(501, "Illegal PORT command.")
+		}
+		if err := s.bounceCheck(ap); err != nil {
+			if !authenticated {
+				s.log.Warn("refused PORT", "addr", ap, "err", err)
+				return ok(501, "Illegal PORT command: %v.", err)
+			}
+			unchecked = true
 		}
 	}
 	if err := s.dtp.Active(ctx, addrs); err != nil {
 		return ok(425, "Cannot use data address: %v.", err)
 	}
+	s.activeUnchecked = unchecked
 	return ok(200, "PORT Command successful.")
+}
+
+// bounceCheck is the rule for data addresses of an unauthenticated data
+// channel: the control peer's own address and an unprivileged port.
+func (s *session) bounceCheck(ap netip.AddrPort) error {
+	if s.cfg.AllowForeignDataAddress {
+		return nil
+	}
+	if peer := remoteAddrPort(s.conn).Addr().Unmap(); ap.Addr().Unmap() != peer {
+		return fmt.Errorf("the data address must be the client's own (%s)", peer)
+	}
+	if ap.Port() < 1024 {
+		return fmt.Errorf("privileged port %d refused", ap.Port())
+	}
+	return nil
 }
 
 func cmdREST(ctx context.Context, s *session, arg string) wire.Reply {
@@ -423,9 +471,13 @@ func cmdDCAU(ctx context.Context, s *session, arg string) wire.Reply {
 		if s.prot != 'C' {
 			return ok(503, "DCAU N would leave PROT %c without protection; send PROT C first.", s.prot)
 		}
+		if s.activeUnchecked {
+			// The address was allowed only for an authenticated channel.
+			return ok(503, "DCAU N refused: the data address set by PORT/EPRT/SPOR is allowed only with DCAU; send DCAU N first, then the address.")
+		}
 		s.dcau, s.dcauSubject = 'N', ""
 	case "A", "S":
-		if s.sec != secGSI {
+		if s.sec.mode != secGSI {
 			return ok(504, "DCAU %s needs a GSI (gsiftp://) session.", mode)
 		}
 		if mode == "S" {
@@ -464,11 +516,11 @@ func cmdPROT(ctx context.Context, s *session, arg string) wire.Reply {
 		return ok(536, "Protection level E is not supported.")
 	case level != "S" && level != "P":
 		return ok(504, "Unknown protection level.")
-	case s.sec == secNone:
+	case s.sec.mode != secGSI && s.sec.mode != secTLS:
 		return ok(536, "Protection level %s needs AUTH GSSAPI or AUTH TLS first; data would flow in clear.", level)
-	case s.sec == secGSI && s.dcau == 'N':
+	case s.sec.mode == secGSI && s.dcau == 'N':
 		return ok(536, "Protection level %s needs DCAU A or S; data would flow in clear.", level)
-	case s.sec == secTLS && level == "S":
+	case s.sec.mode == secTLS && level == "S":
 		return ok(536, "FTPS supports PROT C and P.")
 	}
 	s.prot = level[0]

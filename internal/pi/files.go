@@ -116,6 +116,9 @@ func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
 
 func cmdMKD(ctx context.Context, s *session, arg string) wire.Reply {
 	p := s.abs(arg)
+	if isPartName(p) {
+		return partNameRefused(arg)
+	}
 	if err := s.fs.Mkdir(ctx, p, 0o755); err != nil {
 		return fsError(s, err, arg)
 	}
@@ -131,6 +134,9 @@ func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
 
 func cmdRNFR(ctx context.Context, s *session, arg string) wire.Reply {
 	p := s.abs(arg)
+	if isPartName(p) {
+		return partNameRefused(arg)
+	}
 	if _, err := s.fs.Stat(ctx, p); err != nil {
 		return fsError(s, err, arg)
 	}
@@ -143,6 +149,9 @@ func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
 	s.renameFrom = ""
 	if from == "" {
 		return ok(503, "Bad sequence of commands: send RNFR first.")
+	}
+	if isPartName(s.abs(arg)) {
+		return partNameRefused(arg)
 	}
 	if err := s.fs.Rename(ctx, from, s.abs(arg)); err != nil {
 		return fsError(s, err, arg)
@@ -201,18 +210,18 @@ var siteTable map[string]cmdSpec
 
 func init() {
 	siteTable = map[string]cmdSpec{
-		"CHMOD":      {run: siteCHMOD, login: true, arg: argRequired, help: "SITE CHMOD <sp> mode <sp> pathname"},
-		"UTIME":      {run: cmdMFMT /* MFMT's arguments */, login: true, arg: argRequired, help: "SITE UTIME <sp> YYYYMMDDHHMMSS <sp> pathname"},
-		"HELP":       {run: func(context.Context, *session, string) wire.Reply { return siteHelp() }, help: "SITE HELP"},
-		"VERSION":    {run: siteVERSION, arg: argNone, help: "SITE VERSION"},
-		"WHOAMI":     {run: siteWHOAMI, login: true, arg: argNone, help: "SITE WHOAMI"},
-		"CLIENTINFO": {run: siteOK, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
-		"TASKID":     {run: siteOK, help: "SITE TASKID <sp> taskid"},
-		"STRIPES":    {run: siteSTRIPES, login: true, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
+		"CHMOD":      {run: siteCHMOD, arg: argRequired, help: "SITE CHMOD <sp> mode <sp> pathname"},
+		"UTIME":      {run: cmdMFMT /* MFMT's arguments */, arg: argRequired, help: "SITE UTIME <sp> YYYYMMDDHHMMSS <sp> pathname"},
+		"HELP":       {run: func(context.Context, *session, string) wire.Reply { return siteHelp() }, public: true, help: "SITE HELP"},
+		"VERSION":    {run: siteVERSION, public: true, arg: argNone, help: "SITE VERSION"},
+		"WHOAMI":     {run: siteWHOAMI, arg: argNone, help: "SITE WHOAMI"},
+		"CLIENTINFO": {run: siteOK, public: true, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
+		"TASKID":     {run: siteOK, public: true, help: "SITE TASKID <sp> taskid"},
+		"STRIPES":    {run: siteSTRIPES, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
 	}
 	// Every GCT spelling of the buffer-size command sets both buffers.
 	for _, name := range []string{"SBUF", "RETRBUFSIZE", "RBUFSZ", "RBUFSIZ", "STORBUFSIZE", "SBUFSZ", "SBUFSIZ"} {
-		siteTable[name] = cmdSpec{run: siteBUF, login: true, arg: argRequired, help: "SITE " + name + " <sp> bytes: set the TCP buffer size of data connections"}
+		siteTable[name] = cmdSpec{run: siteBUF, arg: argRequired, help: "SITE " + name + " <sp> bytes: set the TCP buffer size of data connections"}
 	}
 }
 
@@ -228,7 +237,7 @@ func cmdSITE(ctx context.Context, s *session, arg string) wire.Reply {
 		sub = f[1]
 	}
 	switch {
-	case spec.login && s.acct == nil:
+	case !spec.public && s.acct == nil:
 		return ok(530, "Please login with USER and PASS.")
 	case spec.arg == argRequired && sub == "":
 		return ok(501, "Syntax error in parameters or arguments.")
@@ -305,6 +314,19 @@ func baseName(p string) string {
 	return path.Base(p)
 }
 
+// withoutAddress keeps of a status line ("stripe N HOST:PORT up|down
+// (why) since T") the stripe, its state and since when: anonymous users
+// see the health of each stripe, not the internal network (the reasons
+// name addresses too).
+func withoutAddress(line string) string {
+	f := strings.Fields(line)
+	since := strings.LastIndex(line, " since ")
+	if len(f) < 4 || f[0] != "stripe" || since < 0 {
+		return "stripe status hidden"
+	}
+	return f[0] + " " + f[1] + " " + f[3] + line[since:]
+}
+
 // siteSTRIPES reports a striped server's data nodes (one line each).
 func siteSTRIPES(ctx context.Context, s *session, arg string) wire.Reply {
 	sr, striped := s.dtp.(interface{ StripeStatus() []string })
@@ -313,6 +335,9 @@ func siteSTRIPES(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	lines := []string{"Data nodes:"}
 	for _, l := range sr.StripeStatus() {
+		if s.acct.Anonymous {
+			l = withoutAddress(l)
+		}
 		lines = append(lines, " "+l)
 	}
 	return wire.Reply{Code: 200, Lines: append(lines, "End.")}

@@ -16,6 +16,7 @@ package pi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -85,10 +86,26 @@ type Account struct {
 	// Home is where the user's root lies in the server's storage, for data
 	// movers that open files themselves (a striped server's data nodes).
 	Home string
+	// Anonymous marks an anonymous login: it is shown less (no data node
+	// addresses in SITE STRIPES).
+	Anonymous bool
 }
+
+// ErrShuttingDown is the cause of transfers aborted by Config.Abort.
+var ErrShuttingDown = errors.New("server shutting down")
 
 // ErrLoginDenied is returned by Config.Login for bad credentials.
 var ErrLoginDenied = errors.New("pi: login incorrect")
+
+// ErrProtectionRequired is returned by Config.Login (wrapping
+// ErrLoginDenied) for a password on a control channel that must be
+// protected first; the reply then says so.
+var ErrProtectionRequired = fmt.Errorf("%w: password logins need AUTH TLS or AUTH GSSAPI first", ErrLoginDenied)
+
+// ErrHomeUnavailable is returned by Config.Login (wrapping ErrLoginDenied)
+// when the credentials were good but the account's home directory cannot
+// be served; the reply then says so.
+var ErrHomeUnavailable = fmt.Errorf("%w: home directory unavailable", ErrLoginDenied)
 
 // Config configures the PI for every session of a server. Fields are read
 // only; the zero value of each optional field has the documented default.
@@ -113,6 +130,29 @@ type Config struct {
 	// AllowForeignDataAddress permits PORT/EPRT to a host other than the
 	// control peer (FTP bounce; RFC 2577). Off by default.
 	AllowForeignDataAddress bool
+	// Handshakes bounds the security handshake work in progress across
+	// sessions (an AUTH TLS handshake; each ADAT step of AUTH GSSAPI, not
+	// the client's time between tokens), in all and per source; beyond it
+	// AUTH or ADAT gets 431. Nil means no bound.
+	Handshakes *Slots
+	// LoginFailureDelay is how long a failed PASS waits before its 530;
+	// 0 means 1s, negative means none.
+	LoginFailureDelay time.Duration
+	// LoginTimeout closes a session that has not logged in this long after
+	// it connected (421), whatever it sends meanwhile; 0 means 60s.
+	LoginTimeout time.Duration
+	// OnLogin, when set, is told of each successful login.
+	OnLogin func(control net.Conn)
+	// UploadInPlace makes STOR write straight into its target, as GCT
+	// does, instead of into a hidden part file renamed over the target
+	// once complete; an interrupted upload then leaves a truncated file
+	// under the target's name.
+	UploadInPlace bool
+	// Abort, when done, aborts running transfers (426, "server shutting
+	// down"); the session then ends with 421 as on Serve's ctx. A server
+	// cancels Serve's ctx to stop after the running commands, and Abort
+	// when its grace period ends. Nil never aborts.
+	Abort context.Context
 	// Logger receives session events; nil discards.
 	Logger *slog.Logger
 }
@@ -122,6 +162,20 @@ func (c *Config) idleTimeout() time.Duration {
 		return 15 * time.Minute
 	}
 	return c.IdleTimeout
+}
+
+func (c *Config) loginFailureDelay() time.Duration {
+	if c.LoginFailureDelay == 0 {
+		return time.Second
+	}
+	return max(c.LoginFailureDelay, 0)
+}
+
+func (c *Config) loginTimeout() time.Duration {
+	if c.LoginTimeout <= 0 {
+		return time.Minute
+	}
+	return c.LoginTimeout
 }
 
 func (c *Config) maxLine() int {

@@ -24,14 +24,15 @@ func fsError(s *session, err error, name string) wire.Reply {
 		return ok(550, "%s: Permission denied (read-only access).", name)
 	case errors.Is(err, dsi.ErrPermission):
 		return ok(550, "%s: Permission denied.", name)
-	case errors.Is(err, dsi.ErrExist):
-		return ok(553, "%s: File exists.", name)
 	case errors.Is(err, dsi.ErrIsDir):
 		return ok(550, "%s: Is a directory.", name)
 	case errors.Is(err, dsi.ErrNotDir):
 		return ok(550, "%s: Not a directory.", name)
 	case errors.Is(err, dsi.ErrNotEmpty):
+		// Before ErrExist: an ENOTEMPTY cause also matches fs.ErrExist.
 		return ok(550, "%s: Directory not empty.", name)
+	case errors.Is(err, dsi.ErrExist):
+		return ok(553, "%s: File exists.", name)
 	case errors.Is(err, dsi.ErrNoSpace):
 		return ok(452, "%s: Insufficient storage space.", name)
 	case errors.Is(err, dsi.ErrInvalid):

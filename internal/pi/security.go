@@ -7,12 +7,12 @@ package pi
 
 import (
 	"context"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -36,6 +36,11 @@ type Security struct {
 	RequireProtection bool
 	// MinTLS and MaxTLS bound the TLS versions; 0 means 1.2 and 1.3.
 	MinTLS, MaxTLS uint16
+	// Admit, when set, is asked about a peer that has completed the GSI
+	// handshake and asks to delegate, before the server makes a key for
+	// it: an identity that could never log in (a DN the grid-mapfile does
+	// not know) is refused there and costs no key generation.
+	Admit func(id *gsi.Identity) error
 }
 
 func (sec *Security) tlsCert() *tls.Certificate {
@@ -54,29 +59,83 @@ type LoginRequest struct {
 	User, Password string
 	// Protected reports that the control channel is protected (GSI or TLS).
 	Protected bool
-	// Identity is the verified certificate identity (GSI, or a client
-	// certificate over AUTH TLS); nil when there is none.
+	// Identity is the certificate identity proved on this control channel
+	// (a completed GSI exchange, or a completed TLS handshake with a client
+	// certificate); nil when there is none. It never outlives the channel
+	// state that proved it.
 	Identity *gsi.Identity
+	// Remote is the client's address, for limits per source.
+	Remote netip.Addr
 }
 
 // secMode is how the control channel is protected.
 type secMode int
 
 const (
-	secNone secMode = iota
-	secGSI
-	secTLS
+	secNone       secMode = iota
+	secGSIPending         // AUTH GSSAPI accepted, ADAT exchange under way
+	secGSI                // GSI context established
+	secTLS                // AUTH TLS handshake completed
 )
 
-// handshakeTimeout bounds AUTH TLS and each ADAT step.
-const handshakeTimeout = 30 * time.Second
+// secState is the control channel's security as one value, so that its
+// parts cannot disagree: an identity exists only in an established state,
+// together with the context that proved it. Only the executor changes it;
+// the reader sees the established GSI context through session.gssCtx.
+type secState struct {
+	mode    secMode
+	pending *gsiPending   // secGSIPending only
+	gss     *gss.Context  // secGSI only
+	peer    *gsi.Identity // secGSI, or secTLS with a client certificate
+	// delegated is the credential the client delegated (secGSI only).
+	delegated *gsi.Credential
+}
+
+// identity is the proved peer, or nil: only an established state has one.
+func (st *secState) identity() *gsi.Identity {
+	if st.mode == secGSI || st.mode == secTLS {
+		return st.peer
+	}
+	return nil
+}
+
+// gsiPending is a GSI exchange under way. Its delegated credential is
+// handed out only when the exchange completes.
+type gsiPending struct {
+	ctx       *gss.Context
+	delegated *gsi.Credential // written by the exchange goroutine before it ends
+	timer     *time.Timer     // ends an exchange that takes too long
+}
+
+func (p *gsiPending) close() {
+	p.timer.Stop()
+	p.ctx.Close()
+}
+
+// handshakeTimeout bounds AUTH TLS and each ADAT step; gsiExchangeTimeout
+// bounds the whole ADAT exchange, so that a client cannot hold a handshake
+// slot by going quiet between tokens.
+const (
+	handshakeTimeout   = 30 * time.Second
+	gsiExchangeTimeout = 60 * time.Second
+)
+
+// delegationKeyBits is the size of the key made for every delegation,
+// whatever the peer's key size: the peer must not choose how much CPU the
+// server spends before anything is authorized (2048 bits, as GCT's
+// default proxies).
+const delegationKeyBits = 2048
+
+// maxAuthFailures is how many failed authentications (ADAT, AUTH TLS,
+// PASS) a session may have; the next failure closes it.
+const maxAuthFailures = 3
 
 // errUnprotected marks a plain command on a GSI-protected channel.
 var errUnprotected = errors.New("pi: command not protected")
 
 func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 	sec := s.cfg.Security
-	if s.sec != secNone || s.gssPending != nil {
+	if s.sec.mode != secNone || s.acct != nil {
 		return ok(503, "Already authenticated.")
 	}
 	switch strings.ToUpper(strings.TrimSpace(arg)) {
@@ -84,51 +143,66 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 		if sec == nil || sec.Host == nil || sec.Trust == nil {
 			return ok(504, "GSSAPI authentication is not configured on this server.")
 		}
-		s.gssPending = s.newAcceptor()
+		p := s.newAcceptor()
+		s.sec = secState{mode: secGSIPending, pending: p}
 		return ok(334, "Using authentication type; ADAT must follow.")
 	case "TLS", "SSL", "TLS-C":
 		if sec == nil || sec.tlsCert() == nil {
 			return ok(504, "TLS is not configured on this server.")
 		}
-		s.startTLS = true // the executor switches after writing 234
+		release, ok2 := s.cfg.Handshakes.TryAcquire(remoteAddrPort(s.conn).Addr())
+		if !ok2 {
+			s.log.Warn("AUTH refused: too many handshakes in progress")
+			return ok(431, "Too many authentications in progress; try again later.")
+		}
+		s.startTLS = release // the executor switches after writing 234
 		return ok(234, "Using authentication type %s.", strings.ToUpper(strings.TrimSpace(arg)))
 	}
 	return ok(504, "Unknown authentication type.")
 }
 
-// newAcceptor prepares the GSI security context of this session.
-func (s *session) newAcceptor() *gss.Context {
+// newAcceptor prepares the GSI security context of this session. The
+// callbacks only check; nothing they see becomes the session's identity
+// (that comes from the completed exchange, in cmdADAT).
+func (s *session) newAcceptor() *gsiPending {
 	sec := s.cfg.Security
 	cert := sec.Host.TLSCertificate()
+	p := &gsiPending{}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAnyClientCert,
 		MinVersion:   max(sec.MinTLS, tls.VersionTLS12),
 		MaxVersion:   sec.MaxTLS,
 		// GSI chains hold proxies, which crypto/x509 does not understand:
-		// the trust store verifies them.
+		// the trust store verifies them. This runs before the peer has
+		// proved its key, so it only refuses.
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			chain, err := parseChain(raw)
 			if err != nil {
 				return err
 			}
-			id, err := sec.Trust.Verify(chain, time.Now())
-			if err != nil {
+			if _, err := sec.Trust.Verify(chain, time.Now()); err != nil {
 				s.log.Warn("GSI peer refused", "err", err)
 				return err
 			}
-			s.gssIdentity = id
 			return nil
 		},
 	}
-	return gss.Accept(&gss.AcceptorConfig{
+	p.ctx = gss.Accept(&gss.AcceptorConfig{
 		TLS: cfg,
+		// Delegation runs after the handshake, so the peer has proved its
+		// key; it still costs a key generation, so an unmapped DN gets none.
 		Delegate: func(peer []*x509.Certificate) ([]byte, func([]byte) error, error) {
-			bits := 2048
-			if k, isRSA := peer[0].PublicKey.(*rsa.PublicKey); isRSA {
-				bits = max(k.N.BitLen(), 2048)
+			id, err := sec.Trust.Verify(peer, time.Now())
+			if err != nil {
+				return nil, nil, err
 			}
-			req, key, err := gsi.NewProxyRequest(bits)
+			if sec.Admit != nil {
+				if err := sec.Admit(id); err != nil {
+					return nil, nil, fmt.Errorf("%w: %v", errNotAdmitted, err)
+				}
+			}
+			req, key, err := gsi.NewProxyRequest(delegationKeyBits)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -137,12 +211,19 @@ func (s *session) newAcceptor() *gss.Context {
 				if err != nil {
 					return err
 				}
-				s.delegated = cred
+				p.delegated = cred
 				return nil
 			}, nil
 		},
 	})
+	p.timer = time.AfterFunc(gsiExchangeTimeout, func() {
+		p.ctx.Close() // the next ADAT fails on the closed context
+	})
+	return p
 }
+
+// errNotAdmitted is a peer refused before delegation by Security.Admit.
+var errNotAdmitted = errors.New("pi: identity not admitted")
 
 func parseChain(raw [][]byte) ([]*x509.Certificate, error) {
 	if len(raw) == 0 {
@@ -160,41 +241,81 @@ func parseChain(raw [][]byte) ([]*x509.Certificate, error) {
 }
 
 func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
-	g := s.gssPending
-	if g == nil {
+	if s.sec.mode != secGSIPending {
 		return ok(503, "Send AUTH GSSAPI first.")
 	}
+	p := s.sec.pending
 	token, err := base64.StdEncoding.DecodeString(strings.TrimSpace(arg))
 	if err != nil {
-		s.gssPending = nil
-		g.Close()
-		return ok(501, "ADAT: the token is not base64.")
+		return s.gsiFailed(p, errors.New("the token is not base64"), "ADAT: the token is not base64.", 535)
+	}
+	// A slot is held while the server works on a token, not while the
+	// client thinks: idle exchanges hold nothing.
+	release, ok2 := s.cfg.Handshakes.TryAcquire(remoteAddrPort(s.conn).Addr())
+	if !ok2 {
+		s.log.Warn("ADAT refused: too many handshakes in progress")
+		return s.gsiFailed(p, errors.New("too many handshakes in progress"), "Too many authentications in progress; try again later.", 431)
 	}
 	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	out, done, err := g.Step(sctx, token)
+	out, done, err := p.ctx.Step(sctx, token)
+	release()
 	if err != nil {
-		s.gssPending = nil
-		g.Close()
-		s.log.Warn("GSI authentication failed", "err", err)
-		return ok(535, "GSSAPI authentication failed: %s", reason(err))
+		return s.gsiFailed(p, err, "GSSAPI authentication failed.", 535)
 	}
 	if !done {
 		return ok(335, "ADAT=%s", base64.StdEncoding.EncodeToString(out))
 	}
-	s.gssPending = nil
-	s.gssCtx.Store(g)
-	s.sec = secGSI
-	s.log = s.log.With("dn", s.gssIdentity.DN)
-	s.log.Info("GSI authenticated", "delegated", s.delegated != nil, "tls", tlsVersion(g.ConnectionState().Version))
+	// The identity is taken from the completed exchange only.
+	var id *gsi.Identity
+	chain := p.ctx.PeerChain()
+	if chain == nil {
+		err = errors.New("exchange ended without an established context")
+	} else {
+		id, err = s.cfg.Security.Trust.Verify(chain, time.Now())
+	}
+	if err != nil {
+		return s.gsiFailed(p, err, "GSSAPI authentication failed.", 535)
+	}
+	p.timer.Stop()
+	s.sec = secState{mode: secGSI, gss: p.ctx, peer: id, delegated: p.delegated}
+	s.gssCtx.Store(p.ctx)
+	s.log = s.log.With("dn", id.DN)
+	s.log.Info("GSI authenticated", "delegated", p.delegated != nil, "tls", tlsVersion(p.ctx.ConnectionState().Version))
 	r := ok(235, "GSSAPI Authentication successful.")
 	if len(out) > 0 {
 		r = ok(235, "ADAT=%s", base64.StdEncoding.EncodeToString(out))
 	}
 	// This reply is the last in clear; every later one is wrapped.
 	s.send(r)
+	g := p.ctx
 	s.rw.setWrap(func(line []byte) ([]byte, error) { return g.Wrap(line) })
 	return wire.Reply{}
+}
+
+// gsiFailed ends a failed GSI exchange: the session goes back to
+// unauthenticated, with nothing of the exchange kept, and is closed after
+// too many failures. The peer hears only that it failed; the log says why.
+func (s *session) gsiFailed(p *gsiPending, err error, msg string, code int) wire.Reply {
+	p.close()
+	s.sec = secState{}
+	s.log.Warn("GSI authentication failed", "err", err)
+	if code == 431 {
+		return ok(code, "%s", msg) // the server's load, not the client's failure
+	}
+	return s.authFailed(code, msg)
+}
+
+// authFailed counts a failed authentication and answers it; past
+// maxAuthFailures the session is closed.
+func (s *session) authFailed(code int, msg string) wire.Reply {
+	s.authFailures++
+	if s.authFailures >= maxAuthFailures {
+		s.quit = true
+		s.log.Warn("too many failed authentications; closing", "failures", s.authFailures)
+		return ok(421, "%s Too many failures; closing control connection.", msg)
+	}
+	return ok(code, "%s", msg)
 }
 
 // reason is an error's text for a reply: one line, bounded.
@@ -229,8 +350,11 @@ func (s *session) unwrapLine(g *gss.Context, line string) (string, error) {
 }
 
 // switchTLS runs the AUTH TLS handshake on the control connection after the
-// 234 reply, and hands the TLS connection to the reader.
-func (s *session) switchTLS(ctx context.Context) {
+// 234 reply, and hands the TLS connection to the reader. A client
+// certificate becomes the session's identity only once the handshake has
+// completed (and with it the check of the client's signature).
+func (s *session) switchTLS(ctx context.Context, release func()) {
+	defer release()
 	sec := s.cfg.Security
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{*sec.tlsCert()},
@@ -248,12 +372,10 @@ func (s *session) switchTLS(ctx context.Context) {
 			if err != nil {
 				return err
 			}
-			id, err := sec.Trust.Verify(chain, time.Now())
-			if err != nil {
+			if _, err := sec.Trust.Verify(chain, time.Now()); err != nil {
 				s.log.Warn("TLS client certificate refused", "err", err)
 				return err
 			}
-			s.gssIdentity = id
 			return nil
 		}
 	}
@@ -266,17 +388,30 @@ func (s *session) switchTLS(ctx context.Context) {
 		s.quit = true
 		return
 	}
-	s.sec = secTLS
+	st := secState{mode: secTLS}
+	if chain := tc.ConnectionState().PeerCertificates; len(chain) > 0 && sec.Trust != nil {
+		id, err := sec.Trust.Verify(chain, time.Now())
+		if err != nil {
+			// Verified during the handshake; a failure now is a refusal.
+			s.log.Warn("TLS client certificate refused", "err", err)
+			s.switched <- nil
+			s.quit = true
+			return
+		}
+		st.peer = id
+		s.log = s.log.With("dn", id.DN)
+	}
+	s.sec = st
 	s.rw.setConn(tc)
 	s.switched <- tc
-	s.log.Info("TLS control channel", "tls", tlsVersion(tc.ConnectionState().Version))
+	s.log.Info("TLS control channel", "tls", tlsVersion(tc.ConnectionState().Version), "client-certificate", st.peer != nil)
 }
 
 // dataSecurity is the data-channel configuration for the session's DCAU
 // and PROT settings; nil means plain TCP.
 func (s *session) dataSecurity() *dcsec.Config {
 	sec := s.cfg.Security
-	switch s.sec {
+	switch s.sec.mode {
 	case secTLS:
 		if s.prot == 'C' {
 			return nil
@@ -286,7 +421,7 @@ func (s *session) dataSecurity() *dcsec.Config {
 		if s.dcau == 'N' {
 			return nil
 		}
-		cred := s.delegated
+		cred := s.sec.delegated
 		if cred == nil {
 			cred = sec.Host
 		}
@@ -296,8 +431,9 @@ func (s *session) dataSecurity() *dcsec.Config {
 			cfg.VerifyPeer = dcsec.SubjectAuthorization(sec.Trust, s.dcauSubject)
 			cfg.Authz = dcsec.Authorization{Mode: 'S', DN: s.dcauSubject}
 		} else {
-			cfg.VerifyPeer = dcsec.SelfAuthorization(sec.Trust, s.gssIdentity.DN)
-			cfg.Authz = dcsec.Authorization{Mode: 'A', DN: s.gssIdentity.DN}
+			dn := s.sec.identity().DN
+			cfg.VerifyPeer = dcsec.SelfAuthorization(sec.Trust, dn)
+			cfg.Authz = dcsec.Authorization{Mode: 'A', DN: dn}
 		}
 		return cfg
 	}

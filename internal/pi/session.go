@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
-	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/gss"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
+
+// errControlLost cancels what runs when the control connection ends.
+var errControlLost = errors.New("control connection closed")
 
 // writeTimeout bounds writing one reply to a client that stopped reading.
 const writeTimeout = 2 * time.Minute
@@ -31,6 +33,10 @@ const writeTimeout = 2 * time.Minute
 type item struct {
 	cmd wire.Command
 	err error
+	// wrapped: the line came in an ENC/MIC/CONF token of the GSI context.
+	// Once a context exists, a line that was not wrapped is refused,
+	// whenever it was read.
+	wrapped bool
 }
 
 // session is one control connection. Fields below "executor state" are
@@ -42,6 +48,8 @@ type session struct {
 	rw   replyWriter
 
 	busy     atomic.Bool // a transfer or long command is running
+	lost     atomic.Bool // the reader saw the control connection end
+	loggedIn atomic.Bool // set by the executor at login; the reader's login deadline ends
 	abortMu  sync.Mutex
 	abortCmd context.CancelCauseFunc // cancels the running command; guarded by abortMu
 
@@ -71,16 +79,19 @@ type session struct {
 	done chan struct{} // closed when the executor stops; unblocks the reader
 
 	// security (security.go)
-	sec         secMode
-	gssPending  *gss.Context                // between AUTH GSSAPI and the last ADAT
-	gssCtx      atomic.Pointer[gss.Context] // established GSI context; the reader unwraps with it
-	gssIdentity *gsi.Identity               // verified peer identity (GSI, or a TLS client certificate)
-	delegated   *gsi.Credential             // the credential the client delegated, if any
-	startTLS    bool                        // AUTH TLS accepted: switch after the 234
-	switched    chan net.Conn               // executor → reader: the connection to read after AUTH TLS
-	dcau        byte                        // 'N', 'A' or 'S'
-	dcauSubject string                      // DCAU S subject
-	prot        byte                        // 'C', 'S' or 'P'
+	sec          secState                    // the one record of how the channel is protected and by whom
+	gssCtx       atomic.Pointer[gss.Context] // established GSI context; the reader unwraps with it
+	startTLS     func()                      // AUTH TLS accepted: switch after the 234; frees the handshake slot
+	switched     chan net.Conn               // executor → reader: the connection to read after AUTH TLS
+	adatDone     chan struct{}               // executor → reader: an ADAT was answered (the context may now exist)
+	authFailures int                         // failed ADAT exchanges and logins
+	dcau         byte                        // 'N', 'A' or 'S'
+	dcauSubject  string                      // DCAU S subject
+	prot         byte                        // 'C', 'S' or 'P'
+	// activeUnchecked: the active data addresses were accepted only
+	// because the data channel was authenticated (foreign host or
+	// privileged port); they may not be used without DCAU.
+	activeUnchecked bool
 }
 
 func newSession(conn net.Conn, cfg *Config) *session {
@@ -104,6 +115,7 @@ func newSession(conn net.Conn, cfg *Config) *session {
 		rangeFreq: 5 * time.Second,
 		done:      make(chan struct{}),
 		switched:  make(chan net.Conn, 1),
+		adatDone:  make(chan struct{}, 1),
 		dcau:      'N',
 		prot:      'C',
 	}
@@ -191,8 +203,8 @@ func (s *session) serve(ctx context.Context) (err error) {
 		if s.dtp != nil {
 			s.dtp.Close()
 		}
-		if s.gssPending != nil {
-			s.gssPending.Close()
+		if s.sec.pending != nil {
+			s.sec.pending.close()
 		}
 		if g := s.gssCtx.Load(); g != nil {
 			g.Close()
@@ -247,12 +259,19 @@ func (s *session) readLoop(items chan<- item) {
 		}
 	}()
 	// A lost control connection also ends a running transfer.
-	defer s.cancelRunning(errors.New("control connection closed"))
+	defer s.cancelRunning(errControlLost)
+	defer s.lost.Store(true)
 	conn := s.conn
 	lr := wire.NewLineReader(conn, s.cfg.maxLine())
 	idle := s.cfg.idleTimeout()
+	loginBy := time.Now().Add(s.cfg.loginTimeout())
 	for {
-		conn.SetReadDeadline(time.Now().Add(idle))
+		idleBy := time.Now().Add(idle)
+		deadline := idleBy
+		if !s.loggedIn.Load() && loginBy.Before(deadline) {
+			deadline = loginBy
+		}
+		conn.SetReadDeadline(deadline)
 		line, err := lr.ReadLine()
 		if err != nil {
 			switch {
@@ -265,6 +284,14 @@ func (s *session) readLoop(items chan<- item) {
 				if s.busy.Load() {
 					continue // transfers may outlast the idle timeout
 				}
+				if !s.loggedIn.Load() && !time.Now().Before(loginBy) {
+					s.reply(421, "Login timed out (%d seconds): closing control connection.", int(s.cfg.loginTimeout().Seconds()))
+					s.log.Info("session did not log in in time, closed")
+					return
+				}
+				if time.Now().Before(idleBy) {
+					continue // the login deadline passed after a login
+				}
 				s.reply(421, "Idle timeout (%d seconds): closing control connection.", int(idle.Seconds()))
 				s.log.Info("session idle, closed")
 			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
@@ -273,6 +300,7 @@ func (s *session) readLoop(items chan<- item) {
 			}
 			return
 		}
+		wrapped := false
 		if g := s.gssCtx.Load(); g != nil {
 			if line, err = s.unwrapLine(g, line); err != nil {
 				if !push(item{err: err}) {
@@ -280,10 +308,11 @@ func (s *session) readLoop(items chan<- item) {
 				}
 				continue
 			}
+			wrapped = true
 		}
 		cmd, err := wire.ParseCommand(line)
 		if err != nil {
-			if !push(item{err: err}) {
+			if !push(item{err: err, wrapped: wrapped}) {
 				return
 			}
 			continue
@@ -291,8 +320,19 @@ func (s *session) readLoop(items chan<- item) {
 		if cmd.Verb == "ABOR" {
 			s.cancelRunning(xfer.ErrAborted)
 		}
-		if !push(item{cmd: cmd}) {
+		if !push(item{cmd: cmd, wrapped: wrapped}) {
 			return
+		}
+		if cmd.Verb == "ADAT" {
+			// Its answer may establish the GSI context, after which every
+			// line must be unwrapped: read nothing more (lines a client
+			// sent along with it included) until the executor has
+			// answered it, or they would pass as clear text.
+			select {
+			case <-s.adatDone:
+			case <-s.done:
+				return
+			}
 		}
 		if isAuthTLS(cmd) {
 			// The executor answers and may switch the connection to TLS:
@@ -319,6 +359,10 @@ func (s *session) readLoop(items chan<- item) {
 func (s *session) runCancellable(ctx context.Context, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
+	if s.cfg.Abort != nil {
+		stop := context.AfterFunc(s.cfg.Abort, func() { cancel(ErrShuttingDown) })
+		defer stop()
+	}
 	s.abortMu.Lock()
 	s.abortCmd = cancel
 	s.abortMu.Unlock()
@@ -354,8 +398,12 @@ func (s *session) execute(ctx context.Context, it item) {
 			s.quit = true
 		}
 	}()
+	if it.cmd.Verb == "ADAT" {
+		defer func() { s.adatDone <- struct{}{} }()
+	}
 	switch {
-	case errors.Is(it.err, errUnprotected):
+	case s.sec.mode == secGSI && !it.wrapped && !errors.Is(it.err, errUnprotected) && it.err == nil,
+		errors.Is(it.err, errUnprotected):
 		s.reply(533, "Command protection level denied: send commands in ENC after GSSAPI authentication.")
 		return
 	case it.err != nil && s.gssCtx.Load() != nil && !errors.Is(it.err, wire.ErrLineTooLong) && !errors.Is(it.err, wire.ErrEmptyCommand) && !errors.Is(it.err, wire.ErrBadCommand):
@@ -380,7 +428,7 @@ func (s *session) execute(ctx context.Context, it item) {
 		s.reply(500, "Command not supported.")
 		return
 	}
-	if spec.login && s.acct == nil {
+	if !spec.public && s.acct == nil {
 		s.reply(530, "Please login with USER and PASS.")
 		return
 	}
@@ -400,9 +448,9 @@ func (s *session) execute(ctx context.Context, it item) {
 		s.send(r)
 	}
 	if isAuthTLS(c) {
-		if s.startTLS {
-			s.startTLS = false
-			s.switchTLS(ctx)
+		if release := s.startTLS; release != nil {
+			s.startTLS = nil
+			s.switchTLS(ctx, release)
 		} else {
 			s.switched <- s.conn
 		}

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -70,12 +72,15 @@ func (s *session) transferReply(err error, incomplete string) wire.Reply {
 	case errors.Is(err, xfer.ErrNoDataAddress):
 		return ok(425, "No data connection: send PASV, EPSV, PORT or EPRT first.")
 	case errors.As(err, &de) && de.Open:
-		return ok(425, "Cannot open data connection: %v.", de.Err)
+		s.log.Info("cannot open data connection", "err", err)
+		return ok(425, "Cannot open data connection: %s.", dataErrorText(de.Err))
 	case errors.Is(err, xfer.ErrAborted):
 		return ok(426, "Transfer aborted.%s", incomplete)
+	case errors.Is(err, ErrShuttingDown):
+		return ok(426, "Transfer aborted: server shutting down.%s", incomplete)
 	case errors.As(err, &de):
 		s.log.Info("data connection failed", "err", err)
-		return ok(426, "Data connection failed: %v; transfer incomplete.%s", de.Err, incomplete)
+		return ok(426, "Data connection failed: %s; transfer incomplete.%s", dataErrorText(de.Err), incomplete)
 	case errors.As(err, &se) && errors.Is(err, dsi.ErrNoSpace):
 		return ok(452, "Insufficient storage space; transfer incomplete.%s", incomplete)
 	case errors.As(err, &se):
@@ -84,6 +89,17 @@ func (s *session) transferReply(err error, incomplete string) wire.Reply {
 	}
 	s.log.Info("transfer failed", "err", err)
 	return ok(426, "Transfer failed: %v.%s", err, incomplete)
+}
+
+// dataErrorText is a data connection error for the peer: socket errors
+// without the addresses of either end (the log has them), so that replies
+// neither show the server's internal addresses nor read as a port scanner.
+func dataErrorText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Op + ": " + op.Err.Error()
+	}
+	return reason(err)
 }
 
 // streamRestart checks a REST list for stream mode, where the receiver can
@@ -181,6 +197,14 @@ func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset
 }
 
 // store runs an upload and reports whether its data channel started.
+//
+// A STOR writes to a hidden part file beside its target and renames it
+// over the target only when every byte has arrived, so an interrupted
+// upload never leaves a truncated file under the final name (nor spoils
+// the file it would replace). A restarted STOR (REST) whose target does
+// not exist yet continues that part file. APPE, ESTO and restarts of an
+// existing file write in place, as does every upload with
+// Config.UploadInPlace (GCT's behaviour).
 func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) (wire.Reply, bool) {
 	rest, hasRest := s.takeRest()
 	allo := s.allo
@@ -189,17 +213,24 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
 		return restNeedsModeE, false
 	}
-	req := s.newRequest(p)
-	req.Size = allo
-	if s.mode == xfer.ModeEBlock {
-		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
+	if isPartName(p) {
+		return partNameRefused(arg), false
 	}
-	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
 	fi, statErr := s.fs.Stat(ctx, p)
 	existed := statErr == nil
 	if existed && fi.IsDir() {
 		return ok(550, "%s: Is a directory.", arg), false
 	}
+	target := p
+	if kind == storePlain && !s.cfg.UploadInPlace && !dsi.WritesInPlace(s.fs) && p != "/" && (!hasRest || !existed) {
+		target = partName(p)
+	}
+	req := s.newRequest(target)
+	req.Size = allo
+	if s.mode == xfer.ModeEBlock {
+		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
+	}
+	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
 	switch {
 	case kind == storeAppend && existed:
 		req.StoreOffset = fi.Size
@@ -212,7 +243,12 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 			req.StoreOffset += rs[0].End
 		}
 	}
-	w, err := s.fs.Create(ctx, p, opts)
+	targetExisted := existed
+	if target != p {
+		_, err := s.fs.Stat(ctx, target)
+		targetExisted = err == nil
+	}
+	w, err := s.fs.Create(ctx, target, opts)
 	if err != nil {
 		return fsError(s, err, arg), false
 	}
@@ -223,15 +259,48 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	if cerr := w.Close(); cerr != nil && err == nil {
 		err = &xfer.StorageError{Err: cerr}
 	}
+	if err == nil && s.mode == xfer.ModeStream && kind == storePlain && !hasRest && allo >= 0 && n < allo {
+		// In stream mode the end of the data is a closed connection,
+		// which a client that dies also produces: the size it announced
+		// tells the two apart.
+		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, allo)}
+	}
+	if err == nil && s.lost.Load() {
+		// The client went away with its data: it never saw this upload
+		// complete, and may have been killed in the middle of it.
+		err = errControlLost
+	}
+	if err == nil && target != p {
+		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
+			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)
+			return fsError(s, rerr, arg), started
+		}
+	}
 	s.logTransfer("STOR", p, n, start, err)
-	if err != nil && !started && !existed {
+	if err != nil && !started && !targetExisted {
 		// Nothing arrived into a file we created: leave no trace.
-		if rerr := s.fs.Remove(context.WithoutCancel(ctx), p); rerr != nil {
-			s.log.Warn("could not remove empty file after failed STOR", "path", p, "err", rerr)
+		if rerr := s.fs.Remove(context.WithoutCancel(ctx), target); rerr != nil {
+			s.log.Warn("could not remove empty file after failed STOR", "path", target, "err", rerr)
 		}
 		return s.transferReply(err, ""), started
 	}
+	if target != p {
+		return s.transferReply(err, fmt.Sprintf(" %d bytes of %s are kept aside; restart (REST) to complete it, or DELE %s to drop them.", n, arg, path.Base(target))), started
+	}
 	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n)), started
+}
+
+// partName is the hidden file an upload to p is written to until it is
+// complete (docs/extensions.md).
+func partName(p string) string { return xfer.PartName(p) }
+
+// isPartName reports whether p names an upload's part file. Clients may
+// list, read and delete those, but not write, rename or create them: one
+// client must not slip bytes into another's upload, or take them.
+func isPartName(p string) bool { return xfer.IsPartName(p) }
+
+func partNameRefused(arg string) wire.Reply {
+	return ok(553, "%s: File name not allowed: names ending in %s are kept for uploads in progress.", arg, xfer.PartSuffix)
 }
 
 func (s *session) logTransfer(op, p string, n int64, start time.Time, err error) {

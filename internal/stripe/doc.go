@@ -22,8 +22,14 @@
 // mutually authenticated hello: both sides prove knowledge of a shared
 // secret with an HMAC over both nonces and their role; a mover never obeys
 // a peer that has not proved it, and gives a peer that has not proved it
-// little: handshake frames of at most 1 KiB, a bounded time, and a bounded
-// number of handshakes at once (more are closed unread). From then on every frame is sealed with
+// little: handshake frames of at most 1 KiB, a bounded time (and less for
+// its first frame), and a bounded number of handshakes at once; when all
+// are taken, a new connection takes the slot of the oldest one from the
+// source address holding the most, so strangers holding every slot cannot
+// lock the frontends out (Mover.admitLocked). A frontend's links to the
+// movers outlive its control sessions: the Pool keeps them, idle, for the
+// next session, and one spare per mover, so new sessions seldom need a
+// handshake at all. After the handshake every frame is sealed with
 // AES-256-GCM under per-direction keys derived (HKDF-SHA256) from the
 // secret and both nonces, numbered so that a replayed, reordered, forged or
 // altered frame drops the link (seal.go). Both sides send heartbeats; a peer

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -50,10 +51,19 @@ type PoolConfig struct {
 // a monitor link each (reconnecting with backoff) and makes a Frontend for
 // each control session. Movers may join and leave (SetMovers); a transfer
 // stripes over the movers that are up when its data channel is set up.
+//
+// A control session's links to the movers outlive it: when it ends they
+// go back to the pool, idle, and the next session takes them (take), and
+// the pool keeps one authenticated link per mover ready. So a new control
+// session needs no handshake with the movers, and strangers that hold a
+// mover's handshake slots cannot keep it from working; only sessions
+// beyond those the idle links serve at once dial, and then they win a slot
+// (Mover.admitLocked) or dial again (dial).
 type Pool struct {
 	cfg PoolConfig
 	hb  heartbeat
 	log *slog.Logger
+	seq atomic.Uint64 // numbers requests across sessions: a reused link's late replies never match
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -64,17 +74,30 @@ type Pool struct {
 	frontends map[*Frontend]struct{}
 }
 
-// moverState is one mover's health.
+// moverState is one mover's health, and its idle links.
 type moverState struct {
 	addr    string
+	ctx     context.Context    // ends when it leaves the pool or the pool closes
 	stop    context.CancelFunc // ends its monitor
 	retired atomic.Bool        // it left the pool
 
-	mu    sync.Mutex
-	up    bool
-	err   error     // why it is down
-	since time.Time // of the last change
+	mu        sync.Mutex
+	up        bool
+	err       error      // why it is down
+	since     time.Time  // of the last change
+	idle      []idleLink // authenticated, no session's; guarded by mu
+	refilling bool       // a link for idle is being dialled; guarded by mu
 }
+
+// idleLink is a link in moverState.idle; taking it closes taken, which
+// ends its watcher (keepLocked).
+type idleLink struct {
+	l     *link
+	taken chan struct{}
+}
+
+// maxIdle bounds the idle links a pool keeps per mover.
+const maxIdle = 8
 
 // NewPool starts watching the movers of cfg.
 func NewPool(cfg PoolConfig) (*Pool, error) {
@@ -126,7 +149,7 @@ func checkMovers(addrs []string) error {
 // watch starts monitoring a mover at addr. Called with p.mu held.
 func (p *Pool) watch(addr string) *moverState {
 	ctx, stop := context.WithCancel(p.ctx)
-	ms := &moverState{addr: addr, stop: stop, err: errors.New("not yet connected"), since: time.Now()}
+	ms := &moverState{addr: addr, ctx: ctx, stop: stop, err: errors.New("not yet connected"), since: time.Now()}
 	p.wg.Go(func() { p.monitor(ctx, ms) })
 	return ms
 }
@@ -163,6 +186,7 @@ func (p *Pool) SetMovers(addrs []string) (joined, left []string, err error) {
 		if _, gone := old[ms.addr]; gone {
 			ms.retired.Store(true)
 			ms.stop()
+			ms.dropIdle()
 			left = append(left, ms.addr)
 			p.log.Info("mover left", "mover", ms.addr)
 		}
@@ -210,12 +234,168 @@ func (p *Pool) Close() error {
 	for _, f := range fs {
 		f.Close()
 	}
+	for _, ms := range p.current() {
+		// Whoever keeps or refills links started its goroutine under
+		// ms.mu after checking ms.ctx: after this, none starts.
+		ms.mu.Lock()
+		ms.mu.Unlock() //nolint:staticcheck // a barrier
+	}
 	p.wg.Wait()
+	for _, ms := range p.current() {
+		ms.dropIdle()
+	}
 	return nil
 }
 
+// dropIdle closes the mover's idle links.
+func (ms *moverState) dropIdle() {
+	ms.mu.Lock()
+	idle := ms.idle
+	ms.idle = nil
+	ms.mu.Unlock()
+	for _, il := range idle {
+		close(il.taken)
+		il.l.close()
+	}
+}
+
+// take returns an idle link to the mover, else a new one; either way it
+// makes sure one stays ready for the next session.
+func (p *Pool) take(ctx context.Context, ms *moverState) (*link, error) {
+	for {
+		ms.mu.Lock()
+		n := len(ms.idle)
+		if n == 0 {
+			ms.mu.Unlock()
+			break
+		}
+		il := ms.idle[n-1] // the newest: the likeliest to live
+		ms.idle = ms.idle[:n-1]
+		ms.mu.Unlock()
+		close(il.taken)
+		l := il.l
+		if l.Err() == nil {
+			p.refill(ms)
+			return l, nil
+		}
+		l.close()
+	}
+	p.refill(ms)
+	return p.dial(ctx, ms)
+}
+
+// put keeps l, a link to ms that a session no longer uses and whose
+// transfers have all ended, for the next session; the mover drops the
+// session's listener and data connections now, and the rest of its
+// state with the next session's description (TypeSession).
+func (p *Pool) put(ms *moverState, l *link) {
+	if l.Err() != nil || l.send(&Msg{Type: TypeReset}) != nil {
+		l.close()
+		return
+	}
+	ms.mu.Lock()
+	if ms.ctx.Err() != nil || len(ms.idle) >= maxIdle {
+		ms.mu.Unlock()
+		l.close()
+		return
+	}
+	p.keepLocked(ms, l)
+	ms.mu.Unlock()
+}
+
+// keepLocked adds l to ms.idle and watches it there: a link that dies idle
+// leaves it (logged if its peer's frames were refused), and another is
+// dialled. ms.mu must be held, and ms.ctx checked under it: Close relies on
+// that to see every goroutine of p.wg started.
+func (p *Pool) keepLocked(ms *moverState, l *link) {
+	il := idleLink{l, make(chan struct{})}
+	ms.idle = append(ms.idle, il)
+	p.wg.Go(func() {
+		select {
+		case <-l.dead:
+		case <-il.taken:
+			return
+		case <-ms.ctx.Done():
+			return
+		}
+		ms.mu.Lock()
+		i := slices.IndexFunc(ms.idle, func(x idleLink) bool { return x.l == l })
+		if i >= 0 {
+			ms.idle = slices.Delete(ms.idle, i, i+1)
+		}
+		ms.mu.Unlock()
+		if i < 0 { // taken or dropped meanwhile
+			return
+		}
+		if err := l.Err(); errors.Is(err, ErrTampered) || errors.Is(err, ErrReplay) {
+			p.log.Warn("idle link to a mover dropped", "mover", ms.addr, "err", err)
+		}
+		l.close()
+		p.refill(ms)
+	})
+}
+
+// refill dials a link for ms.idle in the background if it has none.
+func (p *Pool) refill(ms *moverState) {
+	ms.mu.Lock()
+	if len(ms.idle) > 0 || ms.refilling || ms.ctx.Err() != nil {
+		ms.mu.Unlock()
+		return
+	}
+	ms.refilling = true
+	defer ms.mu.Unlock()
+	p.wg.Go(func() {
+		l, err := p.dial(ms.ctx, ms)
+		ms.mu.Lock()
+		ms.refilling = false
+		keep := err == nil && ms.ctx.Err() == nil && len(ms.idle) < maxIdle
+		if keep {
+			p.keepLocked(ms, l)
+		}
+		ms.mu.Unlock()
+		if err != nil {
+			p.log.Debug("no spare link to a mover", "mover", ms.addr, "err", err)
+		} else if !keep {
+			l.close()
+		}
+	})
+}
+
+// dialAttempts bounds how often dial tries a mover that closes the
+// connection during the handshake (it may have given the slot to a newer
+// connection, see Mover.admitLocked).
+const dialAttempts = 3
+
 // dial connects and authenticates to a mover.
 func (p *Pool) dial(ctx context.Context, ms *moverState) (*link, error) {
+	var err error
+	for attempt := range dialAttempts {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * 25 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			}
+		}
+		var l *link
+		if l, err = p.dialOnce(ctx, ms); err == nil || !droppedEarly(err) {
+			return l, err
+		}
+	}
+	return nil, err
+}
+
+// droppedEarly reports whether the mover closed a connection during the
+// handshake without a refusal.
+func droppedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// dialOnce connects and authenticates to a mover, once.
+func (p *Pool) dialOnce(ctx context.Context, ms *moverState) (*link, error) {
 	addr := ms.addr
 	d := net.Dialer{Timeout: p.cfg.DialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -238,6 +418,7 @@ func (p *Pool) monitor(ctx context.Context, ms *moverState) {
 		l, err := p.dial(ctx, ms)
 		if err == nil {
 			p.setHealth(ms, true, nil)
+			p.refill(ms)
 			start := time.Now()
 			select {
 			case <-l.dead:
@@ -337,7 +518,7 @@ type SessionConfig struct {
 
 // NewFrontend returns the DTP of one control session.
 func (p *Pool) NewFrontend(cfg SessionConfig) *Frontend {
-	f := &Frontend{pool: p, cfg: cfg, links: map[*moverState]*link{}}
+	f := &Frontend{pool: p, cfg: cfg, links: map[*moverState]*link{}, unsettled: map[*link]bool{}}
 	p.mu.Lock()
 	p.frontends[f] = struct{}{}
 	p.mu.Unlock()
@@ -352,9 +533,11 @@ type Frontend struct {
 	pool *Pool
 	cfg  SessionConfig
 
-	mu     sync.Mutex // guards links and closed against Close
-	links  map[*moverState]*link
-	closed bool
+	mu        sync.Mutex // guards links, closed, using and unsettled against Close
+	links     map[*moverState]*link
+	closed    bool
+	using     int            // calls under way that use links
+	unsettled map[*link]bool // links told to transfer whose end was not seen
 
 	home      string
 	buf       int
@@ -364,7 +547,6 @@ type Frontend struct {
 	secErr    error            // why the session's security cannot go to the movers
 	listening []*moverState    // movers with a passive listener, in stripe order
 	active    []netip.AddrPort // receivers' addresses after PORT/SPOR
-	seq       atomic.Uint64
 }
 
 // SetHome sets where the user's root lies in the movers' storage.
@@ -387,16 +569,24 @@ func (f *Frontend) SetSecurity(cfg *dcsec.Config) {
 	}
 }
 
-// Close ends the session's links; the movers drop its listeners and
-// connections.
+// Close ends the session; the movers drop its listeners and
+// connections. Its links go back to the pool for the next session when
+// nothing uses them and their transfers have ended, else they close.
 func (f *Frontend) Close() error {
 	f.mu.Lock()
 	links := f.links
 	f.links = map[*moverState]*link{}
 	f.closed = true
+	reuse := f.using == 0
+	unsettled := f.unsettled
+	f.unsettled = map[*link]bool{}
 	f.mu.Unlock()
-	for _, l := range links {
-		l.close()
+	for ms, l := range links {
+		if reuse && !unsettled[l] {
+			f.pool.put(ms, l)
+		} else {
+			l.close()
+		}
 	}
 	f.pool.mu.Lock()
 	delete(f.pool.frontends, f)
@@ -404,7 +594,33 @@ func (f *Frontend) Close() error {
 	return nil
 }
 
-// link returns the session's live link to a mover, connecting if needed.
+// enter marks a call that uses links as under way (Close then closes them
+// rather than hand them to another session); leave ends it.
+func (f *Frontend) enter() {
+	f.mu.Lock()
+	f.using++
+	f.mu.Unlock()
+}
+
+func (f *Frontend) leave() {
+	f.mu.Lock()
+	f.using--
+	f.mu.Unlock()
+}
+
+// settle records whether l has a transfer whose end was not seen.
+func (f *Frontend) settle(l *link, unsettled bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if unsettled {
+		f.unsettled[l] = true
+	} else {
+		delete(f.unsettled, l)
+	}
+}
+
+// link returns the session's live link to a mover, taking one from the
+// pool if needed.
 func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	f.mu.Lock()
 	l := f.links[ms]
@@ -419,6 +635,7 @@ func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	if l != nil {
 		l.close()
 		delete(f.credSent, l)
+		f.settle(l, false) // gone: never handed on
 		// A new link is a new session on the mover: a listener PASV or
 		// SPAS opened there is gone, and the client was told its address.
 		if f.dropListener(ms) {
@@ -428,7 +645,7 @@ func (f *Frontend) link(ctx context.Context, ms *moverState) (*link, error) {
 	if ms.retired.Load() {
 		return nil, fmt.Errorf("mover %s left the pool", ms.addr)
 	}
-	l, err := f.pool.dial(ctx, ms)
+	l, err := f.pool.take(ctx, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +703,7 @@ func (f *Frontend) call(ctx context.Context, ms *moverState, m *Msg) (*Msg, erro
 	if err != nil {
 		return nil, err
 	}
-	m.Seq = f.seq.Add(1)
+	m.Seq = f.pool.seq.Add(1)
 	if err := f.request(l, m); err != nil {
 		return nil, err
 	}
@@ -559,6 +776,8 @@ func (f *Frontend) PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrP
 
 // listen makes the first n movers that are up listen.
 func (f *Frontend) listen(ctx context.Context, ipv4 bool, n int) ([]netip.AddrPort, error) {
+	f.enter()
+	defer f.leave()
 	f.prune()
 	f.active = nil
 	movers, err := f.pool.upMovers()
@@ -586,6 +805,8 @@ func (f *Frontend) Active(ctx context.Context, addrs []netip.AddrPort) error {
 	if len(addrs) == 0 {
 		return errors.New("stripe: no data address")
 	}
+	f.enter()
+	defer f.leave()
 	f.prune()
 	f.reset(nil)
 	f.active = append([]netip.AddrPort(nil), addrs...)
@@ -690,7 +911,9 @@ func (f *Frontend) moverPath(p string) string {
 // done. The first failure stops the others; a mover that dies or stops
 // answering fails the transfer with an error naming it.
 func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, notify func(xfer.Event)) (int64, error) {
-	seq := f.seq.Add(1)
+	f.enter()
+	defer f.leave()
+	seq := f.pool.seq.Add(1)
 	links := make([]*link, len(movers))
 	for k, ms := range movers {
 		l, err := f.link(ctx, ms)
@@ -700,6 +923,7 @@ func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, n
 		}
 		links[k] = l
 		msgs[k].Seq = seq
+		f.settle(l, true) // until its TypeDone
 		if err := f.request(l, msgs[k]); err != nil {
 			f.abort(links[:k], seq)
 			return 0, &xfer.DataError{Open: true, Err: err}
@@ -804,6 +1028,9 @@ func (f *Frontend) follow(ctx context.Context, l *link, seq uint64, ms *moverSta
 		}
 		if m.Seq != seq {
 			continue
+		}
+		if m.Type == TypeDone || m.Type == TypeError {
+			f.settle(l, false) // the mover's transfer ended
 		}
 		switch m.Type {
 		case TypeEvent:

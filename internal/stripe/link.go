@@ -279,7 +279,7 @@ func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeou
 	}
 	m, err = readHandshake(conn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no welcome (%v)", ErrAuth, err)
+		return nil, fmt.Errorf("%w: no welcome (%w)", ErrAuth, err)
 	}
 	switch m.Type {
 	case TypeWelcome:
@@ -294,7 +294,22 @@ func frontendHandshake(ctx context.Context, conn net.Conn, secret []byte, timeou
 // link's keys; a refusal is explained to the peer before the connection
 // closes.
 func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout time.Duration) (keys *linkKeys, err error) {
-	defer bound(ctx, conn, timeout, &err)()
+	return acceptHandshake(ctx, conn, secret, timeout, timeout, nil)
+}
+
+// acceptHandshake is moverHandshake with the mover's limits on strangers:
+// the first frame must come within hello (a frontend sends it at once;
+// a stranger that holds a slot silently is let go early), and once the
+// frontend's proof checks out, proved (if not nil) frees its handshake
+// slot, or says it is lost already, which ends the handshake.
+func acceptHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout, hello time.Duration, proved func() bool) (keys *linkKeys, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if hello < timeout {
+		late := time.AfterFunc(hello, func() { cancel(fmt.Errorf("%w: no hello within %v", ErrAuth, hello)) })
+		defer late.Stop()
+	}
+	defer bound(ctx, conn, timeout, &err)() // runs first: before cancel(nil)
 	refuse := func(err error, text string) (*linkKeys, error) {
 		writeHandshake(conn, &Msg{Type: TypeError, Text: text})
 		return nil, err
@@ -302,6 +317,9 @@ func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout t
 	m, err := readHandshake(conn)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
+	}
+	if ctx.Err() != nil { // the hello came just too late
+		return nil, context.Cause(ctx)
 	}
 	switch {
 	case m.Type != TypeHello:
@@ -323,6 +341,9 @@ func moverHandshake(ctx context.Context, conn net.Conn, secret []byte, timeout t
 	}
 	if m.Type != TypeAuth || !checkProof(secret, roleFrontend, peer, own, m.Proof) {
 		return refuse(fmt.Errorf("%w: the frontend does not know the shared secret", ErrAuth), "authentication failed: wrong shared secret")
+	}
+	if proved != nil && !proved() {
+		return nil, errEvicted
 	}
 	if err := writeHandshake(conn, &Msg{Type: TypeWelcome}); err != nil {
 		return nil, err

@@ -51,21 +51,28 @@ type Mover struct {
 	// HandshakeTimeout bounds a connection's whole handshake; 0 means the
 	// heartbeat timeout, at most 5s.
 	HandshakeTimeout time.Duration
+	// HelloTimeout bounds the wait for a new connection's first frame (a
+	// frontend sends it as soon as it is connected); 0 means 2s. It is at
+	// most HandshakeTimeout.
+	HelloTimeout time.Duration
 	// MaxHandshakes bounds the connections still in their handshake (not
-	// yet proved to know the secret); more are closed at once. 0 means 16.
+	// yet proved to know the secret). When they are all taken, a new
+	// connection takes the place of the oldest one from the source address
+	// holding the most, which is closed. 0 means 16.
 	MaxHandshakes int
 	// Logger receives events; nil discards.
 	Logger *slog.Logger
 
-	mu       sync.Mutex
-	lns      map[net.Listener]struct{}
-	links    map[*link]struct{}
-	slots    chan struct{} // one per handshake under way
-	ctx      context.Context
-	cancel   context.CancelFunc
-	closed   bool
-	wg       sync.WaitGroup
-	dropping atomic.Bool // a drop was logged and none since
+	mu        sync.Mutex
+	lns       map[net.Listener]struct{}
+	links     map[*link]struct{}
+	strangers map[*stranger]struct{} // handshakes under way; guarded by mu
+	arrivals  uint64                 // numbers strangers; guarded by mu
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closed    bool
+	wg        sync.WaitGroup
+	dropping  atomic.Bool // a drop was logged and none since
 	// orphans counts transfers still running after their session's link
 	// ended (their storage or data connections hang): while there are
 	// any, new transfers are refused rather than piled up behind them.
@@ -96,11 +103,10 @@ func (m *Mover) Serve(l net.Listener) error {
 	}
 	if m.lns == nil {
 		m.lns, m.links = map[net.Listener]struct{}{}, map[*link]struct{}{}
-		m.slots = make(chan struct{}, cmp.Or(m.MaxHandshakes, 16))
+		m.strangers = map[*stranger]struct{}{}
 		m.ctx, m.cancel = context.WithCancel(context.Background())
 	}
 	m.lns[l] = struct{}{}
-	slots := m.slots
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -127,31 +133,109 @@ func (m *Mover) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
-		select {
-		case slots <- struct{}{}:
-			m.dropping.Store(false)
-		default:
-			// Strangers hold every handshake slot: no waiting, no buffer.
-			if !m.dropping.Swap(true) {
-				m.log().Warn("too many connections in their handshake; closing new ones", "max", cap(slots), "peer", c.RemoteAddr().String())
-			}
-			c.Close()
-			continue
-		}
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
-			<-slots
 			c.Close()
 			return ErrMoverClosed
 		}
+		s := m.admitLocked(c)
 		m.wg.Add(1)
 		m.mu.Unlock()
 		go func() {
 			defer m.wg.Done()
-			m.handle(c, func() { <-slots })
+			m.handle(c, s)
 		}()
 	}
+}
+
+// A stranger is a connection in its handshake: it has not proved the
+// secret yet, and holds one of the MaxHandshakes slots.
+type stranger struct {
+	source  string // its address, an IPv6 one cut to its /64
+	arrival uint64 // order of arrival: lower is older
+	ctx     context.Context
+	cancel  context.CancelCauseFunc // ends its handshake
+}
+
+// errEvicted ends the handshake of a stranger whose slot went to a newer
+// connection.
+var errEvicted = errors.New("stripe: every handshake slot was taken; this connection, the oldest of the busiest source, gave its slot to a new one")
+
+// admitLocked gives c a handshake slot. When all are taken, the oldest
+// stranger of the source holding the most slots loses its own (its
+// handshake ends at once) rather than c being refused. m.mu must be held.
+//
+// Why not refuse the newcomer, as before: then whoever fills the slots
+// first keeps them, and 16 idle connections lock every frontend out
+// until they time out, again and again. Why not cap each source: a
+// frontend host may run untrusted users, so an attacker can share the
+// frontend's address, and a cap would then count the frontend's
+// handshakes and the attacker's together and refuse the frontend all
+// the same. Eviction keeps the bound on unauthenticated connections
+// (never more than MaxHandshakes at once) and makes holding a slot cost
+// the attacker a steady stream of new connections: a frontend sends its
+// hello at once and its whole handshake takes one round trip, so only a
+// connection flood faster than that from the frontend's own address can
+// take its slot (and then the frontend dials again, see Pool.dial; its
+// sessions mostly reuse links that are already authenticated, see
+// Pool.take). Choosing the victim in the busiest source keeps a stranger
+// on another address from ever taking the slot of a frontend that holds
+// fewer slots than it.
+func (m *Mover) admitLocked(c net.Conn) *stranger {
+	if len(m.strangers) >= cmp.Or(m.MaxHandshakes, 16) {
+		held := map[string]int{}
+		for s := range m.strangers {
+			held[s.source]++
+		}
+		var victim *stranger
+		for s := range m.strangers {
+			if victim == nil || held[s.source] > held[victim.source] ||
+				held[s.source] == held[victim.source] && s.arrival < victim.arrival {
+				victim = s
+			}
+		}
+		delete(m.strangers, victim)
+		victim.cancel(errEvicted)
+		if !m.dropping.Swap(true) {
+			m.log().Warn("every handshake slot taken; closing the oldest connection of the busiest source for each new one",
+				"max", cmp.Or(m.MaxHandshakes, 16), "source", victim.source)
+		}
+	} else if len(m.strangers) < cmp.Or(m.MaxHandshakes, 16)/2 {
+		m.dropping.Store(false)
+	}
+	m.arrivals++
+	s := &stranger{source: sourceOf(c.RemoteAddr()), arrival: m.arrivals}
+	s.ctx, s.cancel = context.WithCancelCause(m.ctx)
+	m.strangers[s] = struct{}{}
+	return s
+}
+
+// proved frees s's slot once its peer proved the secret; false means s
+// lost its slot to a newer connection first (its handshake is ended).
+func (m *Mover) proved(s *stranger) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.strangers[s]; !ok {
+		return false
+	}
+	delete(m.strangers, s)
+	return true
+}
+
+// sourceOf names the source of a connection: its IP address, an IPv6 one
+// cut to its /64 (what one host usually has).
+func sourceOf(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := ta.AddrPort().Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // Shutdown stops accepting and ends every frontend link, stopping their
@@ -188,18 +272,26 @@ func (m *Mover) Close() error {
 	return nil
 }
 
-// handle serves one connection; release frees its handshake slot.
-func (m *Mover) handle(c net.Conn, release func()) {
+// handle serves one connection, st while it is a stranger.
+func (m *Mover) handle(c net.Conn, st *stranger) {
 	log := m.log().With("frontend", c.RemoteAddr().String())
 	hb := m.hb()
 	timeout := m.HandshakeTimeout
 	if timeout <= 0 {
 		timeout = min(hb.timeout, 5*time.Second)
 	}
-	keys, err := moverHandshake(m.ctx, c, m.Secret, timeout)
-	release()
+	hello := cmp.Or(m.HelloTimeout, 2*time.Second)
+	keys, err := acceptHandshake(st.ctx, c, m.Secret, timeout, hello, func() bool { return m.proved(st) })
+	m.mu.Lock()
+	delete(m.strangers, st) // when it failed before its proof
+	m.mu.Unlock()
+	st.cancel(nil)
 	if err != nil {
-		log.Warn("refused a frontend", "err", err)
+		if errors.Is(err, errEvicted) {
+			log.Debug("refused a frontend", "err", err) // logged once per attack in admitLocked
+		} else {
+			log.Warn("refused a frontend", "err", err)
+		}
 		c.Close()
 		return
 	}
@@ -237,8 +329,9 @@ type moverSession struct {
 	credID  []byte     // its fingerprint
 
 	cancel   context.CancelCauseFunc // of the last transfer; nil when none
-	done     chan struct{}           // closed when the last transfer ends
+	done     chan struct{}           // closed when the last transfer ends, before its TypeDone is sent
 	stopping bool                    // the last transfer was told to stop
+	wg       sync.WaitGroup          // transfer goroutines, until their TypeDone is sent
 }
 
 func (s *moverSession) run() {
@@ -253,6 +346,7 @@ func (s *moverSession) run() {
 			<-s.done
 			s.m.orphans.Add(-1)
 		}
+		s.wg.Wait()
 		if s.local != nil {
 			s.local.Close()
 		}
@@ -278,7 +372,9 @@ func (s *moverSession) run() {
 			if s.local != nil {
 				s.local.Close()
 			}
-			s.sec = nil
+			// A frontend reuses a link for its next control session
+			// (Pool.take): nothing of the last one stays.
+			s.sec, s.cred, s.credID = nil, nil, nil
 			ip := s.m.DataIP
 			if !ip.IsValid() {
 				ip = s.localIP
@@ -409,10 +505,9 @@ func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	s.cancel, s.done, s.stopping = cancel, done, false
-	go func() {
-		defer close(done)
-		defer cancel(nil)
+	s.wg.Go(func() {
 		n, err := s.transfer(ctx, local, msg)
+		cancel(nil)
 		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
 		if err != nil {
 			reply.Kind, reply.Text = classify(err)
@@ -420,8 +515,11 @@ func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 		} else {
 			s.log.Info("transfer", "op", msg.Type, "path", msg.Job.Path, "bytes", n, "stripe", msg.Job.Index, "stripes", max(msg.Job.Senders, 1))
 		}
+		// Not busy before the frontend hears of the end: a session
+		// description it sends next (on a link it reuses) is obeyed.
+		close(done)
 		s.l.send(reply)
-	}()
+	})
 }
 
 // transfer runs in its own goroutine: it touches no field of s the run

@@ -237,9 +237,9 @@ func TestMoverDropsHugeHandshakeFrame(t *testing.T) {
 }
 
 // TestMoverBoundsHandshakes: connections that never finish their
-// handshake hold at most MaxHandshakes slots; one more is closed at once,
-// the silent ones are closed when the handshake time is up, and then a
-// frontend gets in.
+// handshake hold at most MaxHandshakes slots; one more takes the place of
+// the oldest, which is closed at once; the silent ones are closed when
+// their hello is late; a frontend gets in all along.
 func TestMoverBoundsHandshakes(t *testing.T) {
 	const timeout = 2 * time.Second
 	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret, MaxHandshakes: 2, HandshakeTimeout: timeout})
@@ -258,18 +258,155 @@ func TestMoverBoundsHandshakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer extra.Close()
-	if !closedWithin(extra, timeout/2) {
-		t.Fatal("a connection over MaxHandshakes was not closed at once")
+	if !closedWithin(silent[0], timeout/2) {
+		t.Fatal("the oldest connection kept its slot when all were taken")
 	}
+	silent = append(silent[1:], extra)
+	dialMover(t, addr) // takes the oldest stranger's slot in turn
 	for i, c := range silent {
 		if !closedWithin(c, timeout+3*time.Second-time.Since(start)) {
 			t.Fatalf("silent connection %d outlived the handshake timeout", i)
 		}
 	}
-	if elapsed := time.Since(start); elapsed < timeout/2 {
-		t.Errorf("silent connections closed after %v, before the handshake timeout %v", elapsed, timeout)
-	}
 	dialMover(t, addr) // the slots are free again
+}
+
+// dialFrom connects to addr from the loopback address from.
+func dialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestMoverEvictsFromBusiestSource: when strangers hold every handshake
+// slot, a frontend from their address still gets in; the slot it takes
+// is the oldest of the source holding the most, never that of a stranger
+// on another address holding fewer (however old).
+func TestMoverEvictsFromBusiestSource(t *testing.T) {
+	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret, MaxHandshakes: 4,
+		HandshakeTimeout: 30 * time.Second, HelloTimeout: 30 * time.Second})
+	other := dialFrom(t, "127.0.0.7", addr) // the oldest of all
+	time.Sleep(20 * time.Millisecond)       // accepted in this order
+	var busy []net.Conn
+	for range 3 {
+		busy = append(busy, dialFrom(t, "127.0.0.1", addr))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for round := range 3 {
+		start := time.Now()
+		dialMover(t, addr) // from 127.0.0.1: all slots are taken
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("a frontend got in after %v", d)
+		}
+		if !closedWithin(busy[0], 2*time.Second) {
+			t.Fatalf("round %d: the oldest stranger of the busiest source kept its slot", round)
+		}
+		for i, c := range busy[1:] {
+			if closedWithin(c, 50*time.Millisecond) {
+				t.Fatalf("round %d: stranger %d lost its slot, not the oldest", round, i+1)
+			}
+		}
+		if closedWithin(other, 50*time.Millisecond) {
+			t.Fatalf("round %d: the stranger on another address lost its slot, though its source held fewer", round)
+		}
+		// The frontend proved the secret and freed its slot: fill it again.
+		busy = append(busy[1:], dialFrom(t, "127.0.0.1", addr))
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMoverHelloTimeout: a stranger that sends no hello is let go after
+// HelloTimeout, long before the handshake timeout; one that sends its
+// hello in time gets the mover's.
+func TestMoverHelloTimeout(t *testing.T) {
+	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret,
+		HandshakeTimeout: 30 * time.Second, HelloTimeout: 300 * time.Millisecond})
+	silent := dialFrom(t, "127.0.0.1", addr)
+	start := time.Now()
+	if !closedWithin(silent, 5*time.Second) {
+		t.Fatal("a silent stranger outlived the hello timeout")
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
+		t.Errorf("a silent stranger closed after %v, hello timeout 300ms", d)
+	}
+	c := dialFrom(t, "127.0.0.1", addr)
+	if err := writeHandshake(c, &Msg{Type: TypeHello, Version: Version, Role: roleFrontend, Nonce: newNonce()}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if m, err := readHandshake(c); err != nil || m.Type != TypeHello {
+		t.Fatalf("after a hello in time: %v %v", m, err)
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	mu sync.Mutex
+	n  int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *countingListener) accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// TestSessionsReuseLinks: control sessions one after another use the
+// links of those before them (and a spare the pool keeps), not a new
+// handshake each; a session ended during a request does not pass its
+// link on.
+func TestSessionsReuseLinks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	m := &Mover{Storage: memory.New(), Secret: testSecret, Heartbeat: 50 * time.Millisecond, HeartbeatTimeout: 2 * time.Second}
+	done := make(chan struct{})
+	go func() { m.Serve(cl); close(done) }()
+	t.Cleanup(func() { m.Close(); <-done })
+	p, err := NewPool(PoolConfig{Movers: []string{ln.Addr().String()}, Secret: testSecret,
+		Heartbeat: 50 * time.Millisecond, HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitPoolUp(t, p, 1)
+	waitFor(t, "a spare link", func() bool { return cl.accepted() == 2 })
+	goroutines := 0
+	for i := range 50 {
+		f := p.NewFrontend(SessionConfig{ControlPeer: netip.MustParseAddrPort("127.0.0.1:1")})
+		if _, err := f.Passive(t.Context(), true); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		f.Close()
+		if i == 4 { // the pool has its links now
+			time.Sleep(100 * time.Millisecond)
+			goroutines = runtime.NumGoroutine()
+		}
+	}
+	// The monitor, the spare, and the spare's replacement.
+	if n := cl.accepted(); n > 3 {
+		t.Errorf("50 sessions one after another made %d connections to the mover", n)
+	}
+	// Nothing piles up per session on a link that is passed on.
+	waitFor(t, "goroutines back to where they were", func() bool { return runtime.NumGoroutine() <= goroutines+2 })
 }
 
 // TestCallDeadline: a mover that heartbeats but never answers a request

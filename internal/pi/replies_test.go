@@ -1,0 +1,45 @@
+package pi
+
+import (
+	"fmt"
+	"log/slog"
+	"syscall"
+	"testing"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/posix"
+)
+
+// TestFSErrorCodes: each storage error gets its reply, also when its
+// cause (an errno) matches more than one sentinel.
+func TestFSErrorCodes(t *testing.T) {
+	s := &session{log: slog.New(slog.DiscardHandler), cwd: "/"}
+	for _, c := range []struct {
+		err  error
+		code int
+		text string
+	}{
+		{&posix.Error{Op: "rmdir", Path: "/d", Kind: dsi.ErrNotEmpty, Err: syscall.ENOTEMPTY}, 550, "/d: Directory not empty."},
+		{&posix.Error{Op: "mkdir", Path: "/d", Kind: dsi.ErrExist, Err: syscall.EEXIST}, 553, "/d: File exists."},
+		{fmt.Errorf("rmdir: %w", dsi.ErrNotEmpty), 550, "/d: Directory not empty."},
+		{&posix.Error{Op: "open", Path: "/d", Kind: dsi.ErrNotExist, Err: syscall.ENOENT}, 550, "/d: No such file or directory."},
+		{&posix.Error{Op: "write", Path: "/d", Kind: dsi.ErrNoSpace, Err: syscall.ENOSPC}, 452, "/d: Insufficient storage space."},
+	} {
+		r := fsError(s, c.err, "/d")
+		if r.Code != c.code || r.Lines[0] != c.text {
+			t.Errorf("%v: %d %q, want %d %q", c.err, r.Code, r.Lines[0], c.code, c.text)
+		}
+	}
+}
+
+func TestWithoutAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"stripe 0 10.0.0.2:2812 up since 2026-11-27T08:18:34Z":                                               "stripe 0 up since 2026-11-27T08:18:34Z",
+		"stripe 1 10.0.0.3:2812 down (mover 10.0.0.3:2812 closed the connection) since 2026-11-27T08:18:36Z": "stripe 1 down since 2026-11-27T08:18:36Z",
+		"something else": "stripe status hidden",
+	} {
+		if got := withoutAddress(in); got != want {
+			t.Errorf("withoutAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
