@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/bench"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 const benchWANHelp = `
@@ -30,7 +31,7 @@ numbers and the theoretical bounds) and a GRID.svg and GRID.png per grid to
 `
 
 func runBenchWAN(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(commands["bench"], e)
+	fs := newFlagSet(benchVerb("wan", "-preset NAME -out DIR [flags]", "benchmark Ferry against GCT and iperf3 over emulated wide-area links, grid by grid"), e)
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
@@ -41,11 +42,11 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	}
 	preset := fs.String("preset", "", "the `NAME` of the grids to run (see below)")
 	out := fs.String("out", "", "`DIR` for the CSV, the Markdown report and the plots (required unless -list)")
-	impls := fs.String("impls", "ferry,gct,iperf3", "comma-separated implementations: ferry, gct, iperf3 (the reference cells)")
-	grids := fs.String("grids", "", "comma-separated grid IDs of the preset to run (default: all)")
+	impls := fs.String("impls", "ferry,gct,iperf3", "comma-separated `IMPLS`: ferry, gct, iperf3 (the reference cells)")
+	grids := fs.String("grids", "", "comma-separated grid `IDS` of the preset to run (default: all)")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
-	cc := fs.String("cc", "cubic", "congestion control of both namespaces: cubic, bbr or reno")
-	seed := fs.Int64("seed", 1, "seed of the emulated loss (cell i uses seed+i)")
+	cc := fs.String("cc", "cubic", "congestion control `ALG` of both namespaces: cubic, bbr or reno")
+	seed := fs.Int64("seed", 1, "`SEED` of the emulated loss (cell i uses SEED+i)")
 	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: the system's temp dir)")
 	list := fs.Bool("list", false, "print the cells and the estimated time, and run nothing")
 	if err := parseFlags(fs, args); err != nil {
@@ -139,5 +140,5 @@ func cellLimit(c bench.WANCell) string {
 	if c.Size >= 1<<40 {
 		return "for " + c.Duration.String()
 	}
-	return fmt.Sprintf("%s (stop at %v)", bench.FormatSize(c.Size), c.Duration)
+	return fmt.Sprintf("%s (stop at %v)", progress.Size(c.Size), c.Duration)
 }

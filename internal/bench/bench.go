@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
 
@@ -444,7 +445,7 @@ func (r *runner) writeSource(ctx context.Context) error {
 		return nil
 	}
 	name := filepath.Join(r.served, sourceName)
-	fmt.Fprintf(r.progress, "bench: writing the %s source file %s\n", FormatSize(r.cfg.Size), name)
+	fmt.Fprintf(r.progress, "bench: writing the %s source file %s\n", progress.Size(r.cfg.Size), name)
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -504,9 +505,10 @@ func filesPerSecond(cfg Config, s Sample) string {
 	return fmt.Sprintf("  %.0f files/s", float64(cfg.smallFiles())/max(s.Wall.Seconds(), 1e-9))
 }
 
-// gbps returns n bytes over d in Gbit/s.
-func gbps(n int64, d time.Duration) float64 {
-	return float64(n) * 8 / max(d.Seconds(), 1e-9) / 1e9
+// bitRate returns n bytes over d in bit/s. The loopback report divides
+// it by 1e9 (Gbit/s), the WAN and stripe reports by 1e6 (Mbit/s).
+func bitRate(n int64, d time.Duration) float64 {
+	return float64(n) * 8 / max(d.Seconds(), 1e-9)
 }
 
 // mib returns n bytes in MiB.

@@ -20,7 +20,7 @@
 // fixed duration. Each result carries the theoretical bounds (Bounds) and
 // the emulator's fidelity figures; the report puts the rates beside the
 // published ones (the BBC WHP 178 tables are embedded) and draws the
-// papers' figures as SVG and PNG with the standard library (Plot). The
+// papers' figures as SVG and PNG with gonum.org/v1/plot (Plot). The
 // method is in docs/bench/wan/README.md.
 //
 // # Loopback

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // label is an implementation's name in the table.
@@ -53,15 +55,16 @@ func summarize(samples []Sample, w Workload, impl Impl, p int) cell {
 // na marks a cell without data.
 const na = "n/a"
 
-// rate renders a throughput summary: "12.34 (11.90–12.80)".
-func rate(s Summary) string {
+// spread renders a summary as its median and range with prec decimals:
+// "12.34 (11.90–12.80)"; one sample is its value alone.
+func spread(s Summary, prec int) string {
 	switch {
 	case s.N == 0:
 		return na
 	case s.N == 1:
-		return fmt.Sprintf("%.2f", s.Median)
+		return fmt.Sprintf("%.*f", prec, s.Median)
 	}
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
+	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Median, prec, s.Min, prec, s.Max)
 }
 
 // peakMiB renders a peak RSS summary's median: "?" without data.
@@ -91,7 +94,7 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "### ferry bench loopback: %s per run, %d run(s) per cell\n\n", FormatSize(cfg.Size), reps)
+	fmt.Fprintf(&b, "### ferry bench loopback: %s per run, %d run(s) per cell\n\n", progress.Size(cfg.Size), reps)
 	where := host()
 	if cfg.WANDelay > 0 {
 		where = strings.Replace(where, "Loopback", fmt.Sprintf("Emulated WAN (%v one way)", cfg.WANDelay), 1)
@@ -132,7 +135,7 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 			}
 			r := []string{string(wl), strconv.Itoa(p)}
 			for _, i := range cfg.Impls {
-				r = append(r, rate(cells[i].gbps))
+				r = append(r, spread(cells[i].gbps, 2))
 			}
 			if hasFerry && hasGCT {
 				r = append(r, ratio(cells[Ferry].gbps, cells[GCT].gbps))
@@ -201,7 +204,7 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 			where += ", TCP " + cfg.WANCongestion
 		}
 	}
-	fmt.Fprintf(b, "\n#### Many small files: %d files of %s over %s\n\n", cfg.smallFiles(), FormatSize(cfg.smallFileSize()), where)
+	fmt.Fprintf(b, "\n#### Many small files: %d files of %s over %s\n\n", cfg.smallFiles(), progress.Size(cfg.smallFileSize()), where)
 	var impls []Impl
 	for _, i := range cfg.Impls {
 		if i.Applies(SmallFiles) {
@@ -318,7 +321,7 @@ func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
 				}
 			}
 			times[i] = Summarize(v)
-			r = append(r, loginTime(times[i]))
+			r = append(r, spread(times[i], 1)) // ms
 		}
 		if hasBoth {
 			r = append(r, ratio(times[GCT], times[Ferry]))
@@ -332,17 +335,6 @@ func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
   client signs a proxy for it; without, the client sends '0' instead of 'D'. The servers' logins alternate,
   after one untimed login each. GCT/Ferry above 1 means Ferry logs in faster.
 `)
-}
-
-// loginTime renders a login time summary in ms.
-func loginTime(s Summary) string {
-	switch {
-	case s.N == 0:
-		return na
-	case s.N == 1:
-		return fmt.Sprintf("%.1f", s.Median)
-	}
-	return fmt.Sprintf("%.1f (%.1f–%.1f)", s.Median, s.Min, s.Max)
 }
 
 // row writes one Markdown table row.

@@ -129,7 +129,7 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 		return err
 	}
 	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
-	s.Gbps = gbps(s.Bytes, s.Wall)
+	s.Gbps = bitRate(s.Bytes, s.Wall) / 1e9
 	if dest != "" {
 		fi, err := os.Stat(dest)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
 
@@ -54,7 +55,7 @@ func (r *runner) writeTree(ctx context.Context) error {
 		return nil
 	}
 	n, size := r.cfg.smallFiles(), r.cfg.smallFileSize()
-	fmt.Fprintf(r.progress, "bench: writing %d files of %s under %s\n", n, FormatSize(size), dir)
+	fmt.Fprintf(r.progress, "bench: writing %d files of %s under %s\n", n, progress.Size(size), dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -179,7 +180,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 		return s, err
 	}
 	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
-	s.Gbps = gbps(s.Bytes, s.Wall)
+	s.Gbps = bitRate(s.Bytes, s.Wall) / 1e9
 	return s, checkTree(check, n, size)
 }
 

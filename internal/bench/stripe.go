@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
 
@@ -49,7 +50,7 @@ type StripeResult struct {
 }
 
 // Mbps is the aggregate rate of the run.
-func (r StripeResult) Mbps() float64 { return mbps(r.Bytes, r.Wall) }
+func (r StripeResult) Mbps() float64 { return bitRate(r.Bytes, r.Wall) / 1e6 }
 
 // Ports inside the lab's hosts (each host is its own namespace, so they
 // never meet the machine's).
@@ -437,7 +438,7 @@ const stolenLimit = 0.05
 // keeps every run.
 func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) error {
 	fmt.Fprintf(w, "Striped third-party copy, each host's link %s each way, %s per data node, -p %d, %d run(s) per cell, %d CPUs\n\n",
-		formatRate(cfg.Rate), formatBytes(cfg.PerMover), cfg.Parallel, cfg.Reps, onlineCPUs())
+		progress.LinkRate(cfg.Rate), progress.Size(cfg.PerMover), cfg.Parallel, cfg.Reps, onlineCPUs())
 	fmt.Fprintf(w, "| data nodes a side | ceiling Mbit/s |")
 	for _, impl := range cfg.Impls {
 		fmt.Fprintf(w, " %s Mbit/s median of steady runs (range of all) | %s ×1 node | %s cores busy, max stolen |", impl, impl, impl)
@@ -525,21 +526,4 @@ func median(sorted []float64) float64 {
 		return sorted[m]
 	}
 	return (sorted[m-1] + sorted[m]) / 2
-}
-
-func formatRate(bps int64) string {
-	if bps == 0 {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%g Mbit/s", float64(bps)/1e6)
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

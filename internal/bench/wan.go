@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
 
@@ -513,7 +514,7 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 			return fmt.Errorf("bench: %s: %w%s", commandLine(path, args), err, stderr.suffix())
 		}
 		res.Ended, res.Bytes, res.Elapsed = EndComplete, c.Size, elapsed
-		res.Mbps = mbps(res.Bytes, res.Elapsed)
+		res.Mbps = bitRate(res.Bytes, res.Elapsed) / 1e6
 		return nil
 	}
 	select {
@@ -543,10 +544,10 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 		return cerr
 	}
 	if c.Size < openEnded {
-		res.Err = fmt.Sprintf("stopped after %v before its %s", c.Duration, FormatSize(c.Size))
+		res.Err = fmt.Sprintf("stopped after %v before its %s", c.Duration, progress.Size(c.Size))
 	}
 	res.Ended, res.Bytes, res.Elapsed = EndStopped, n, elapsed
-	res.Mbps = mbps(n, elapsed)
+	res.Mbps = bitRate(n, elapsed) / 1e6
 	return nil
 }
 
@@ -597,11 +598,6 @@ func sumReceived(ss string) int64 {
 		n += v
 	}
 	return n
-}
-
-// mbps returns n bytes over d in Mbit/s.
-func mbps(n int64, d time.Duration) float64 {
-	return float64(n) * 8 / max(d.Seconds(), 1e-9) / 1e6
 }
 
 // msOf returns d in milliseconds.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // GigabitRate is a 1 Gbit/s Ethernet link. The emulator's rate counts
@@ -55,7 +57,7 @@ func (v Var) Format(x float64) string {
 		if x == 0 {
 			return "auto"
 		}
-		return FormatSize(int64(x))
+		return progress.Size(int64(x))
 	}
 	return strconv.FormatFloat(x, 'f', -1, 64)
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
 
@@ -222,19 +223,6 @@ func pointValue(results []WANResult, g Grid, src string, impl Impl, x, s float64
 	return Summarize(vs).Median, mark
 }
 
-// fmtRate renders a rate with three significant digits or so.
-func fmtRate(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return ""
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
 // values returns the distinct X and S values of g's points, in order.
 func (g Grid) values() (xs, ss []float64) {
 	for _, c := range g.Points {
@@ -293,10 +281,10 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 		if !c.fixedDuration() {
 			kind = "fixed size"
 			if g.X != VarSize {
-				kind += " " + FormatSize(c.Size)
+				kind += " " + progress.Size(c.Size)
 			}
 		}
-		fmt.Fprintf(b, "Link %s Mbit/s; profile %s (%s); %s.\n\n", fmtRate(float64(c.Rate)/1e6), prof.Name, prof.About, kind)
+		fmt.Fprintf(b, "Link %s Mbit/s; profile %s (%s); %s.\n\n", progress.Rate(float64(c.Rate)/1e6), prof.Name, prof.About, kind)
 	}
 	short := map[string]string{LimitLink: "L", LimitWindow: "W", LimitLoss: "M"}
 	cell := func(src string, impl Impl, x, s float64) string {
@@ -305,12 +293,12 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 			if math.IsNaN(v) {
 				return ""
 			}
-			return fmtRate(v) + " " + short[mark]
+			return progress.Rate(v) + " " + short[mark]
 		}
 		if math.IsNaN(v) {
 			return mark
 		}
-		return fmtRate(v) + mark
+		return progress.Rate(v) + mark
 	}
 	has := func(src string, impl Impl) bool {
 		for _, x := range xs {

@@ -5,12 +5,15 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +34,7 @@ func sampleResults(t *testing.T) (Preset, []WANResult) {
 		}
 		r := WANResult{Cell: c, Ended: EndStopped, CC: "cubic", BufferAsked: 0, Load1: 0.2,
 			RTT: 2*c.Latency + 300*time.Microsecond, Elapsed: c.Duration, Bytes: int64(c.X) * 1e8}
-		r.Mbps = mbps(r.Bytes, r.Elapsed)
+		r.Mbps = bitRate(r.Bytes, r.Elapsed) / 1e6
 		r.Theory = Bounds(TheoryInput{P: c.P, RTT: r.RTT, Rate: c.Rate, RmemMax: 4 << 20})
 		r.Fidelity = wan.Fidelity{IdleRTT: r.RTT, DelayErrP50: 35 * time.Microsecond, DelayErrP99: 120 * time.Microsecond,
 			CPU: 5 * time.Second, Wall: c.Duration + time.Second}
@@ -156,11 +159,13 @@ func TestWriteWANOutputs(t *testing.T) {
 	}
 }
 
-// checkSVG parses an SVG document to its end and returns its element
-// names and texts.
-func checkSVG(t *testing.T, doc []byte) (elems map[string]int, texts []string) {
+// svgPath is a path element of an SVG document: its data and style.
+type svgPath struct{ D, Style string }
+
+// checkSVG parses an SVG document to its end and returns its paths and
+// texts.
+func checkSVG(t *testing.T, doc []byte) (paths []svgPath, texts []string) {
 	t.Helper()
-	elems = map[string]int{}
 	d := xml.NewDecoder(bytes.NewReader(doc))
 	depth := 0
 	for {
@@ -174,9 +179,20 @@ func checkSVG(t *testing.T, doc []byte) (elems map[string]int, texts []string) {
 		switch tok := tok.(type) {
 		case xml.StartElement:
 			depth++
-			elems[tok.Name.Local]++
 			if depth == 1 && (tok.Name.Local != "svg" || tok.Name.Space != "http://www.w3.org/2000/svg") {
 				t.Errorf("root element %v", tok.Name)
+			}
+			if tok.Name.Local == "path" {
+				var p svgPath
+				for _, a := range tok.Attr {
+					switch a.Name.Local {
+					case "d":
+						p.D = a.Value
+					case "style":
+						p.Style = a.Value
+					}
+				}
+				paths = append(paths, p)
 			}
 		case xml.EndElement:
 			depth--
@@ -189,7 +205,24 @@ func checkSVG(t *testing.T, doc []byte) (elems map[string]int, texts []string) {
 	if depth != 0 {
 		t.Errorf("unbalanced SVG: depth %d at the end", depth)
 	}
-	return elems, texts
+	return paths, texts
+}
+
+// svgColor is c as the SVG writes it.
+func svgColor(c color.RGBA) string { return fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B) }
+
+// lines returns the stroked paths of colour c, and markers the number of
+// paths filled with it.
+func lines(paths []svgPath, c color.RGBA) (lines []svgPath, markers int) {
+	for _, p := range paths {
+		switch {
+		case strings.Contains(p.Style, "stroke:"+svgColor(c)):
+			lines = append(lines, p)
+		case strings.Contains(p.Style, "fill:"+svgColor(c)):
+			markers++
+		}
+	}
+	return lines, markers
 }
 
 func TestPlotSVGAndPNG(t *testing.T) {
@@ -197,49 +230,86 @@ func TestPlotSVGAndPNG(t *testing.T) {
 	p.Join(results)
 	pl := p.Grids[0].Plot(results)
 	pl.Title += " <&> check" // escaping
-	var svg bytes.Buffer
-	if err := pl.SVG(&svg); err != nil {
-		t.Fatal(err)
-	}
-	elems, texts := checkSVG(t, svg.Bytes())
-	// Series: Ferry and iperf3 (p = 1), published (p = 1, 4, 8), GCT at
-	// p = 1 (one point: a polyline of one point).
-	if elems["polyline"] < 5 || elems["circle"] == 0 {
-		t.Errorf("elements %v: want the series' lines and markers", elems)
-	}
+	svg, paths, texts := renderSVG(t, pl)
 	all := strings.Join(texts, "|")
-	for _, want := range []string{"one-way latency (ms)", "rate (Mbit/s)", "p = 1", "p = 8", "Ferry", "GCT", "published", "iperf3", "<&> check", "|50|", "|800|"} {
+	for _, want := range []string{"one-way latency (ms)", "rate (Mbit/s)", "p = 1", "p = 4", "p = 8", "Ferry", "GCT", "published", "iperf3", "<&> check", "|0|", "|50|", "|800|", "|1000|"} {
 		if !strings.Contains("|"+all+"|", want) {
 			t.Errorf("SVG texts lack %q: %s", want, all)
 		}
 	}
-	var pngBuf bytes.Buffer
-	if err := pl.PNG(&pngBuf); err != nil {
-		t.Fatal(err)
+	// p = 1: Ferry (10, 30 ms), iperf3 (10, 30) and published (1, 10,
+	// 30, 50) are lines; GCT has one point (a marker, no line). The
+	// legend adds a line per S value and per source.
+	blue, markers := lines(paths, Palette[0])
+	if len(blue) != 3+1 || markers != 2+1+2+4 {
+		t.Errorf("p = 1: %d lines, %d markers; want 4 (3 and the legend's) and 9", len(blue), markers)
 	}
-	img, err := png.Decode(&pngBuf)
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range []Dash{Dashed, Dotted, DashDot} {
+		if !strings.Contains(svg, "stroke-dasharray:"+dashArray(d)) {
+			t.Errorf("no line drawn %v (dash array %s)", d, dashArray(d))
+		}
 	}
+
+	img := renderPNG(t, pl)
 	if img.Bounds() != image.Rect(0, 0, plotW, plotH) {
 		t.Errorf("PNG bounds %v", img.Bounds())
 	}
-	// The first series' colour is drawn somewhere in the plot area, and
-	// the axis labels (black) left of it.
-	if !hasColor(img, image.Rect(plotLeft, plotTop, plotRight, plotBottom), Palette[0]) {
+	// The first series' colour is drawn in the plot area, left of the
+	// legend, and the y axis' labels (dark) at the left edge.
+	if !hasColor(img, image.Rect(60, 0, plotW-legendW, plotH), Palette[0], 0) {
 		t.Error("PNG has no line of the first series")
 	}
-	if !hasColor(img, image.Rect(0, plotTop, plotLeft-tickLen, plotBottom), black) {
+	if !hasColor(img, image.Rect(0, 40, 60, plotH-40), black, 0x40) {
 		t.Error("PNG has no y tick labels")
+	}
+	if !hasColor(img, image.Rect(plotW-legendW, 0, plotW, plotH), Palette[2], 0) {
+		t.Error("PNG has no legend")
 	}
 }
 
-func hasColor(img image.Image, r image.Rectangle, c interface{ RGBA() (r, g, b, a uint32) }) bool {
-	cr, cg, cb, _ := c.RGBA()
+// renderSVG draws pl as SVG and returns the document, its paths and its
+// texts.
+func renderSVG(t *testing.T, pl *Plot) (string, []svgPath, []string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pl.SVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	paths, texts := checkSVG(t, b.Bytes())
+	return b.String(), paths, texts
+}
+
+// renderPNG draws pl as PNG and decodes it.
+func renderPNG(t *testing.T, pl *Plot) image.Image {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pl.PNG(&b); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// dashArray is the SVG dash array of d.
+func dashArray(d Dash) string {
+	var parts []string
+	for _, v := range d.pattern() {
+		parts = append(parts, strconv.FormatFloat(float64(px(v)), 'g', 5, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+// hasColor reports whether r of img has a pixel within tol of c in each
+// channel.
+func hasColor(img image.Image, r image.Rectangle, c color.RGBA, tol int) bool {
+	near := func(a uint32, b uint8) bool { return abs(int(a>>8)-int(b)) <= tol }
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			pr, pg, pb, _ := img.At(x, y).RGBA()
-			if pr == cr && pg == cg && pb == cb {
+			if near(pr, c.R) && near(pg, c.G) && near(pb, c.B) {
 				return true
 			}
 		}
@@ -247,31 +317,28 @@ func hasColor(img image.Image, r image.Rectangle, c interface{ RGBA() (r, g, b, 
 	return false
 }
 
+func abs(n int) int { return max(n, -n) }
+
 func TestPlotLogAxisAndGaps(t *testing.T) {
 	pl := &Plot{Title: "buffers", XLabel: "TCP buffer", YLabel: "Mbit/s", XLog: true, XFormat: VarBuffer.Format,
 		Series: []Series{{Color: Palette[1], Dash: Dashed, Points: []Point{{4096, 1}, {8192, math.NaN()}, {16384, 3}, {65536, 4}}}}}
-	var svg bytes.Buffer
-	if err := pl.SVG(&svg); err != nil {
-		t.Fatal(err)
-	}
-	elems, texts := checkSVG(t, svg.Bytes())
-	if elems["polyline"] != 2 { // broken at the NaN
-		t.Errorf("%d polylines, want 2", elems["polyline"])
-	}
+	_, paths, texts := renderSVG(t, pl)
 	for _, want := range []string{"4K", "8K", "16K", "32K", "64K"} {
 		if !strings.Contains("|"+strings.Join(texts, "|")+"|", "|"+want+"|") {
 			t.Errorf("log axis lacks tick %q: %v", want, texts)
 		}
 	}
-	if !strings.Contains(svg.String(), `stroke-dasharray="9,5"`) {
-		t.Error("dashed series without a dash array")
+	// Broken at the NaN: 4K alone (a marker), then 16K to 64K, dashed.
+	red, markers := lines(paths, Palette[1])
+	if len(red) != 1 || strings.Count(red[0].D, "L") != 1 || markers != 3 {
+		t.Errorf("lines %v and %d markers; want one line of two points and 3 markers", red, markers)
 	}
-	var pngBuf bytes.Buffer
-	if err := pl.PNG(&pngBuf); err != nil {
-		t.Fatal(err)
+	if len(red) > 0 && !strings.Contains(red[0].Style, "stroke-dasharray:"+dashArray(Dashed)) {
+		t.Errorf("dashed series drawn %q", red[0].Style)
 	}
-	if _, err := png.Decode(&pngBuf); err != nil {
-		t.Fatal(err)
+	img := renderPNG(t, pl)
+	if !hasColor(img, img.Bounds(), Palette[1], 0) {
+		t.Error("PNG has no line of the series")
 	}
 }
 
@@ -343,7 +410,7 @@ func TestWriteWANMarkdownList(t *testing.T) {
 		if c.Impl == GCT {
 			r.Elapsed = 20 * time.Second
 		}
-		r.Mbps = mbps(r.Bytes, r.Elapsed)
+		r.Mbps = bitRate(r.Bytes, r.Elapsed) / 1e6
 		r.Theory = Bounds(TheoryInput{P: c.P, RTT: 2 * c.Latency, Rate: c.Rate, Buffer: c.clampedBuffer(), BufferMax: 4 << 20, RmemMax: 1 << 20})
 		results = append(results, r)
 	}

@@ -9,6 +9,12 @@
 // the transfers' progress callbacks, never per block. A goroutine of its
 // own reads the numbers and draws. Off a terminal the Display stays quiet
 // and at most prints a summary line when closed.
+//
+// The package also holds the project's one set of byte and rate
+// formatters (units.go): Bytes, Size, LinkRate and Rate. They live here,
+// beside the progress lines that were their first user, so that the CLI's
+// summaries and the benchmark reports render sizes and rates the same way
+// without a package of their own.
 package progress
 
 import (
@@ -427,28 +433,6 @@ func (m *meter) rate() float64 {
 		return 0
 	}
 	return float64(newest.b-oldest.b) / dt
-}
-
-// Bytes formats a byte count (or rate) with binary units: "512 B",
-// "1.5 KiB", "23.4 MiB", "1.00 GiB".
-func Bytes(n float64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%.0f B", n)
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	i := -1
-	for n >= unit && i < len(units)-1 {
-		n /= unit
-		i++
-	}
-	switch {
-	case n < 10:
-		return fmt.Sprintf("%.2f %s", n, units[i])
-	case n < 100:
-		return fmt.Sprintf("%.1f %s", n, units[i])
-	}
-	return fmt.Sprintf("%.0f %s", n, units[i])
 }
 
 // Duration formats a duration as M:SS or H:MM:SS.
