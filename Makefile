@@ -3,12 +3,18 @@
 
 GO ?= go
 
-.PHONY: all build deps vet test demo bench bench-stream clean
+.PHONY: all build install deps vet test demo bench bench-stream clean
+
+PREFIX ?= /usr/local
 
 all: build
 
 build:
 	$(GO) build -o bin/ferry ./cmd/ferry
+
+# Copies bin/ferry to $(PREFIX)/bin.
+install: build
+	install -D -m 0755 bin/ferry $(DESTDIR)$(PREFIX)/bin/ferry
 
 # Installs globus-gridftp-server, globus-url-copy, curl, lftp and iperf3
 # with apt-get when any is missing (sudo if not root), then the Go modules.
@@ -19,7 +25,8 @@ vet:
 	$(GO) vet ./...
 
 # Everything runs with the race detector, the interop tests included (they
-# build the ferry binary with -race too); about a minute on 2 cores.
+# build the ferry binary with -race too); about 10 minutes on 2 cores, and it
+# should stay under 15.
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 

@@ -38,6 +38,11 @@ const DefaultDialTimeout = 30 * time.Second
 // transfer was interrupted.
 const abortTimeout = 2 * time.Second
 
+// abortGrace bounds the same exchange when the caller gave up (its
+// context is done): the ABOR is sent, but its replies are not waited for
+// long.
+const abortGrace = 200 * time.Millisecond
+
 // ErrClosed is returned by calls on a Conn that was closed, by Close or
 // Quit, or because an earlier call failed on the network or was cancelled.
 var ErrClosed = errors.New("client: connection closed")
@@ -79,6 +84,13 @@ type Config struct {
 	// later command and reply is protected, and data connections are
 	// secured as GSI.DataAuth and GSI.Protection say. See GSIConfig.
 	GSI *GSIConfig
+
+	// FTPS, when not nil, makes Dial and NewConn switch the control
+	// connection to TLS (AUTH TLS, explicit FTPS) right after the
+	// greeting, within DialTimeout, and Login protect the data channels
+	// (PBSZ 0, PROT P); it fails rather than continue in clear. See
+	// FTPSConfig. GSI and FTPS exclude each other.
+	FTPS *FTPSConfig
 }
 
 // Conn is a client's control connection to a GridFTP server.
@@ -94,6 +106,7 @@ type Conn struct {
 	raw     *bufio.Reader // nc's bytes; under rr, and under GSI's unwrapping
 	rr      *wire.ReplyReader
 	gsi     *gsiState     // nil without GSI
+	ftps    *ftpsState    // nil without FTPS (AUTH TLS)
 	dsec    *dcsec.Config // data connection security; nil: plain TCP
 	log     *slog.Logger
 	dialer  *net.Dialer
@@ -120,10 +133,8 @@ type Conn struct {
 // certificate against addr's host. Then call Login.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
-	if cfg.GSI != nil {
-		if err := cfg.GSI.validate(time.Now()); err != nil {
-			return nil, err
-		}
+	if err := cfg.validateSecurity(time.Now()); err != nil {
+		return nil, err
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -131,7 +142,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	}
 	nc, err := cfg.Dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, err // a *net.OpError: "dial tcp ADDR: ..."
 	}
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
@@ -144,11 +155,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 // is connected to). The Conn owns nc from then on, also on error.
 func NewConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 	cfg = cfg.withDefaults()
-	if cfg.GSI != nil {
-		if err := cfg.GSI.validate(time.Now()); err != nil {
-			nc.Close()
-			return nil, err
-		}
+	if err := cfg.validateSecurity(time.Now()); err != nil {
+		nc.Close()
+		return nil, err
 	}
 	var host string
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -194,6 +203,12 @@ func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn,
 			return nil, err
 		}
 	}
+	if cfg.FTPS != nil {
+		if err := c.authTLS(ctx, cfg.FTPS, host); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -221,8 +236,11 @@ func (cfg *Config) withDefaults() *Config {
 // On a GSI Conn an empty user means GlobusMapping (the server maps the
 // certificate's identity to its account), and the password is normally
 // empty; after login, DCAU and PBSZ/PROT are sent as the GSIConfig asks.
+// On an FTPS Conn PBSZ 0 and PROT P follow the login (a refusal is an
+// error wrapping ErrDataProtectionRefused), and an empty user with
+// FTPSConfig.Certificate means GlobusMapping too.
 func (c *Conn) Login(ctx context.Context, user, pass string) error {
-	if c.gsi != nil && user == "" {
+	if (c.gsi != nil || c.ftps != nil && c.ftps.cert != nil) && user == "" {
 		user = GlobusMapping
 	}
 	r, err := c.cmd(ctx, "USER %s", user)
@@ -235,12 +253,17 @@ func (c *Conn) Login(ctx context.Context, user, pass string) error {
 			return err
 		}
 	}
-	if r.Code != 230 && r.Code != 202 {
+	// 232: logged in by the security exchange (RFC 2228, a TLS client
+	// certificate).
+	if r.Code != 230 && r.Code != 202 && r.Code != 232 {
 		return &ReplyError{Reply: r}
 	}
 	scheme := "ftp"
-	if c.gsi != nil {
+	switch {
+	case c.gsi != nil:
 		scheme = "gsiftp"
+	case c.ftps != nil:
+		scheme = "ftps"
 	}
 	// Independent of each other: one round trip for the three (servers
 	// execute queued commands in order, protocol.md §1.1).
@@ -259,6 +282,9 @@ func (c *Conn) Login(ctx context.Context, user, pass string) error {
 	}
 	if c.gsi != nil {
 		return c.gsiDataCommands(ctx)
+	}
+	if c.ftps != nil {
+		return c.ftpsDataCommands(ctx)
 	}
 	return nil
 }

@@ -29,11 +29,19 @@ func (g *gsiState) dataSecurity(handshakeTimeout time.Duration) *dcsec.Config {
 
 // secureData runs data channel authentication (DCAU A, with PROT C, S or
 // P) on a new data connection, as its TLS client when connector (we
-// dialed it) or its TLS server, when the session has DCAU; otherwise it
-// returns nc. On failure nc is closed.
+// dialed it) or its TLS server, when the session has DCAU; with FTPS
+// (PROT P) it is always the TLS client. Otherwise it returns nc. On
+// failure nc is closed.
 func (c *Conn) secureData(ctx context.Context, nc net.Conn, connector bool) (net.Conn, error) {
 	if c.dsec == nil {
 		return nc, nil
+	}
+	if c.dsec.Style == dcsec.FTPS {
+		sc, err := dcsec.Secure(ctx, markFTPS(nc), connector, c.dsec)
+		if err != nil {
+			return nil, fmt.Errorf("client: FTPS data channel (PROT P): %w", err)
+		}
+		return sc, nil
 	}
 	sc, err := dcsec.Secure(ctx, nc, connector, c.dsec)
 	if err != nil {
@@ -44,11 +52,12 @@ func (c *Conn) secureData(ctx context.Context, nc net.Conn, connector bool) (net
 
 // closeData ends a data connection after a successful transfer: a
 // sender's end of the stream is a bare FIN, also under TLS (GCT expects
-// no close_notify).
+// no close_notify), except on FTPS data connections, which end with
+// close_notify first (RFC 4217).
 func closeData(dc net.Conn, sender bool) error {
 	var err error
 	if sender {
-		err = dcsec.CloseWrite(dc, dcsec.GSI)
+		err = dcsec.CloseWrite(dc, dataStyle(dc))
 	}
 	if cerr := dcsec.NetConn(dc).Close(); err == nil {
 		err = cerr

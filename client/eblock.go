@@ -529,7 +529,7 @@ func (c *Conn) endTransfer(ctx context.Context, stopWatch func() bool, command s
 		return err
 	}
 	if be.abort {
-		c.abort()
+		c.abort(ctx)
 	} else {
 		c.close()
 	}

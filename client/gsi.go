@@ -54,7 +54,7 @@ func FindCredential() (cred *Credential, source string, err error) {
 func LoadCredential(certFile, keyFile string) (*Credential, error) {
 	cred, err := gsi.LoadCredential(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, err // names the file
 	}
 	if err := checkCredential(cred, time.Now()); err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, certFile)
@@ -72,10 +72,10 @@ func TrustDir() string { return gsi.TrustDir() }
 func LoadTrustStore(dir string) (*TrustStore, error) {
 	ts, err := gsi.LoadTrustDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("client: trust directory: %w", err)
+		return nil, fmt.Errorf("trust directory: %w", err)
 	}
 	if len(ts.Certificates()) == 0 {
-		msg := fmt.Sprintf("client: trust directory %s holds no usable CA certificate (<hash>.0 files)", dir)
+		msg := fmt.Sprintf("trust directory %s holds no usable CA certificate (<hash>.0 files)", dir)
 		if p := ts.Problems(); len(p) > 0 {
 			msg += ": " + strings.Join(p, "; ")
 		}

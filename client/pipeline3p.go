@@ -90,6 +90,9 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 	if src == dst {
 		return fillErrs(errs, 0, errors.New("client: third party: source and destination are the same Conn"), o.Done)
 	}
+	if err := checkThirdPartyFTPS(src, dst); err != nil {
+		return fillErrs(errs, 0, err, o.Done)
+	}
 	var progress *batchProgress
 	if o.StallTimeout > 0 {
 		var stop func()

@@ -404,7 +404,7 @@ func TestBatchStallTimeout(t *testing.T) {
 		}
 		writeServed(t, filepath.Join(dir, fmt.Sprint("s", i)), seeded(size, uint64(i)))
 	}
-	addr, hung := serveHanging(t, dir, big / 2)
+	addr, hung := serveHanging(t, dir, big/2)
 
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {

@@ -350,7 +350,7 @@ func TestSessionStall(t *testing.T) {
 	const size = 8 << 20
 	data := seeded(size, 44)
 	writeServed(t, filepath.Join(dir, "f"), data)
-	addr, hung := serveHanging(t, dir, size / 2)
+	addr, hung := serveHanging(t, dir, size/2)
 
 	for _, par := range []int{1, 4} {
 		hung.Store(false)

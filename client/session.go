@@ -135,12 +135,18 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 		interval = min(interval, max(pol.StallTimeout/4, time.Millisecond))
 	}
 	var total int64
+	var first error // the first attempt's failure
 	wait := pol.Interval
 	for attempt := 0; ; attempt++ {
 		n, moved, err := s.attempt(ctx, pol.StallTimeout, attempt, total, userProg, interval, f)
 		total += n
 		if err == nil {
 			return total, nil
+		}
+		if attempt == 0 {
+			first = err
+		} else {
+			err = withFirst(err, first)
 		}
 		s.drop()
 		if attempt >= pol.Retries || ctx.Err() != nil || !retryable(err, moved) {
@@ -161,6 +167,18 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 		}
 		wait = min(wait*2, pol.MaxInterval)
 	}
+}
+
+// withFirst adds the first attempt's failure to a later one's when the
+// first was the server's reply and the later is not: the server's reason
+// (426 ... server shutting down) must not be hidden by what the retries
+// met (connection refused).
+func withFirst(last, first error) error {
+	var re *ReplyError
+	if first == nil || errors.As(last, &re) || !errors.As(first, &re) {
+		return last
+	}
+	return fmt.Errorf("%w (first attempt: %v)", last, first)
 }
 
 // attempt runs f once with a stall watchdog; moved reports whether data
@@ -220,8 +238,12 @@ func (s *Session) attempt(ctx context.Context, stall time.Duration, attempt int,
 func retryable(err error, moved bool) bool {
 	var se *xfer.StorageError
 	var re *ReplyError
+	var ce *ServerCertError
 	switch {
 	case errors.Is(err, ErrBadCommand), errors.As(err, &se):
+		return false
+	case errors.As(err, &ce), errors.Is(err, ErrThirdPartyFTPS):
+		// Asking again gets the same certificate, or the same refusal.
 		return false
 	case errors.As(err, &re):
 		return re.Reply.Code/100 == 4 || moved
@@ -304,7 +326,7 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 		if !modeE && started.Load() && o.Offset == 0 {
 			// Stream mode has no markers: the server's file size is what
 			// arrived.
-			if sz, err := c.Size(ctx, path); err == nil && sz > 0 {
+			if sz := uploadedSize(ctx, c, path); sz > 0 {
 				have.add(Range{Start: 0, End: min(sz, size)})
 			}
 		}
@@ -323,6 +345,20 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 		}
 		return n, err
 	})
+}
+
+// uploadedSize is how much of an interrupted stream-mode upload to path a
+// server kept: the size of path (GCT writes in place), else of the hidden
+// part file a Ferry server keeps until an upload completes
+// (docs/extensions.md); 0 when there is neither.
+func uploadedSize(ctx context.Context, c *Conn, path string) int64 {
+	if sz, err := c.Size(ctx, path); err == nil {
+		return sz
+	}
+	if sz, err := c.Size(ctx, xfer.PartName(path)); err == nil {
+		return sz
+	}
+	return 0
 }
 
 // ThirdParty copies srcPath on s's server to dstPath on dst's server
@@ -358,7 +394,7 @@ func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, 
 			return 0, err
 		}
 		if !modeE && !partial && started.Load() {
-			if sz, err := dc.Size(ctx, dstPath); err == nil && sz > 0 {
+			if sz := uploadedSize(ctx, dc, dstPath); sz > 0 {
 				have.add(Range{Start: 0, End: sz})
 			}
 		}

@@ -118,6 +118,9 @@ func ThirdParty(ctx context.Context, src *Conn, srcPath string, dst *Conn, dstPa
 	if src == dst {
 		return 0, errors.New("client: third party: source and destination are the same Conn")
 	}
+	if err := checkThirdPartyFTPS(src, dst); err != nil {
+		return 0, err
+	}
 	for _, c := range []*Conn{src, dst} {
 		if c.err != nil {
 			return 0, c.err

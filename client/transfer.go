@@ -318,7 +318,7 @@ func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []strin
 		return n, err
 	}
 	if sent {
-		c.abort()
+		c.abort(ctx)
 	} else {
 		c.close()
 	}
@@ -417,9 +417,16 @@ func sends(command string) bool {
 }
 
 // abort ends an interrupted transfer: ABOR, then the replies are read and
-// dropped for abortTimeout, and the Conn is closed.
-func (c *Conn) abort() {
-	_ = c.nc.SetDeadline(time.Now().Add(abortTimeout))
+// dropped for abortTimeout, and the Conn is closed. When ctx is done (the
+// caller gave up: Ctrl-C, a stall, a timeout) the replies get only
+// abortGrace: the Conn is closed anyway, and a server that is stuck in
+// its storage would otherwise hold the caller for the whole abortTimeout.
+func (c *Conn) abort(ctx context.Context) {
+	wait := abortTimeout
+	if ctx.Err() != nil {
+		wait = abortGrace
+	}
+	_ = c.nc.SetDeadline(time.Now().Add(wait))
 	if c.send("ABOR") == nil {
 		for range 4 {
 			if _, err := c.readReply(); err != nil {

@@ -459,7 +459,7 @@ func openTempSink(final string) (*tempSink, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, destError(final, err)
 	}
 	s := &tempSink{f: f, temp: f.Name(), final: final, replace: fi != nil}
 	if s.replace {

@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "benchmark Ferry against GCT and raw TCP on loopback or an emulated WAN",
-		usage:   "loopback [flags] | wan -preset NAME [flags] | stripe [flags]",
+		usage:   "[loopback] [flags] | wan -preset NAME [flags] | stripe [flags]",
 		run:     runBench,
 	})
 }
@@ -42,8 +42,13 @@ created with useradd if missing. For example:
   ferry bench loopback -workloads gsi -impls ferry,gct -p 1,4 -size 2G
 `
 
+// benchVerb is the command of a verb of ferry bench, for its usage text.
+func benchVerb(verb, usage, summary string) *command {
+	return &command{name: "bench " + verb, usage: usage, summary: summary}
+}
+
 func runBench(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(commands["bench"], e)
+	fs := newFlagSet(benchVerb("loopback", "[flags]", "benchmark Ferry against GCT and raw TCP on loopback (the default verb; also: ferry bench wan -h, ferry bench stripe -h)"), e)
 	usage := fs.Usage
 	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchHelp) }
 	var mode string
@@ -56,20 +61,20 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	case "stripe":
 		return runBenchStripe(ctx, e, args)
 	}
-	size := fs.String("size", "4G", "bytes per run, with an optional K, M, G or T (binary) suffix")
-	par := fs.String("p", "1,4,8", "comma-separated parallelism levels (1: stream mode; N: MODE E with N streams)")
-	reps := fs.Int("reps", 3, "runs per implementation, workload and parallelism")
-	workloads := fs.String("workloads", "mem,disk", "comma-separated workloads: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded), smallfiles-3pt (the same tree copied between two servers of one kind: third party)")
-	wanCC := fs.String("wan-cc", "", "with -wan-delay: TCP congestion control in both namespaces (e.g. cubic, bbr); default: the system's")
-	wanDelay := fs.Duration("wan-delay", 0, "run across an emulated WAN with this one-way `delay` (servers and clients in two network namespaces, as ferry wan; needs root) instead of loopback; smallfiles workloads only")
-	files := fs.Int("files", bench.DefaultSmallFiles, "smallfiles: number of files")
-	fileSize := fs.String("file-size", "16K", "smallfiles: bytes per file")
-	impls := fs.String("impls", "ferry,gct,raw", "comma-separated implementations: ferry, gct, raw (iperf3; mem only)")
+	size := fs.String("size", "4G", "`SIZE` per run: bytes, with an optional K, M, G or T (binary) suffix")
+	par := fs.String("p", "1,4,8", "comma-separated parallelism levels `N,...` (1: stream mode; N: MODE E with N streams)")
+	reps := fs.Int("reps", 3, "`N` runs per implementation, workload and parallelism")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated `WORKLOADS`: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded), smallfiles-3pt (the same tree copied between two servers of one kind: third party)")
+	wanCC := fs.String("wan-cc", "", "with -wan-delay: TCP congestion control `ALG` in both namespaces (e.g. cubic, bbr); default: the system's")
+	wanDelay := fs.Duration("wan-delay", 0, "run across an emulated WAN with this one-way delay `DURATION` (servers and clients in two network namespaces, as ferry wan; needs root) instead of loopback; smallfiles workloads only")
+	files := fs.Int("files", bench.DefaultSmallFiles, "smallfiles: number of files `N`")
+	fileSize := fs.String("file-size", "16K", "smallfiles: `SIZE` of each file")
+	impls := fs.String("impls", "ferry,gct,raw", "comma-separated `IMPLS`: ferry, gct, raw (iperf3; mem only)")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	dir := fs.String("dir", "", "`DIR` to make the scratch directory in; the scratch directory is removed at the end (default: the system's temp dir)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each client run")
+	timeout := fs.Duration("timeout", 10*time.Minute, "time limit `DURATION` for each client run")
 	csvFile := fs.String("csv", "", "also write every run to `FILE` as CSV")
-	logins := fs.Int("logins", 20, "gsi: timed logins per server, without and with delegation")
+	logins := fs.Int("logins", 20, "gsi: `N` timed logins per server, without and with delegation")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

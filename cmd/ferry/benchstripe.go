@@ -30,18 +30,18 @@ links. It must run as root.
 `
 
 func runBenchStripe(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(commands["bench"], e)
+	fs := newFlagSet(benchVerb("stripe", "[flags]", "benchmark striped third-party copies (Ferry movers against GCT data nodes) in network namespaces"), e)
 	usage := fs.Usage
 	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchStripeHelp) }
-	movers := fs.String("movers", "1,2,4", "comma-separated counts of data nodes on each side")
-	rate := fs.String("rate", "200M", "each host's link rate, each way (bit/s with K, M or G)")
-	size := fs.String("size", "256M", "bytes per data node in each run (a run moves N times this)")
-	par := fs.Int("p", 2, "data connections per stripe")
-	reps := fs.Int("reps", 3, "runs per implementation and count")
-	impls := fs.String("impls", "ferry,gct", "comma-separated implementations: ferry, gct")
+	movers := fs.String("movers", "1,2,4", "comma-separated counts `N,...` of data nodes on each side")
+	rate := fs.String("rate", "200M", "each host's link `RATE`, each way (bit/s with K, M or G)")
+	size := fs.String("size", "256M", "`SIZE` per data node in each run (a run moves N times this)")
+	par := fs.Int("p", 2, "`N` data connections per stripe")
+	reps := fs.Int("reps", 3, "`N` runs per implementation and count")
+	impls := fs.String("impls", "ferry,gct", "comma-separated `IMPLS`: ferry, gct")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: /dev/shm)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "limit for each client run")
+	timeout := fs.Duration("timeout", 5*time.Minute, "time limit `DURATION` for each client run")
 	csvPath := fs.String("csv", "", "also write every run to `FILE` as CSV")
 	if err := parseFlags(fs, args); err != nil {
 		return err

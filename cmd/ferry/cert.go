@@ -33,11 +33,15 @@ type subcommand struct {
 func runVerb(ctx context.Context, e *env, parent string, verbs map[string]subcommand, order []string, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		p := commands[parent]
-		fmt.Fprintf(e.stderr, "usage: ferry %s %s\n\n%s\n\nverbs:\n", p.name, p.usage, p.summary)
-		for _, v := range order {
-			fmt.Fprintf(e.stderr, "  %-8s %s\n", v, verbs[v].summary)
+		w := e.stdout // asked for
+		if len(args) == 0 {
+			w = e.stderr // a usage error
 		}
-		fmt.Fprintf(e.stderr, "\nRun 'ferry %s VERB -h' for a verb's flags.\n", p.name)
+		fmt.Fprintf(w, "usage: ferry %s %s\n\n%s\n\nverbs:\n", p.name, p.usage, p.summary)
+		for _, v := range order {
+			fmt.Fprintf(w, "  %-8s %s\n", v, verbs[v].summary)
+		}
+		fmt.Fprintf(w, "\nRun 'ferry %s VERB -h' for a verb's flags.\n", p.name)
 		if len(args) == 0 {
 			return exitError{code: 2}
 		}
@@ -70,10 +74,10 @@ const (
 
 func runCertCA(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
-	dir := fs.String("dir", "", "directory for cacert.pem, cakey.pem and the trust directory certificates/ (required)")
-	subject := fs.String("subject", "/O=Ferry/OU=Test/CN=Ferry Test CA", "the CA's DN, in the one-line form")
-	days := fs.Int("days", 1825, "validity in days")
-	bits := fs.Int("bits", 3072, "RSA key size (2048 or more)")
+	dir := fs.String("dir", "", "`DIR` for cacert.pem, cakey.pem and the trust directory certificates/ (required)")
+	subject := fs.String("subject", "/O=Ferry/OU=Test/CN=Ferry Test CA", "the CA's `DN`, in the one-line form")
+	days := fs.Int("days", 1825, "validity in `DAYS`")
+	bits := fs.Int("bits", 3072, "RSA key size in `BITS` (2048 or more)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -170,15 +174,15 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func runCertHost(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
-	caDir := fs.String("ca", "", "directory made by ferry cert ca (required)")
-	host := fs.String("name", "", "host name (or IP address) the certificate is for (required)")
+	caDir := fs.String("ca", "", "`DIR` made by ferry cert ca (required)")
+	host := fs.String("name", "", "`HOST` name (or IP address) the certificate is for (required)")
 	var ips, dnss listFlag
-	fs.Var(&ips, "ip", "an IP address to add as subjectAltName (repeatable)")
-	fs.Var(&dnss, "dns", "another DNS name to add as subjectAltName (repeatable)")
-	out := fs.String("out", ".", "directory for hostcert.pem and hostkey.pem")
-	subject := fs.String("subject", "", "the DN (default: the CA's O prefix + /CN=HOST)")
-	days := fs.Int("days", 365, "validity in days")
-	bits := fs.Int("bits", 2048, "RSA key size (2048 or more)")
+	fs.Var(&ips, "ip", "an `IP` address to add as subjectAltName (repeatable)")
+	fs.Var(&dnss, "dns", "another DNS `NAME` to add as subjectAltName (repeatable)")
+	out := fs.String("out", ".", "`DIR` for hostcert.pem and hostkey.pem")
+	subject := fs.String("subject", "", "the `DN` (default: the CA's O prefix + /CN=HOST)")
+	days := fs.Int("days", 365, "validity in `DAYS`")
+	bits := fs.Int("bits", 2048, "RSA key size in `BITS` (2048 or more)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -214,13 +218,13 @@ func runCertHost(ctx context.Context, e *env, c *command, args []string) error {
 
 func runCertUser(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
-	caDir := fs.String("ca", "", "directory made by ferry cert ca (required)")
-	subject := fs.String("subject", "", "the user's DN, e.g. \"/O=Ferry/OU=Test/CN=Alice\"")
-	cn := fs.String("cn", "", "the user's CN, placed under the CA's O prefix (instead of -subject)")
-	out := fs.String("out", ".", "directory for usercert.pem and userkey.pem")
-	account := fs.String("account", "", "local account for the printed grid-mapfile line (default: from the CN)")
-	days := fs.Int("days", 365, "validity in days")
-	bits := fs.Int("bits", 2048, "RSA key size (2048 or more)")
+	caDir := fs.String("ca", "", "`DIR` made by ferry cert ca (required)")
+	subject := fs.String("subject", "", "the user's `DN`, e.g. \"/O=Ferry/OU=Test/CN=Alice\"")
+	cn := fs.String("cn", "", "the user's `CN`, placed under the CA's O prefix (instead of -subject)")
+	out := fs.String("out", ".", "`DIR` for usercert.pem and userkey.pem")
+	account := fs.String("account", "", "local `ACCOUNT` for the printed grid-mapfile line (default: from the CN)")
+	days := fs.Int("days", 365, "validity in `DAYS`")
+	bits := fs.Int("bits", 2048, "RSA key size in `BITS` (2048 or more)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"hash/adler32"
-	"io"
 	"os"
 	"strings"
+
+	"github.com/ferrygrid/ferry/internal/checksum"
 )
 
 func init() {
@@ -24,21 +18,11 @@ func init() {
 	})
 }
 
-// localHashes are the algorithms cksum computes for local files; the names
-// are those of GCT's CKSM.
-var localHashes = map[string]func() hash.Hash{
-	"MD5":     md5.New,
-	"SHA1":    sha1.New,
-	"SHA256":  sha256.New,
-	"SHA512":  sha512.New,
-	"ADLER32": func() hash.Hash { return adler32.New() },
-}
-
 func runCksum(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["cksum"], e)
-	alg := fs.String("a", "MD5", "algorithm: MD5, ADLER32, SHA1, SHA256, SHA512 (or any the server offers)")
-	off := fs.Int64("off", 0, "first byte to include")
-	length := fs.Int64("len", -1, "number of bytes to include (-1: to the end)")
+	alg := fs.String("a", "MD5", "checksum algorithm `NAME`: "+strings.Join(checksum.Names(), ", ")+" (on a server also any other it offers)")
+	off := fs.Int64("off", 0, "`OFFSET` of the first byte to include")
+	length := fs.Int64("len", -1, "number of bytes `N` to include (-1: to the end)")
 	var g gsiFlags
 	g.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
@@ -81,24 +65,20 @@ func runCksum(ctx context.Context, e *env, args []string) error {
 }
 
 // localChecksum hashes length bytes (-1: all) of a local file from off,
-// in the format CKSM replies with (lower-case hex).
+// in the format CKSM replies with (lower-case hex), with an algorithm of
+// internal/checksum (the one list, also cp -checksum-alg's).
 func localChecksum(ctx context.Context, alg, name string, off, length int64) (string, error) {
-	newHash, ok := localHashes[alg]
-	if !ok {
-		return "", usagef("algorithm %s is only available for server files", alg)
+	if _, err := checksum.New(alg); err != nil {
+		return "", usagef("%v", err)
 	}
 	f, err := os.Open(name)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	var r io.Reader = io.NewSectionReader(f, off, 1<<62)
-	if length >= 0 {
-		r = io.LimitReader(r, length)
-	}
-	h := newHash()
-	if _, err := io.Copy(h, ctxReader{ctx, r}); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return checksum.Compute(ctx, f, fi.Size(), off, length, alg)
 }

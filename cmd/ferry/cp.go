@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -42,10 +45,15 @@ If DST is an existing local directory or ends in "/", SRC's base name is
 appended. Credentials come from the URL, else from ~/.netrc ($NETRC), else
 the login is anonymous.
 
-A download never leaves a partial file that looks complete: a new file is
-removed on failure, and an existing file is replaced only when the whole
-file has arrived. With -off/-len the destination is written at the same
-offset (like globus-url-copy), in place.
+A download never leaves a partial file that looks complete, not even when
+ferry is killed: a file of up to 64 MiB, and one that replaces an existing
+file, is written to a temporary .DST.ferry-* beside DST and renamed into
+place when complete; a larger new file has DST.ferry-ranges beside it
+until it is complete (see Restart). With -off/-len the destination is
+written at the same offset (like globus-url-copy), in place. A failed or
+interrupted upload says what it may have left on the server. An existing
+directory on a server as DST receives SRC under its own name, as with a
+local one; -cd creates missing directories above DST (both ways).
 
 Parallel transfers: -p N (N > 1) uses MODE E with N data connections, as
 globus-url-copy does (the server connects for downloads, the client for
@@ -57,24 +65,28 @@ each keep one session per server. Files of up to 64 MiB between a server
 and local files go in pipelined batches on each session (-pp, on by
 default): MODE E over data connections kept from file to file, the
 commands of later files sent before earlier ones are answered, so a
-download costs no round trip of its own and an upload one. A server that
-refuses MODE E gets the files one by one in stream mode. -pp=false copies
-every file on its own (stream mode, unless -p or -fast). A batched file
-that fails is copied again whole; files that never started because their
-batch broke are tried again on a new connection (with -rst, every
-network failure is). Larger files and server to server copies go one by
-one, with resume as below.
+download costs no round trip of its own, nor does an upload to a server
+offering STOR-DRAIN (Ferry's); an upload to another server (GCT's) costs
+one, its blocks waiting for its 150. Small files between two servers go
+in third-party batches likewise: no round trip per file to a Ferry
+destination, one to others. A server that refuses MODE E gets the files
+one by one in stream mode. -pp=false copies every file on its own
+(stream mode, unless -p or -fast). A batched file that fails is copied
+again whole; files that never started because their batch broke are
+tried again on a new connection (with -rst, every network failure is).
+Larger files go one by one, with resume as below.
 
 Restart: with -rst a failed transfer is retried (-rst-retries times, waiting
 -rst-interval, doubled after each failure up to a minute, for at most
 -rst-timeout in all) and resumes where it stopped: in MODE E with REST of
-the ranges already at the receiver. A download to a local file in MODE E
-(or with -rst) of more than 64 MiB also survives a crash of ferry itself:
-the ranges stored so far are kept in DST.ferry-ranges (with the source's
-size and modification time), and running the same copy again resumes it;
-the file disappears on success. A destination with a .ferry-ranges file
-beside it is incomplete. Smaller files (and batched ones) are written to a
-temporary .DST.ferry-* beside DST and renamed into place when complete.
+the ranges already at the receiver. A new download to a local file of
+more than 64 MiB (in any mode) also survives Ctrl-C or a crash of ferry
+itself: the ranges stored so far are kept in DST.ferry-ranges (with the
+source's size and modification time), and running the same copy again
+resumes it (it says so); the file disappears on success. A destination
+with a .ferry-ranges file beside it is incomplete. Smaller files (and
+batched ones) are written to a temporary .DST.ferry-* beside DST and
+renamed into place when complete.
 Uploads keep the ranges the server acknowledged under
 $XDG_STATE_HOME/ferry/resume/ (default ~/.local/state/ferry/resume/).
 
@@ -88,7 +100,10 @@ destination; PORT or SPOR on the source). -p, -off/-len, -rst (resuming
 with REST of the destination's restart markers on both servers),
 -verify-checksum (CKSM on both) and the data channel flags apply to both
 servers. -notpt routes the bytes through this client instead, in stream
-mode.
+mode. Between a gsiftp:// server and one without GSI (ftp://, ftps://)
+data channels cannot be authenticated: ferry then runs without DCAU
+(DCAU N, as -nodcau) and says so on stderr; -dcsafe and -dcpriv are
+refused there.
 `
 
 // cpFlags are the flags of ferry cp.
@@ -198,12 +213,19 @@ var cpFlagGroups = []struct {
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
 
+// syncHiddenFlags are the flags of ferry cp that ferry sync's help leaves
+// out: it implies -r and -sync, and lists nothing.
+var syncHiddenFlags = map[string]bool{"r": true, "sync": true, "list": true}
+
 // printFlagGroups prints the flags of fs in cpFlagGroups' order, as
 // flag.PrintDefaults would, each group under its title; flags in no
-// group come last.
-func printFlagGroups(fs *flag.FlagSet) {
+// group come last, flags in hide not at all.
+func printFlagGroups(fs *flag.FlagSet, hide map[string]bool) {
 	w := fs.Output()
-	seen := map[string]bool{}
+	seen := maps.Clone(hide)
+	if seen == nil {
+		seen = map[string]bool{}
+	}
 	one := func(f *flag.Flag) {
 		seen[f.Name] = true
 		name, usage := flag.UnquoteUsage(f)
@@ -220,7 +242,7 @@ func printFlagGroups(fs *flag.FlagSet) {
 	for _, g := range cpFlagGroups {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, n := range g.names {
-			if f := fs.Lookup(n); f != nil {
+			if f := fs.Lookup(n); f != nil && !hide[n] {
 				one(f)
 			}
 		}
@@ -250,7 +272,11 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: ferry %s %s\n\n%s\n", c0.name, c0.usage, c0.summary)
-		printFlagGroups(fs)
+		var hide map[string]bool
+		if syncMode {
+			hide = syncHiddenFlags
+		}
+		printFlagGroups(fs, hide)
 		if syncMode {
 			fmt.Fprint(w, syncHelp)
 		}
@@ -261,37 +287,37 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.BoolVar(&f.active, "active", false, "active data connections: the client listens (EPRT/PORT)")
 	fs.BoolVar(&f.verbose, "v", false, "print each file copied, the bytes and the rate to stderr")
 	fs.BoolVar(&f.quiet, "q", false, "print nothing but errors (overrides -v)")
-	fs.Int64Var(&f.off, "off", 0, "copy from this byte offset of SRC, to the same offset of DST")
-	fs.Int64Var(&f.length, "len", -1, "copy at most this many bytes (-1: to the end)")
-	fs.IntVar(&f.parallel, "p", 1, "parallel data connections; above 1 uses MODE E (extended block mode)")
-	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer size of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
-	fs.Var(&f.blockSize, "bs", "MODE E block size of uploads; 0: 1M")
-	fs.Var(&f.sbs, "sbs", "with -stripe: stripe block size of uploads (blocked layout) and of third-party copies; 0: 1M")
+	fs.Int64Var(&f.off, "off", 0, "copy from byte `OFFSET` of SRC, to the same offset of DST")
+	fs.Int64Var(&f.length, "len", -1, "copy at most `N` bytes (-1: to the end)")
+	fs.IntVar(&f.parallel, "p", 1, "`N` parallel data connections; above 1 uses MODE E (extended block mode)")
+	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer `SIZE` of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
+	fs.Var(&f.blockSize, "bs", "MODE E block `SIZE` of uploads; 0: 1M")
+	fs.Var(&f.sbs, "sbs", "with -stripe: stripe block `SIZE` of uploads (blocked layout) and of third-party copies; 0: 1M")
 	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate (one file: each data connection's too)")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
-	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: how many times to retry")
-	fs.DurationVar(&f.interval, "rst-interval", client.DefaultRetryInterval, "with -rst: wait before the first retry, doubled after each further failure")
-	fs.DurationVar(&f.timeout, "rst-timeout", 0, "with -rst: give up after this long in all; 0: no limit")
-	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for this long; 0: never")
+	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: retry `N` times")
+	fs.DurationVar(&f.interval, "rst-interval", client.DefaultRetryInterval, "with -rst: wait `DURATION` before the first retry, doubled after each further failure")
+	fs.DurationVar(&f.timeout, "rst-timeout", 0, "with -rst: give up after `DURATION` in all; 0: no limit")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for `DURATION`; 0: never")
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
-	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "algorithm for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
+	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "checksum algorithm `NAME` for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
 	fs.BoolVar(&jf.createDirs, "cd", false, "create missing destination directories and their parents (on by default with -r; -cd=false turns it off)")
-	fs.StringVar(&jf.links, "links", "", "symbolic links in the source: follow (copy what they point to; the default, as globus-url-copy), ignore, or copy (recreate the link)")
+	fs.StringVar(&jf.links, "links", "", "symbolic links in the source, `POLICY`: follow (copy what they point to; the default, as globus-url-copy), ignore, or copy (recreate the link)")
 	fs.BoolVar(&jf.preserve, "preserve", false, "give copies the source's modification time (MFMT) and permission bits (SITE CHMOD)")
 	fs.StringVar(&jf.listFile, "f", "", "read source/destination URL pairs from `FILE`, one pair a line (\"quoted\" if they hold spaces; # comments); - is stdin")
 	fs.StringVar(&jf.dumpFile, "df", "", "write the pairs that failed to `FILE` in the -f format, to run again with -f; if FILE exists, it is read instead of the other sources (as globus-url-copy); removed when all succeed")
-	fs.IntVar(&jf.concurrency, "cc", 0, fmt.Sprintf("copy this many files at once, each worker with its own sessions; 0: %d for many files", job.DefaultWorkers))
-	fs.BoolVar(&jf.pipeline, "pp", true, "pipeline small files (up to 64 MiB) in batches on each session: MODE E with cached data connections, no round trip per download, one per upload, none or one per third-party copy (the default; -pp=false copies them one by one)")
+	fs.IntVar(&jf.concurrency, "cc", 0, fmt.Sprintf("copy `N` files at once, each worker with its own sessions; 0: %d for many files", job.DefaultWorkers))
+	fs.BoolVar(&jf.pipeline, "pp", true, "pipeline small files (up to 64 MiB) in batches on each session: MODE E with cached data connections; no round trip per download, nor per upload or third-party copy to a Ferry server (STOR-DRAIN), one per upload or third-party copy to others (the default; -pp=false copies them one by one)")
 	fs.BoolVar(&jf.sync, "sync", syncMode, "copy only files the destination lacks or that differ at -sync-level")
-	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
+	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync, `LEVEL`: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
 	fs.BoolVar(&jf.dryRun, "dry-run", false, "print what would be created, copied and deleted, and do nothing")
 	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file and a summary object")
-	listURL := fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing")
+	listURL := fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
@@ -347,6 +373,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		if _, err := os.Stat(jf.dumpFile); err == nil {
 			// As globus-url-copy: an existing dump file is the input.
 			jf.listFile = jf.dumpFile
+			fmt.Fprintln(e.stderr, dumpFileNote(jf.dumpFile, fs.Args()))
 		}
 	}
 	switch {
@@ -365,6 +392,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	}
 	for i := range reqs {
 		reqs[i].Src = wildcardURL(reqs[i].Src)
+	}
+	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
+		return err
 	}
 	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
 		if f.off > 0 || f.length > 0 {
@@ -388,7 +418,16 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi}}
+	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi},
+		sessions: map[string]*client.Session{}}
+	// After Ctrl-C (ctx done) the sessions close without QUIT.
+	defer c.closeSessions(ctx)
+	if !f.quiet {
+		c.notes = e.stderr
+	}
+	if err := c.prepare(ctx, src, &dst, jf.createDirs); err != nil {
+		return err
+	}
 	// -vb reports progress anywhere; on a terminal a live display is
 	// shown anyway (without the line per data connection unless -vb).
 	if tty, _ := terminal(e.stderr); !f.quiet && (f.progress || tty) {
@@ -405,7 +444,7 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		c.progress.done()
 	}
 	if err != nil {
-		return err
+		return withNote(e, name, err)
 	}
 	if f.verbose && !f.quiet {
 		d := time.Since(start)
@@ -428,7 +467,7 @@ func wildcardURL(arg string) string {
 	if !ok || !strings.Contains(arg, "?") {
 		return arg
 	}
-	return strings.ReplaceAll(arg, "?", "%3F")
+	return strings.ReplaceAll(arg, "?", "%3f") // lower case: see parseLocation
 }
 
 // statLocal stats a local location; remote ones give an error.
@@ -486,8 +525,27 @@ type copier struct {
 	// (a job's worker); it replaces progress.
 	prog func(client.Progress)
 	// sessions, when not nil, keeps one session per endpoint for the
-	// copies that follow (a job's worker); else each copy hangs up.
+	// copies that follow (a job's worker, or the looks before a single
+	// copy); else each copy hangs up. closeSessions ends them.
 	sessions map[string]*client.Session
+	// notes, when not nil, gets what a single copy tells the user on the
+	// way (that it resumes); nil in jobs and with -q.
+	notes io.Writer
+}
+
+// notef prints a note of a single copy.
+func (c *copier) notef(format string, args ...any) {
+	if c.notes != nil {
+		fmt.Fprintf(c.notes, "ferry cp: "+format+"\n", args...)
+	}
+}
+
+// closeSessions ends the kept sessions (without QUIT once ctx is done).
+func (c *copier) closeSessions(ctx context.Context) {
+	for _, s := range c.sessions {
+		closeSession(ctx, s)
+	}
+	c.sessions = map[string]*client.Session{}
 }
 
 // progressFunc is the Progress callback of the transfers.
@@ -557,9 +615,11 @@ func (c *copier) limit() int64 { return max(c.flags.length, 0) }
 func (c *copier) copy(ctx context.Context, src, dst location) (int64, error) {
 	switch {
 	case src.kind == locRemote && dst.kind == locRemote:
-		return c.remoteToRemote(ctx, src, dst)
+		n, err := c.remoteToRemote(ctx, src, dst)
+		return n, c.dirSource(ctx, src, err)
 	case src.kind == locRemote:
-		return c.download(ctx, src, dst)
+		n, err := c.download(ctx, src, dst)
+		return n, c.dirSource(ctx, src, err)
 	case dst.kind == locRemote:
 		return c.upload(ctx, src, dst)
 	default:
@@ -659,17 +719,7 @@ func (c *copier) upload(ctx context.Context, src, dst location) (int64, error) {
 		return 0, err
 	}
 	defer done()
-	conn, err := connect(ctx, dst, c.opts)
-	if err != nil {
-		return 0, err
-	}
-	defer hangUp(ctx, conn)
-	n, err := conn.Store(ctx, dst.path, r, &client.StoreOptions{Size: size, Offset: c.flags.off,
-		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
-	if err != nil {
-		return n, &opError{what: "upload to " + dst.String(), err: err}
-	}
-	return n, nil
+	return c.uploadStream(ctx, r, size, dst)
 }
 
 // uploadFile stores a local file on a server through a restartable
@@ -690,7 +740,11 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 	}
 	if !fi.Mode().IsRegular() {
 		// A FIFO or device has no offsets: stream it.
-		return c.uploadStream(ctx, f, dst)
+		var r io.Reader = f
+		if n := c.limit(); n > 0 {
+			r = io.LimitReader(f, n)
+		}
+		return c.uploadStream(ctx, r, -1, dst)
 	}
 	off := c.flags.off
 	size := max(fi.Size()-off, 0)
@@ -723,6 +777,9 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 		if st, err := readState(name); err == nil && st.matches(want) {
 			want.ranges = st.ranges
 			opts.Restart = st.ranges
+			if k := st.ranges.Total(); k > 0 {
+				c.notef("resuming the upload to %s: %s already on the server", dst, ofSize(k, fi.Size()))
+			}
 		}
 		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 			return 0, err
@@ -734,10 +791,21 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 	defer c.release(ctx, s)
 	n, err := s.Upload(ctx, f, size, dst.path, opts)
 	if err != nil {
-		if saver != nil {
-			_ = saver.flush()
+		err = &opError{what: "upload to " + dst.String(), err: err}
+		if saver == nil {
+			return n, c.leftOnServer(ctx, dst, n, size, err)
 		}
-		return n, &opError{what: "upload to " + dst.String(), err: err}
+		_ = saver.flush()
+		saver.mu.Lock()
+		kept := saver.st.ranges.Total()
+		saver.mu.Unlock()
+		if kept == 0 {
+			// No range to resume from: no state to keep.
+			os.Remove(saver.name)
+			return n, c.leftOnServer(ctx, dst, n, size, err)
+		}
+		return n, &leftError{err: err, note: fmt.Sprintf("%s on the server is incomplete: %s acknowledged; run the same command again to resume, or remove it with: ferry rm %s",
+			dst, ofSize(kept, size), dst)}
 	}
 	if saver != nil {
 		os.Remove(saver.name)
@@ -750,23 +818,37 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 	return n, nil
 }
 
-// uploadStream stores a non-seekable local file in stream mode.
-func (c *copier) uploadStream(ctx context.Context, r io.Reader, dst location) (int64, error) {
-	conn, err := connect(ctx, dst, c.opts)
+// uploadStream stores standard input or a non-seekable local file (at
+// most size bytes, -1: unknown) in stream mode.
+func (c *copier) uploadStream(ctx context.Context, r io.Reader, size int64, dst location) (int64, error) {
+	s := c.session(dst)
+	defer c.release(ctx, s)
+	conn, err := s.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer hangUp(ctx, conn)
-	var src io.Reader = r
-	if n := c.limit(); n > 0 {
-		src = io.LimitReader(r, n)
-	}
-	n, err := conn.Store(ctx, dst.path, src, &client.StoreOptions{Offset: c.flags.off,
+	n, err := conn.Store(ctx, dst.path, r, &client.StoreOptions{Size: size, Offset: c.flags.off,
 		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
 	if err != nil {
-		return n, &opError{what: "upload to " + dst.String(), err: err}
+		return n, c.leftOnServer(ctx, dst, n, size, &opError{what: "upload to " + dst.String(), err: err})
 	}
 	return n, nil
+}
+
+// leftOnServer is the error of an upload that failed after n bytes of
+// size (-1: unknown) were sent: when bytes went, or the upload was
+// interrupted once under way, the server may keep a partial file, and
+// the note says so.
+func (c *copier) leftOnServer(ctx context.Context, dst location, n, size int64, err error) error {
+	if n == 0 && ctx.Err() == nil {
+		return err
+	}
+	sent := ""
+	if n > 0 {
+		sent = " (" + ofSize(n, size) + " sent)"
+	}
+	return &leftError{err: err, note: fmt.Sprintf("the server may keep a partial %s%s; run the same command again to replace it, or remove it with: ferry rm %s",
+		dst, sent, dst)}
 }
 
 // verify compares the server's checksum of length bytes of remote from
@@ -801,20 +883,25 @@ func (c *copier) verify(ctx context.Context, s *client.Session, remote location,
 }
 
 // download retrieves a file from a server into a local file or standard
-// output.
+// output. A regular local file is never left looking complete when the
+// copy fails or ferry is killed (see downloadResumable).
 func (c *copier) download(ctx context.Context, src, dst location) (int64, error) {
 	if dst.kind == locStdio {
 		return c.downloadStdout(ctx, src)
 	}
-	if c.flags.resumable() {
-		fi, err := os.Stat(dst.path)
-		if err == nil && fi.IsDir() {
-			return 0, fmt.Errorf("%s is a directory", dst.path)
-		}
-		if err != nil || fi.Mode().IsRegular() {
-			return c.downloadResumable(ctx, src, dst)
-		}
+	fi, err := os.Stat(dst.path)
+	switch {
+	case err == nil && fi.IsDir():
+		return 0, fmt.Errorf("%s is a directory", dst.path)
+	case err == nil && !fi.Mode().IsRegular():
+		return c.downloadDirect(ctx, src, dst)
 	}
+	return c.downloadResumable(ctx, src, dst)
+}
+
+// downloadDirect downloads into a local file that is no regular file (a
+// device, a FIFO), writing it directly.
+func (c *copier) downloadDirect(ctx context.Context, src, dst location) (int64, error) {
 	sink, err := c.openSink(dst)
 	if err != nil {
 		return 0, err
@@ -833,11 +920,6 @@ func (c *copier) download(ctx context.Context, src, dst location) (int64, error)
 		sink.abort()
 		return n, err
 	}
-	if c.flags.verify {
-		if err := c.verify(ctx, s, src, dst.path, c.flags.off, c.flags.length); err != nil {
-			return n, err
-		}
-	}
 	return n, nil
 }
 
@@ -854,24 +936,42 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 	}
 }
 
-// downloadStdout streams a file to standard output.
+// downloadStdout streams a file to standard output. A reader that goes
+// away (ferry cp URL - | head) ends the copy quietly, as it does cat's.
 func (c *copier) downloadStdout(ctx context.Context, src location) (int64, error) {
-	conn, err := connect(ctx, src, c.opts)
+	if f, ok := c.env.stdout.(*os.File); ok && f == os.Stdout {
+		// A write to a closed pipe fails with EPIPE instead of killing
+		// the process with SIGPIPE.
+		sigpipe := make(chan os.Signal, 1)
+		signal.Notify(sigpipe, syscall.SIGPIPE)
+		defer signal.Stop(sigpipe)
+	}
+	s := c.session(src)
+	defer c.release(ctx, s)
+	conn, err := s.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer hangUp(ctx, conn)
 	n, err := conn.Retrieve(ctx, src.path, c.env.stdout, &client.RetrieveOptions{Offset: c.flags.off, Length: c.limit(),
 		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
+	if errors.Is(err, syscall.EPIPE) {
+		return n, nil
+	}
 	if err != nil {
 		return n, &opError{what: "download " + src.String(), err: err}
 	}
 	return n, nil
 }
 
-// downloadResumable downloads into the destination file itself, keeping
-// the ranges stored so far in DST.ferry-ranges: a failed or killed copy
-// leaves it behind, and the next run of the same copy resumes from it.
+// downloadResumable downloads into the local file dst so that neither a
+// failure nor a crash of ferry leaves what looks like a complete file
+// under its name. A small file, and one that replaces an existing file,
+// goes to a temporary file renamed into place when complete
+// (downloadWhole). Larger new files, and part of a file (-off/-len), are
+// written in place with the ranges stored so far in DST.ferry-ranges,
+// which exists before the file does and is removed at the end: a failed
+// or killed copy leaves it beside the file, and the next run of the same
+// copy resumes from it.
 func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int64, error) {
 	s := c.session(src)
 	defer c.release(ctx, s)
@@ -892,23 +992,39 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 	name := dst.path + rangesSuffix
 	st, err := readState(name)
 	resuming := err == nil && st.matches(want)
-	if !resuming && want.size >= 0 && want.size <= batchMaxSize && c.flags.off == 0 && c.flags.length < 0 {
-		// A small file is not worth a state file (written and synced
-		// before the first byte, removed at the end): it goes to a
-		// temporary file, and is copied again whole if this run fails.
-		return c.downloadWhole(ctx, s, src, dst, !errors.Is(err, os.ErrNotExist))
-	}
+	whole := c.flags.off == 0 && c.flags.length < 0
 	_, statErr := os.Stat(dst.path)
 	created := errors.Is(statErr, os.ErrNotExist)
+	if created && resuming && st.ranges.Total() > 0 {
+		// The file that held the ranges is gone.
+		resuming = false
+	}
+	if !resuming && whole && (!created || want.size >= 0 && want.size <= batchMaxSize) {
+		// A small file is not worth a state file (written and synced
+		// before the first byte, removed at the end), and an existing
+		// file stays as it is until the new one is complete: a
+		// temporary file, copied again whole if this run fails.
+		return c.downloadWhole(ctx, s, src, dst, !errors.Is(err, os.ErrNotExist))
+	}
 	flags := os.O_WRONLY | os.O_CREATE
 	if resuming {
 		want.ranges = st.ranges
-	} else if c.flags.off == 0 && c.flags.length < 0 {
+		c.notef("resuming %s: %s already here (%s lists them)", dst, ofSize(st.ranges.Total(), want.size), name)
+	} else if whole {
 		// A whole new copy: no old bytes may survive in the file.
 		flags |= os.O_TRUNC
 	}
+	if created {
+		// Mark the destination incomplete before it exists.
+		if err := writeState(name, want); err != nil {
+			return 0, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
 	f, err := os.OpenFile(dst.path, flags, 0o666)
 	if err != nil {
+		if created {
+			os.Remove(name)
+		}
 		return 0, err
 	}
 	defer f.Close()
@@ -923,19 +1039,21 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 	n, err := s.Download(ctx, src.path, f, opts)
 	if err != nil {
 		saver.mu.Lock()
-		empty := saver.st.ranges.Len() == 0
+		kept := saver.st.ranges.Total()
 		saver.mu.Unlock()
-		if empty && created {
+		err = &opError{what: "download " + src.String(), err: err}
+		if kept == 0 && created {
 			// Nothing arrived in a file we created: leave no trace.
 			f.Close()
 			os.Remove(dst.path)
 			os.Remove(name)
-		} else {
-			_ = saver.flush()
+			return n, err
 		}
-		return n, &opError{what: "download " + src.String(), err: err}
+		_ = saver.flush()
+		return n, &leftError{err: err, note: fmt.Sprintf("%s is incomplete: %s are here (%s lists them); run the same command again to resume",
+			dst, ofSize(kept, want.size), name)}
 	}
-	if want.size >= 0 && c.flags.off == 0 && c.flags.length < 0 {
+	if want.size >= 0 && whole {
 		// A resumed file may be longer than the source (an older copy).
 		err = f.Truncate(want.size)
 	}
@@ -1015,7 +1133,7 @@ func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, erro
 	}
 	n, err := ss.ThirdParty(ctx, src.path, ds, dst.path, opts)
 	if err != nil {
-		return n, &opError{what: fmt.Sprintf("third-party copy %s to %s", src, dst), err: err}
+		return n, c.leftOnServer(ctx, dst, n, -1, &opError{what: fmt.Sprintf("third-party copy %s to %s", src, dst), err: err})
 	}
 	if c.flags.verify {
 		if err := c.verifyBoth(ctx, ss, src, ds, dst); err != nil {
@@ -1057,16 +1175,18 @@ func (c *copier) verifyBoth(ctx context.Context, ss *client.Session, src locatio
 // throughClient streams a file from one server to another through this
 // client: RETR on one connection feeds STOR on the other through a pipe.
 func (c *copier) throughClient(ctx context.Context, src, dst location) (int64, error) {
-	sconn, err := connect(ctx, src, c.opts)
+	ss, ds := c.session(src), c.tptDest(src, dst)
+	defer c.release(ctx, ss)
+	defer c.release(ctx, ds)
+	dialTogether(ctx, ss, ds)
+	sconn, err := ss.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer hangUp(ctx, sconn)
-	dconn, err := connect(ctx, dst, c.opts)
+	dconn, err := ds.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer hangUp(ctx, dconn)
 
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -1101,29 +1221,39 @@ func (c *copier) throughClient(ctx context.Context, src, dst location) (int64, e
 // sink is a local destination being written.
 type sink struct {
 	w      io.Writer
-	f      *os.File // nil for standard output
-	temp   string   // a temporary file renamed to final by commit
-	final  string
-	remove bool // remove the file on abort (we created it)
+	f      *os.File  // nil for standard output
+	tmp    *tempSink // a regular file written under a temporary name; nil: f is written in place
+	remove bool      // in place: remove the file on abort (we created it)
 }
 
-// openSink opens a local destination or standard output. A new file is
-// created (and removed by abort); an existing regular file is replaced by
-// a temporary file renamed over it by commit, unless -off/-len ask for an
-// update in place; other existing files (devices, FIFOs) are written
-// directly.
+// openSink opens a local destination or standard output. A regular file
+// (new or existing) is written under a temporary name that commit
+// renames into place, so that a failure or a crash leaves nothing that
+// looks complete under its name; -off/-len update part of the file in
+// place, and other files (devices, FIFOs) are written directly.
 func (c *copier) openSink(dst location) (*sink, error) {
 	if dst.kind == locStdio {
 		return &sink{w: c.env.stdout}, nil
 	}
 	partial := c.flags.off > 0 || c.flags.length > 0
-	open := func(flags int) (*sink, error) {
+	fi, err := os.Stat(dst.path)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case exists && fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory", dst.path)
+	case exists && !fi.Mode().IsRegular(), partial:
+		flags := os.O_WRONLY
+		if !exists {
+			flags |= os.O_CREATE | os.O_EXCL
+		}
 		f, err := os.OpenFile(dst.path, flags, 0o666)
 		if err != nil {
 			return nil, err
 		}
-		s := &sink{w: f, f: f, remove: flags&os.O_EXCL != 0}
-		if partial && c.flags.off > 0 {
+		s := &sink{w: f, f: f, remove: !exists}
+		if c.flags.off > 0 {
 			if _, err := f.Seek(c.flags.off, io.SeekStart); err != nil {
 				s.abort()
 				return nil, err
@@ -1131,62 +1261,38 @@ func (c *copier) openSink(dst location) (*sink, error) {
 		}
 		return s, nil
 	}
-	fi, err := os.Stat(dst.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return open(os.O_WRONLY | os.O_CREATE | os.O_EXCL)
-	case err != nil:
-		return nil, err
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", dst.path)
-	case !fi.Mode().IsRegular() || partial:
-		return open(os.O_WRONLY)
-	}
-	dir, base := filepath.Split(dst.path)
-	f, err := os.CreateTemp(dir, "."+base+".ferry-*")
+	ts, err := openTempSink(dst.path)
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{w: f, f: f, temp: f.Name(), final: dst.path, remove: true}
-	if err := f.Chmod(fi.Mode().Perm()); err != nil {
-		s.abort()
-		return nil, err
-	}
-	return s, nil
+	return &sink{w: ts.f, f: ts.f, tmp: ts}, nil
 }
 
 // commit finishes a successful copy.
 func (s *sink) commit() error {
-	if s.f == nil {
+	switch {
+	case s.tmp != nil:
+		return s.tmp.commit()
+	case s.f == nil:
 		return nil
 	}
-	var err error
-	if s.temp != "" {
-		err = s.f.Sync()
+	err := s.f.Close()
+	if err != nil && s.remove {
+		os.Remove(s.f.Name())
 	}
-	if cerr := s.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && s.temp != "" {
-		err = os.Rename(s.temp, s.final)
-	}
-	if err != nil {
-		if s.remove {
-			os.Remove(s.f.Name())
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // abort drops a failed copy: a file we created is removed.
 func (s *sink) abort() {
-	if s.f == nil {
-		return
-	}
-	s.f.Close()
-	if s.remove {
-		os.Remove(s.f.Name())
+	switch {
+	case s.tmp != nil:
+		s.tmp.abort()
+	case s.f != nil:
+		s.f.Close()
+		if s.remove {
+			os.Remove(s.f.Name())
+		}
 	}
 }
 

@@ -5,13 +5,25 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/job"
 )
 
-// gsiHelp explains gsiftp:// for the subcommands' help.
+// gsiHelp explains ftps:// and gsiftp:// for the subcommands' help.
 const gsiHelp = `
+ftps://[user[:password]@]host[:port]/path (port 21 by default) is explicit
+FTPS (RFC 4217): AUTH TLS before the login, then encrypted data channels
+(PROT P); a server that refuses TLS fails the command, nothing goes in
+clear. The server's certificate must chain to the system's CAs or to the
+trust directory ($X509_CERT_DIR, as below) and name the URL's host (or -ss
+SUBJECT). The login is the URL's, ~/.netrc's or anonymous, as for ftp://;
+-cert FILE presents a client certificate (a proxy too), which the server
+maps through its grid-mapfile when the URL has no user. Implicit FTPS (port
+990) is not supported.
+
 gsiftp://host[:port]/path (port 2811 by default) authenticates with GSI: the
 server's certificate is checked against the trust directory ($X509_CERT_DIR,
 else /etc/grid-security/certificates) and the URL's host (or -ss SUBJECT),
@@ -39,14 +51,22 @@ type gsiFlags struct {
 	once sync.Once
 	cfg  *client.GSIConfig
 	err  error
+
+	ftpsOnce sync.Once // ftpsConfig's loading (ftps.go)
+	ftpsCfg  *client.FTPSConfig
+	ftpsErr  error
 }
 
 // register defines the flags on fs; data adds the data channel flags.
 func (g *gsiFlags) register(fs *flag.FlagSet, data bool) {
-	fs.StringVar(&g.subject, "ss", "", "gsiftp: the server's expected certificate subject (DN), instead of checking the host name")
-	fs.BoolVar(&g.noDelegate, "nodelegate", false, "gsiftp: do not delegate a proxy to the server (a GCT server then cannot authenticate data channels: add -nodcau)")
-	fs.StringVar(&g.cert, "cert", "", "gsiftp: credential file (a proxy, or a certificate with -key) instead of the default proxy")
-	fs.StringVar(&g.key, "key", "", "gsiftp: private key file for -cert (default: -cert itself)")
+	fs.StringVar(&g.subject, "ss", "", "gsiftp, ftps: the server's expected certificate subject `DN`, instead of checking the host name")
+	noDelegate := "gsiftp: do not delegate a proxy to the server"
+	if data {
+		noDelegate += " (a GCT server then cannot authenticate data channels: add -nodcau)"
+	}
+	fs.BoolVar(&g.noDelegate, "nodelegate", false, noDelegate)
+	fs.StringVar(&g.cert, "cert", "", "gsiftp: credential `FILE` (a proxy, or a certificate with -key) instead of the default proxy; ftps: present it as TLS client certificate")
+	fs.StringVar(&g.key, "key", "", "gsiftp, ftps: private key `FILE` for -cert (default: -cert itself)")
 	if data {
 		fs.BoolVar(&g.noDCAU, "nodcau", false, "gsiftp: no data channel authentication (DCAU N): data connections are plain TCP")
 		fs.BoolVar(&g.dcSafe, "dcsafe", false, "gsiftp: integrity-protected data channels (PROT S)")
@@ -115,4 +135,32 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 		cfg.Protection = client.ProtPrivate
 	}
 	return cfg, nil
+}
+
+// mixedThirdParty handles third-party copies between a plain ftp://
+// server and a gsiftp:// one. The ftp:// server has no credential, so the
+// gsiftp:// server cannot authenticate its data connection (DCAU A would
+// fail in the TLS handshake): as globus-url-copy sets DCAU only on the
+// gsiftp:// side, where it then breaks, a user of either expects the copy
+// to work with the one setting that can. So DCAU is dropped (DCAU N) for
+// the gsiftp:// sessions of the run, and w hears about it. -dcsafe and
+// -dcpriv need DCAU: they are refused.
+func (g *gsiFlags) mixedThirdParty(w io.Writer, pairs []job.URLPair, noTPT bool) error {
+	if g == nil || g.noDCAU || noTPT {
+		return nil
+	}
+	for _, p := range pairs {
+		src, err1 := parseLocation(p.Src)
+		dst, err2 := parseLocation(p.Dst)
+		if err1 != nil || err2 != nil || src.kind != locRemote || dst.kind != locRemote || src.gsi == dst.gsi {
+			continue
+		}
+		if g.dcSafe || g.dcPriv {
+			return usagef("%s to %s: -dcsafe and -dcpriv need data channel authentication, which a server without GSI cannot do", src, dst)
+		}
+		g.noDCAU = true
+		fmt.Fprintf(w, "ferry: note: %s to %s is between a gsiftp:// server and one without GSI: data channels are not authenticated (DCAU N, as with -nodcau)\n", src, dst)
+		return nil
+	}
+	return nil
 }

@@ -18,9 +18,18 @@ func init() {
 		name:    "ls",
 		summary: "list a directory (or describe a file) on a server",
 		usage:   "[flags] URL",
+		help:    lsHelp,
 		run:     runLs,
 	})
 }
+
+const lsHelp = `
+The last element of URL may hold the wildcards * ? and [...] (quote them
+from the shell): the matching entries are listed, directories as
+themselves. As in a shell, a name starting with "." matches only a
+pattern starting with "."; without a pattern such names are left out
+unless -a.
+`
 
 func runLs(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["ls"], e)
@@ -35,12 +44,23 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	c, loc, err := connectOne(ctx, fs.Args(), clientOptions{active: *active, gsi: &g})
+	c, loc, err := connectOne(ctx, wildcardArgs(fs.Args()), clientOptions{active: *active, gsi: &g})
 	if err != nil {
 		return err
 	}
 	defer hangUp(ctx, c)
 	p := loc.path
+	if hasGlob(path.Base(p)) {
+		entries, err := globEntries(ctx, c, loc)
+		if err != nil {
+			return err
+		}
+		for _, en := range entries {
+			en.Name = path.Base(en.Name)
+			printEntry(e.stdout, en, *long)
+		}
+		return nil
+	}
 	st, err := c.Stat(ctx, p)
 	if err != nil {
 		return &opError{what: loc.String(), err: err}
@@ -63,7 +83,58 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// remoteArg parses exactly n arguments as ftp:// or gsiftp:// URLs.
+// wildcardArgs lets the URLs of args hold the wildcard "?" (see
+// wildcardURL).
+func wildcardArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = wildcardURL(a)
+	}
+	return out
+}
+
+// globEntries returns the entries matching loc, whose path's last
+// element holds wildcards; their names are paths as loc's directory
+// gives them. A pattern that matches nothing is an error.
+func globEntries(ctx context.Context, c *client.Conn, loc location) ([]client.Entry, error) {
+	dir, base := path.Split(loc.path)
+	if hasGlob(dir) {
+		return nil, usagef("%s: wildcards only in the last element", loc)
+	}
+	entries, err := matchEntries(ctx, c, dir, base)
+	if err != nil {
+		return nil, &opError{what: loc.String(), err: err}
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%s: no match", loc)
+	}
+	for i := range entries {
+		entries[i].Name = dir + entries[i].Name
+	}
+	return entries, nil
+}
+
+// matchEntries lists the directory dir and returns the entries whose
+// names match pattern (path.Match), sorted by name. As in a shell, a name
+// starting with "." matches only a pattern starting with ".".
+func matchEntries(ctx context.Context, c *client.Conn, dir, pattern string) ([]client.Entry, error) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %v", pattern, err)
+	}
+	entries, err := c.List(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, en := range entries {
+		if ok, _ := path.Match(pattern, en.Name); ok && (!strings.HasPrefix(en.Name, ".") || strings.HasPrefix(pattern, ".")) {
+			out = append(out, en)
+		}
+	}
+	slices.SortFunc(out, func(a, b client.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 // connectOne connects to the server named by a command's single URL argument.
 func connectOne(ctx context.Context, args []string, o clientOptions) (*client.Conn, location, error) {
 	loc, err := remoteArg(args, 1)
@@ -77,6 +148,7 @@ func connectOne(ctx context.Context, args []string, o clientOptions) (*client.Co
 	return c, loc[0], nil
 }
 
+// remoteArg parses exactly n arguments as ftp:// or gsiftp:// URLs.
 func remoteArg(args []string, n int) ([]location, error) {
 	if len(args) != n {
 		if n == 1 {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 
 	"syscall"
@@ -23,6 +24,7 @@ type command struct {
 	name    string
 	summary string // one line for "ferry help"
 	usage   string // the synopsis after "ferry NAME", e.g. "[flags] SRC DST"
+	help    string // more text for "ferry NAME -h", after the flags
 	hidden  bool   // internal: not listed by "ferry help"
 	// run executes the subcommand with the arguments after its name. It
 	// returns errUsage (possibly wrapped) for bad invocations.
@@ -45,8 +47,15 @@ func register(c *command) {
 	commands[c.name] = c
 }
 
-// errUsage marks an error as a usage error: exit status 2.
+// errUsage marks an error as a usage error: exit status 2. usagef makes
+// one whose text is only its message.
 var errUsage = errors.New("usage error")
+
+// usageError is a usage error with its message; it matches errUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == errUsage }
 
 // exitError carries a specific exit status.
 type exitError struct{ code int }
@@ -73,11 +82,15 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				// A command's flags are defined by its run function: ask it.
-				c.run(ctx, &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stdout}, []string{"-h"})
-				return 0
+			c, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(e.stderr, "ferry help: unknown command %q; see 'ferry help'\n", args[1])
+				return 2
 			}
+			// A command's flags are defined by its run function: ask it,
+			// with the rest (a verb: ferry help cert ca).
+			c.run(ctx, &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stdout}, append(slices.Clone(args[2:]), "-h"))
+			return 0
 		}
 		printHelp(e.stdout)
 		return 0
@@ -97,10 +110,12 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(e.stderr, "ferry %s: %v\n", name, err)
+		fmt.Fprintf(e.stderr, "ferry %s: %s\n", name, reason(err))
 		return 2
 	default:
-		fmt.Fprintf(e.stderr, "ferry %s: %v\n", name, err)
+		// reason shows a server's reply as "CODE text", without the
+		// "ftp: " of its Go error.
+		fmt.Fprintf(e.stderr, "ferry %s: %s\n", name, reason(err))
 		return 1
 	}
 }
@@ -109,7 +124,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 // its usage text names the subcommand and lists the flags.
 func newFlagSet(c *command, e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet("ferry "+c.name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(&flagOutput{stdout: e.stdout, stderr: e.stderr})
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ferry %s %s\n\n%s\n", c.name, c.usage, c.summary)
 		var n int
@@ -118,6 +133,7 @@ func newFlagSet(c *command, e *env) *flag.FlagSet {
 			fmt.Fprintf(fs.Output(), "\nflags:\n")
 			fs.PrintDefaults()
 		}
+		fmt.Fprint(fs.Output(), c.help)
 	}
 	return fs
 }
@@ -137,9 +153,49 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'ferry help COMMAND' or 'ferry COMMAND -h' for a command's flags.\n")
 }
 
+// flagOutput is where a flag set prints: the usage asked for with -h goes
+// to standard output (ferry cp -h | less), errors and the usage after
+// them to standard error.
+type flagOutput struct {
+	stdout, stderr io.Writer
+	help           bool // the arguments ask for help
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	if o.help {
+		return o.stdout.Write(p)
+	}
+	return o.stderr.Write(p)
+}
+
+// asksHelp reports whether args (up to "--") hold -h or -help.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		switch a {
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// flagSetHook, when not nil, sees every flag set parseFlags parses (the
+// tests walk the flags of every command with it).
+var flagSetHook func(*flag.FlagSet)
+
 // parseFlags parses a subcommand's flags. A bad flag exits with status 2
 // without another message: the flag set has printed the error and usage.
+// -h prints the usage on standard output.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if flagSetHook != nil {
+		flagSetHook(fs)
+	}
+	if o, ok := fs.Output().(*flagOutput); ok {
+		o.help = asksHelp(args)
+	}
 	err := fs.Parse(args)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return exitError{code: 2}
@@ -149,5 +205,5 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // usagef returns a usage error with a message.
 func usagef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }

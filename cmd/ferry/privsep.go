@@ -26,8 +26,8 @@ func init() {
 
 func runPrivsepHelper(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["privsep-helper"], e)
-	root := fs.String("root", "", "the directory to serve (required)")
-	fd := fs.Int("fd", 3, "the descriptor of the socket to the server")
+	root := fs.String("root", "", "the `DIR` to serve (required)")
+	fd := fs.Int("fd", 3, "the descriptor `FD` of the socket to the server")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

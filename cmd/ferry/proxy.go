@@ -52,16 +52,16 @@ func parseHM(s string) (time.Duration, error) {
 func runProxyInit(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
 	defCert, defKey := gsi.UserCertPaths()
-	certFile := fs.String("cert", defCert, "certificate to make the proxy from (a proxy file also works)")
-	keyFile := fs.String("key", "", "its private key (default: "+defKey+", or -cert when -cert is given)")
-	out := fs.String("out", gsi.ProxyPath(), "proxy file to write ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
-	hours := fs.Int("hours", 0, "lifetime in hours (default 12)")
-	valid := fs.String("valid", "", "lifetime as H:M (instead of -hours)")
+	certFile := fs.String("cert", defCert, "certificate `FILE` to make the proxy from (a proxy file also works)")
+	keyFile := fs.String("key", "", "its private key `FILE` (default: "+defKey+", or -cert when -cert is given)")
+	out := fs.String("out", gsi.ProxyPath(), "proxy `FILE` to write ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
+	hours := fs.Int("hours", 0, "lifetime in `HOURS` (default 12)")
+	valid := fs.String("valid", "", "lifetime as `H:M` (instead of -hours)")
 	limited := fs.Bool("limited", false, "make a limited proxy")
-	pathLen := fs.Int("path-length", -1, "how many proxies may be made from this one (-1: no limit)")
-	bits := fs.Int("bits", 0, "RSA key size (default: the issuer's, at least 2048)")
+	pathLen := fs.Int("path-length", -1, "`N` proxies may be made from this one, in a chain (-1: no limit)")
+	bits := fs.Int("bits", 0, "RSA key size in `BITS` (default: the issuer's, at least 2048)")
 	verify := fs.Bool("verify", false, "verify the new proxy against the trust directory")
-	certDir := fs.String("certdir", "", "trust directory for -verify (default: $X509_CERT_DIR or /etc/grid-security/certificates)")
+	certDir := fs.String("certdir", "", "trust directory `DIR` for -verify (default: $X509_CERT_DIR or /etc/grid-security/certificates)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -175,9 +175,9 @@ func formatLeft(d time.Duration) string {
 
 func runProxyInfo(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
-	file := fs.String("file", gsi.ProxyPath(), "proxy file ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
+	file := fs.String("file", gsi.ProxyPath(), "proxy `FILE` ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
 	exists := fs.Bool("exists", false, "print nothing; exit 0 if the proxy exists and is valid (for -valid), else 1")
-	valid := fs.String("valid", "0:0", "with -exists: the time (H:M) the proxy must still be valid for")
+	valid := fs.String("valid", "0:0", "with -exists: the time `H:M` the proxy must still be valid for")
 	identity := fs.Bool("identity", false, "print only the identity")
 	timeleft := fs.Bool("timeleft", false, "print only the seconds left (0 if expired)")
 	if err := parseFlags(fs, args); err != nil {
@@ -234,7 +234,7 @@ func runProxyInfo(ctx context.Context, e *env, c *command, args []string) error 
 
 func runProxyDestroy(ctx context.Context, e *env, c *command, args []string) error {
 	fs := newFlagSet(c, e)
-	file := fs.String("file", gsi.ProxyPath(), "proxy file to remove ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
+	file := fs.String("file", gsi.ProxyPath(), "proxy `FILE` to remove ($X509_USER_PROXY or /tmp/x509up_u<uid>)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

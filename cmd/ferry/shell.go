@@ -161,11 +161,11 @@ const listingTTL = 30 * time.Second
 
 func runShell(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["shell"], e)
-	parallel := fs.Int("p", 1, "data connections per transfer (above 1: MODE E)")
+	parallel := fs.Int("p", 1, "`N` data connections per transfer (above 1: MODE E)")
 	verbose := fs.Bool("vb", false, "show the progress of each data connection during transfers")
-	workers := fs.Int("cc", 0, fmt.Sprintf("files that get -r, put -r, mget and mput copy at once, each with its own session; 0: %d", job.DefaultWorkers))
+	workers := fs.Int("cc", 0, fmt.Sprintf("`N` files that get -r, put -r, mget and mput copy at once, each with its own session; 0: %d", job.DefaultWorkers))
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
-	historyFile := fs.String("history", "", "history file (default ~/.ferry_history; \"none\" keeps no file)")
+	historyFile := fs.String("history", "", "history `FILE` (default ~/.ferry_history; \"none\" keeps no file)")
 	stopOnError := fs.Bool("e", false, "script mode: stop at the first failing command")
 	var g gsiFlags
 	g.register(fs, true)
@@ -217,15 +217,23 @@ func runShell(ctx context.Context, e *env, args []string) error {
 }
 
 // script runs the commands of r, one a line; the result says whether
-// every command succeeded.
+// every command succeeded. What a command writes to standard error
+// starts with its line number: "line 3: get f: 550 ...".
 func (s *shell) script(ctx context.Context, r io.Reader, stopOnError bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	stderr := s.env.stderr
+	numbered := &prefixWriter{w: stderr, atStart: true}
+	senv := *s.env
+	senv.stderr = numbered
+	s.env = &senv
+	defer func() { s.env.stderr = stderr }()
 	failed := 0
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
+		numbered.setPrefix(fmt.Sprintf("line %d: ", n))
 		quit, err := s.execute(ctx, sc.Text())
 		if err != nil {
 			failed++
@@ -241,10 +249,42 @@ func (s *shell) script(ctx context.Context, r io.Reader, stopOnError bool) error
 		return err
 	}
 	if failed > 0 {
-		fmt.Fprintf(s.env.stderr, "ferry shell: %d command(s) failed\n", failed)
+		fmt.Fprintf(stderr, "ferry shell: %s failed\n", plural(failed, "command", "commands"))
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// prefixWriter writes to w with prefix at the start of every line; it is
+// safe for concurrent use.
+type prefixWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  string // guarded by mu
+	atStart bool   // guarded by mu: the next byte starts a line
+}
+
+func (p *prefixWriter) setPrefix(s string) {
+	p.mu.Lock()
+	p.prefix = s
+	p.mu.Unlock()
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []byte
+	for _, c := range b {
+		if p.atStart {
+			out = append(out, p.prefix...)
+		}
+		out = append(out, c)
+		p.atStart = c == '\n'
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // interactive runs the line editor on the terminal in until quit or EOF.
@@ -606,25 +646,18 @@ func (s *shell) remoteGlob(ctx context.Context, pattern string, onlyFiles bool) 
 	if hasGlob(dir) {
 		return nil, fmt.Errorf("%s: wildcards only in the last element", pattern)
 	}
-	if _, err := path.Match(base, ""); err != nil {
-		return nil, fmt.Errorf("%s: %v", pattern, err)
-	}
-	entries, err := s.conn.List(ctx, s.rpath(dir))
+	entries, err := matchEntries(ctx, s.conn, s.rpath(dir), base)
 	if err != nil {
 		return nil, err
 	}
 	var out []client.Entry
 	for _, e := range entries {
-		if ok, _ := path.Match(base, e.Name); !ok || strings.HasPrefix(e.Name, ".") && !strings.HasPrefix(base, ".") {
-			continue
-		}
 		if onlyFiles && isDirType(e.Type) {
 			continue
 		}
 		e.Name = dir + e.Name
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b client.Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -676,7 +709,7 @@ func (s *shell) getFile(ctx context.Context, src, dst string, size int64) (int64
 	dir, base := filepath.Split(dst)
 	f, err := os.CreateTemp(dir, "."+base+".ferry-*")
 	if err != nil {
-		return 0, err
+		return 0, destError(dst, err)
 	}
 	done := false
 	defer func() {

@@ -462,7 +462,7 @@ func TestShellScriptGCT(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.dir, "m1.txt")); !os.IsNotExist(err) {
 		t.Errorf("rm m*.txt left m1.txt: %v", err)
 	}
-	if !strings.Contains(r.stderr, "get: 550 ") || !strings.Contains(r.stderr, "1 command(s) failed") {
+	if !strings.Contains(r.stderr, "get: 550 ") || !strings.Contains(r.stderr, "1 command failed") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	// The first ls, the ls -l of new/, the checksum, pwd, and the last ls.
@@ -672,15 +672,15 @@ func TestShellJobs(t *testing.T) {
 				"get nothing*",
 			}, "\n") + "\n"
 			r := ferry(t, []byte(script), "shell", url)
-			if r.code != 1 || !strings.Contains(r.stderr, "3 command(s) failed") {
+			if r.code != 1 || !strings.Contains(r.stderr, "3 commands failed") {
 				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}
-			for _, want := range []string{"\nmget b.txt: ", "\nmget: 1 of 3 failed\n", "\nmput up2.dat: ", "\nmput: 1 of 2 failed\n", "get: " + remoteDir + "/nothing*: no match\n"} {
+			for _, want := range []string{"\nline 2: mget b.txt: ", "\nline 2: mget: 1 of 3 failed\n", "\nline 3: mput up2.dat: ", "\nline 3: mput: 1 of 2 failed\n", "line 6: get: " + remoteDir + "/nothing*: no match\n"} {
 				if !strings.Contains("\n"+r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 				}
 			}
-			for _, want := range []string{"2 files, 40001 bytes, 1 failed\n", "1 files, 2 bytes, 1 failed\n", "2 files, 30003 bytes\n", "2 files, 20003 bytes\n"} {
+			for _, want := range []string{"2 files, 40001 bytes, 1 failed\n", "1 file, 2 bytes, 1 failed\n", "2 files, 30003 bytes\n", "2 files, 20003 bytes\n"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 				}

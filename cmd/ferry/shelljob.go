@@ -110,13 +110,13 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 	sum := r.Run(ctx, plan, first)
 	obs.close()
 
-	line := fmt.Sprintf("%d files, %d bytes", sum.Files, sum.Bytes)
+	line := fmt.Sprintf("%s, %s", plural(sum.Files, "file", "files"), plural64(sum.Bytes, "byte", "bytes"))
 	if s.interactiveMode {
 		d := sum.Elapsed
 		line += fmt.Sprintf(" in %s (%s/s)", d.Round(time.Millisecond), progress.Bytes(float64(sum.Bytes)/max(d.Seconds(), 1e-3)))
 	}
 	if sum.Ignored > 0 {
-		line += fmt.Sprintf(", %d directories or links left out", sum.Ignored)
+		line += ", " + plural(sum.Ignored, "directory or link", "directories or links") + " left out"
 	}
 	if n := len(sum.Failed); n > 0 {
 		line += fmt.Sprintf(", %d failed", n)

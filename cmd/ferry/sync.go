@@ -38,7 +38,7 @@ ferry sync SRC DST is ferry cp -r -sync SRC DST: it copies the files of the
 tree SRC that DST lacks or that differ at -sync-level (default 2: a
 different size, or a destination older than the source), and with -delete
 removes what DST has and SRC has not. -dry-run prints what would change.
-A second run changes nothing. All flags of ferry cp apply.
+A second run changes nothing. The other flags are those of ferry cp.
 `
 
 func runSync(ctx context.Context, e *env, args []string) error {
@@ -52,8 +52,11 @@ func endpointKey(l location) string {
 		return ""
 	}
 	u := url.URL{Scheme: "ftp", Host: l.addr}
-	if l.gsi {
+	switch {
+	case l.gsi:
 		u.Scheme = "gsiftp"
+	case l.ftps:
+		u.Scheme = "ftps" // never shares a session with ftp:// of the same host
 	}
 	switch {
 	case l.hasUser && l.hasPass:
@@ -125,10 +128,7 @@ func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (
 }
 
 func (w *cpWorker) Close(ctx context.Context) error {
-	for _, s := range w.c.sessions {
-		closeSession(ctx, s)
-	}
-	w.c.sessions = map[string]*client.Session{}
+	w.c.closeSessions(ctx)
 	return nil
 }
 
@@ -205,6 +205,12 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 			if !fromList {
 				return err
 			}
+			// The failure line names the pair: a server's reply needs
+			// only the list line, not the location again.
+			var re *client.ReplyError
+			if errors.As(err, &re) {
+				err = re
+			}
 			plan.Failed = append(plan.Failed, job.Result{Pair: listPair(r), Err: fmt.Errorf("line %d: %w", r.Line, err)})
 		}
 	}
@@ -253,10 +259,11 @@ func (j *cpJob) plan(ctx context.Context, w job.Worker, plan *job.Plan, src, dst
 	}
 	// Two endpoints have two sessions: their logins and first looks overlap.
 	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts, Concurrent: sk != dk || sk == ""}
-	if err := pl.Add(ctx, plan, src.path, dst.path); err != nil {
-		return &opError{what: src.String() + " -> " + dst.String(), err: err}
+	err := pl.Add(ctx, plan, src.path, dst.path)
+	if err == nil || strings.HasPrefix(err.Error(), src.String()+": ") || strings.HasPrefix(err.Error(), dst.String()+": ") {
+		return err // nil, or it names the location that failed
 	}
-	return nil
+	return &opError{what: src.String() + " -> " + dst.String(), err: err}
 }
 
 // reason renders a failure for the user: a server's reply as "CODE text".
@@ -343,8 +350,8 @@ func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
 		return enc.Encode(map[string]any{"type": "plan-summary", "files": len(plan.Pairs), "bytes": plan.Bytes(),
 			"mkdirs": mkdirs, "deletes": len(plan.Deletes), "skipped": len(plan.Skipped), "failed": len(plan.Failed)})
 	}
-	fmt.Fprintf(e.stdout, "dry run: %d files (%s) to copy, %d directories to create, %d to delete, %d up to date, %d failed\n",
-		len(plan.Pairs), humanBytes(float64(plan.Bytes())), mkdirs, len(plan.Deletes), len(plan.Skipped), len(plan.Failed))
+	fmt.Fprintf(e.stdout, "dry run: %s (%s) to copy, %s to create, %d to delete, %d up to date, %d failed\n",
+		plural(len(plan.Pairs), "file", "files"), humanBytes(float64(plan.Bytes())), plural(mkdirs, "directory", "directories"), len(plan.Deletes), len(plan.Skipped), len(plan.Failed))
 	return nil
 }
 
@@ -578,8 +585,25 @@ func (o *jobObserver) summary(s *job.Summary) {
 		return
 	}
 	w := o.e.stderr
+	// Files under a directory that could not be made are counted under
+	// that directory's failure, not listed one by one.
+	var under []string
+	belowBad := map[string]int{}
+	listed := failed[:0:0]
+	for _, f := range failed {
+		var de *job.DirError
+		if errors.As(f.Err, &de) {
+			k := de.Dir.String()
+			if belowBad[k] == 0 {
+				under = append(under, k)
+			}
+			belowBad[k]++
+			continue
+		}
+		listed = append(listed, f)
+	}
 	if !o.f.quiet || len(failed) > 0 {
-		fmt.Fprintf(w, "%d files, %s in %v (%s/s)", s.Files, humanBytes(float64(s.Bytes)), s.Elapsed.Round(time.Millisecond), humanBytes(float64(s.Bytes)/secs))
+		fmt.Fprintf(w, "%s, %s in %v (%s/s)", plural(s.Files, "file", "files"), humanBytes(float64(s.Bytes)), s.Elapsed.Round(time.Millisecond), humanBytes(float64(s.Bytes)/secs))
 		if s.Skipped > 0 {
 			fmt.Fprintf(w, ", %d up to date", s.Skipped)
 		}
@@ -587,19 +611,26 @@ func (o *jobObserver) summary(s *job.Summary) {
 			fmt.Fprintf(w, ", %d ignored", s.Ignored)
 		}
 		if s.Dirs > 0 {
-			fmt.Fprintf(w, ", %d directories created", s.Dirs)
+			fmt.Fprintf(w, ", %s created", plural(s.Dirs, "directory", "directories"))
 		}
 		if s.Deleted > 0 {
 			fmt.Fprintf(w, ", %d deleted", s.Deleted)
 		}
-		if len(failed) > 0 {
-			fmt.Fprintf(w, ", %d FAILED", len(failed))
+		if len(listed) > 0 {
+			fmt.Fprintf(w, ", %d FAILED", len(listed))
+		}
+		if n := len(failed) - len(listed); n > 0 {
+			fmt.Fprintf(w, ", %d not copied", n)
 		}
 		fmt.Fprintln(w)
 	}
-	for i, f := range failed {
+	for _, d := range under {
+		n := belowBad[d]
+		fmt.Fprintf(w, "not copied: %s below %s (it could not be created)\n", plural(n, "file", "files"), progress.Printable(d))
+	}
+	for i, f := range listed {
 		if i == maxListedFailures {
-			more := fmt.Sprintf("... and %d more", len(failed)-i)
+			more := fmt.Sprintf("... and %d more", len(listed)-i)
 			if o.jf.dumpFile != "" {
 				more += " (all are in " + o.jf.dumpFile + ")"
 			}
@@ -648,6 +679,9 @@ func runList(ctx context.Context, e *env, f cpFlags, arg string) error {
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Name < entries[b].Name })
 	fmt.Fprintln(e.stdout, l.String())
 	for _, en := range entries {
+		if in.Type == job.TypeDir && strings.HasPrefix(en.Name, ".") {
+			continue // hidden, as ferry ls without -a shows them
+		}
 		name := en.Name
 		if en.Type == job.TypeDir {
 			name += "/"

@@ -42,6 +42,8 @@ type location struct {
 	addr, hostname string
 	// gsi is set for gsiftp:// URLs: GSI authentication.
 	gsi bool
+	// ftps is set for ftps:// URLs: explicit FTPS (AUTH TLS, PROT P).
+	ftps bool
 	// user and pass come from the URL; hasUser and hasPass say whether
 	// the URL has them at all.
 	user, pass       string
@@ -56,8 +58,10 @@ func (l location) String() string { return l.display }
 // or file:// URL, or a local path.
 //
 // ftp://[user[:password]@]host[:port]/path names path on the server, port
-// 21 by default; gsiftp://[user@]host[:port]/path the same with GSI, port
-// 2811 by default. The path is percent-decoded and absolute; /~/ at its
+// 21 by default; ftps:// the same with explicit FTPS (AUTH TLS on the
+// same port, 21 by default; not implicit FTPS on 990);
+// gsiftp://[user@]host[:port]/path the same with GSI, port 2811 by
+// default. The path is percent-decoded and absolute; /~/ at its
 // start makes it relative to the login directory (ftp://host/~/data is
 // "data", ftp://host/~/ is "./"). A trailing slash is kept.
 func parseLocation(arg string) (location, error) {
@@ -76,8 +80,11 @@ func parseLocation(arg string) (location, error) {
 		return location{}, fmt.Errorf("bad URL %q: %v", redactURL(arg), unwrapURLError(err))
 	}
 	defaultPort := "21"
+	ftps := false
 	switch strings.ToLower(u.Scheme) {
 	case "ftp":
+	case "ftps":
+		ftps = true
 	case "gsiftp":
 		defaultPort = "2811"
 	case "file":
@@ -89,15 +96,18 @@ func parseLocation(arg string) (location, error) {
 		}
 		return location{kind: locLocal, path: filepath.FromSlash(u.Path), display: arg}, nil
 	default:
-		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, gsiftp://, file:// or a local path)", u.Redacted(), u.Scheme)
+		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, ftps://, gsiftp://, file:// or a local path)", u.Redacted(), u.Scheme)
 	}
-	l := location{kind: locRemote, display: u.Redacted(), gsi: defaultPort == "2811"}
+	// wildcardURL writes the wildcard "?" of a pattern as %3f (lower
+	// case, where people type %3F): messages show it as typed.
+	display := strings.ReplaceAll(u.Redacted(), "%3f", "?")
+	l := location{kind: locRemote, display: display, gsi: defaultPort == "2811", ftps: ftps}
 	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(arg, "?") || strings.HasSuffix(arg, "#") {
 		return location{}, fmt.Errorf("%s: '?' and '#' in a path must be written %%3F and %%23", l.display)
 	}
 	l.hostname = u.Hostname()
 	if l.hostname == "" {
-		return location{}, fmt.Errorf("%s: no host", l.display)
+		return location{}, fmt.Errorf("no host in URL %s", redactURL(arg))
 	}
 	port := u.Port()
 	if port == "" {
@@ -378,7 +388,8 @@ type clientOptions struct {
 
 // connect dials a remote location and logs in: for gsiftp:// with GSI and
 // the grid-mapfile mapping (or the URL's user), else with the credentials
-// of the URL, ~/.netrc or anonymous.
+// of the URL, ~/.netrc or anonymous; ftps:// first switches to TLS (see
+// ftpsLogin).
 func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, error) {
 	getenv := o.getenv
 	if getenv == nil {
@@ -396,12 +407,16 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 			return nil, err
 		}
 		user, pass = l.user, l.pass
+	} else if l.ftps {
+		if cfg.FTPS, user, pass, err = ftpsLogin(l, o.gsi, getenv); err != nil {
+			return nil, err
+		}
 	} else if user, pass, err = credentials(l, getenv); err != nil {
 		return nil, err
 	}
 	c, err := client.Dial(ctx, l.addr, cfg)
 	if err != nil {
-		return nil, &opError{what: "connect to " + l.addr, err: err}
+		return nil, dialError(l, err)
 	}
 	if err := c.Login(ctx, user, pass); err != nil {
 		c.Close()
@@ -473,6 +488,9 @@ func (e *opError) Unwrap() error { return e.err }
 // error string.
 func describe(err error) string {
 	var re *client.ReplyError
+	if errors.Is(err, client.ErrThirdPartyFTPS) {
+		return progress.Printable(err.Error() + " (with -notpt)")
+	}
 	if !errors.As(err, &re) {
 		return progress.Printable(err.Error())
 	}
@@ -498,5 +516,12 @@ func describe(err error) string {
 	case errstr != "":
 		text = errstr
 	}
-	return progress.Printable(fmt.Sprintf("%03d %s", r.Code, text))
+	msg := fmt.Sprintf("%03d %s", r.Code, text)
+	switch {
+	case errors.Is(err, client.ErrTLSRefused):
+		msg = "the server refused AUTH TLS (ftps://), so nothing was sent in clear: " + msg
+	case errors.Is(err, client.ErrDataProtectionRefused):
+		msg = "the server refused encrypted data channels (PBSZ 0, PROT P): " + msg
+	}
+	return progress.Printable(msg)
 }

@@ -34,6 +34,8 @@ func TestParseLocation(t *testing.T) {
 		{in: "ftp://u%3Ax:@h/x", want: location{kind: locRemote, path: "/x", addr: "h:21", hostname: "h", user: "u:x", pass: "", hasUser: true, hasPass: true, display: "ftp://u%3Ax:xxxxx@h/x"}},
 		{in: "ftp://h/a%3Fb%23c", want: location{kind: locRemote, path: "/a?b#c", addr: "h:21", hostname: "h", display: "ftp://h/a%3Fb%23c"}},
 		{in: "gsiftp://h/x", want: location{kind: locRemote, gsi: true, path: "/x", addr: "h:2811", hostname: "h", display: "gsiftp://h/x"}},
+		{in: "ftps://h/x", want: location{kind: locRemote, ftps: true, path: "/x", addr: "h:21", hostname: "h", display: "ftps://h/x"}},
+		{in: "FTPS://bob:pw@h:2811/~/x", want: location{kind: locRemote, ftps: true, path: "x", addr: "h:2811", hostname: "h", user: "bob", pass: "pw", hasUser: true, hasPass: true, display: "ftps://bob:xxxxx@h:2811/~/x"}},
 		{in: "GSIFTP://bob@h:2812/~/x", want: location{kind: locRemote, gsi: true, path: "x", addr: "h:2812", hostname: "h", user: "bob", hasUser: true, display: "gsiftp://bob@h:2812/~/x"}},
 		{in: "http://h/x", wantErr: "unsupported URL scheme"},
 		{in: "ftp:///x", wantErr: "no host"},

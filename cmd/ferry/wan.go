@@ -77,24 +77,24 @@ func parseWANFlags(e *env, args []string) (*wanOptions, error) {
 	usage := fs.Usage
 	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), wanHelp) }
 	o := &wanOptions{}
-	fs.DurationVar(&o.cfg.Delay, "delay", 0, "one-way `delay` added in each direction")
-	loss := fs.String("loss", "0", "drop probability, as a percentage (1%) or a fraction (0.01)")
-	lossDir := fs.String("loss-dir", "to-client", "lossy direction: to-client, to-server or both")
+	fs.DurationVar(&o.cfg.Delay, "delay", 0, "one-way delay `DURATION` added in each direction")
+	loss := fs.String("loss", "0", "drop probability `P`, as a percentage (1%) or a fraction (0.01)")
+	lossDir := fs.String("loss-dir", "to-client", "lossy `DIRECTION`: to-client, to-server or both")
 	fs.BoolVar(&o.cfg.LossACKs, "loss-acks", false, "also drop in the opposite direction (the ACKs) at the same rate")
-	rate := fs.String("rate", "0", "rate limit per direction in bit/s, with an optional K, M, G suffix (decimal); 0 is unlimited")
+	rate := fs.String("rate", "0", "`RATE` limit per direction in bit/s, with an optional K, M, G suffix (decimal); 0 is unlimited")
 	fs.BoolVar(&o.cfg.Calibrate, "calibrate", false, "take the forwarder's own measured latency (half the idle RTT excess, at most 0.5 ms) off each direction's delay")
-	fs.Int64Var(&o.cfg.Seed, "seed", 1, "seed of the loss pattern")
+	fs.Int64Var(&o.cfg.Seed, "seed", 1, "`SEED` of the loss pattern")
 	var sysctls stringList
 	fs.Var(&sysctls, "sysctl", "`KEY=VALUE` per-namespace sysctl set on both sides, e.g. net.ipv4.tcp_rmem='4096 131072 4194304' (repeatable)")
-	fs.StringVar(&o.cfg.Name, "name", "", "prefix of the namespace names (default ferrywan)")
+	fs.StringVar(&o.cfg.Name, "name", "", "`PREFIX` of the namespace names (default ferrywan)")
 	fs.StringVar(&o.server, "server", "", "`CMD` to run (sh -c) in the server namespace")
 	fs.StringVar(&o.client, "client", "", "`CMD` to run (sh -c) in the client namespace")
 	fs.IntVar(&o.waitPort, "wait-port", 0, "start the client once a TCP `PORT` listens in the server namespace")
-	fs.DurationVar(&o.wait, "wait", 500*time.Millisecond, "without -wait-port: how long to let the server start")
-	fs.DurationVar(&o.timeout, "timeout", 0, "limit for the client command (0: none)")
+	fs.DurationVar(&o.wait, "wait", 500*time.Millisecond, "without -wait-port: `DURATION` to let the server start")
+	fs.DurationVar(&o.timeout, "timeout", 0, "time limit `DURATION` for the client command (0: none)")
 	fs.BoolVar(&o.check, "check", false, "self-test: idle RTT and one TCP stream through the link; no commands")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "-check: how long the stream runs")
-	fs.StringVar(&o.cc, "cc", "cubic", "-check: TCP congestion control of the stream (reno, cubic, bbr)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "-check: `DURATION` of the stream")
+	fs.StringVar(&o.cc, "cc", "cubic", "-check: TCP congestion control `ALG` of the stream (reno, cubic, bbr)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}

@@ -62,8 +62,8 @@ func TestWANHelp(t *testing.T) {
 		t.Fatalf("exit status %d", code)
 	}
 	for _, want := range []string{"-delay", "-loss-acks", "-wait-port", "-check", "FERRY_WAN_SERVER_ADDR", "10.77.0.2"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("help lacks %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, stdout.String())
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // ErrUnknownAlgorithm is returned for an algorithm name not in [Names].
-var ErrUnknownAlgorithm = errors.New("checksum: unknown algorithm")
+var ErrUnknownAlgorithm = errors.New("unknown checksum algorithm")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -51,7 +51,7 @@ func New(alg string) (hash.Hash, error) {
 			return a.new(), nil
 		}
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownAlgorithm, alg)
+	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownAlgorithm, alg, strings.Join(Names(), ", "))
 }
 
 // Names lists the supported algorithm names in the order of the FEAT CKSM

@@ -129,3 +129,13 @@ func TestFeature(t *testing.T) {
 		t.Errorf("Names() shares its slice")
 	}
 }
+
+// TestUnknownAlgorithmMessage: the error of an unknown name says which
+// names are valid, without a Go package prefix.
+func TestUnknownAlgorithmMessage(t *testing.T) {
+	_, err := New("sha3")
+	want := `unknown checksum algorithm "sha3" (want MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C)`
+	if err == nil || err.Error() != want {
+		t.Errorf("New(sha3) error %v, want %s", err, want)
+	}
+}

@@ -67,7 +67,7 @@ var ErrKeyPermissions = errors.New("private key file is accessible by group or o
 
 // ErrNoCredential is returned by FindClientCredential and
 // FindHostCredential when no credential file exists where they look.
-var ErrNoCredential = errors.New("gsi: no credential found")
+var ErrNoCredential = errors.New("no credential found")
 
 // ParseCredentialPEM parses PEM data holding certificates (leaf first) and
 // the leaf's private key, in any order, as a GCT proxy file does. The key
@@ -173,7 +173,7 @@ func LoadCredential(certFile, keyFile string) (*Credential, error) {
 	}
 	certData, err := os.ReadFile(certFile)
 	if err != nil {
-		return nil, fmt.Errorf("gsi: %w", err)
+		return nil, err // names the file
 	}
 	certs, _, err := parsePEM(certData)
 	if err != nil {
@@ -201,25 +201,25 @@ func LoadCredential(certFile, keyFile string) (*Credential, error) {
 func readKeyFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("gsi: %w", err)
+		return nil, err // names the file
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("gsi: %w", err)
+		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("gsi: %s is not a regular file", name)
+		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("gsi: %s (mode %04o): %w", name, fi.Mode().Perm(), ErrKeyPermissions)
+		return nil, fmt.Errorf("%s (mode %04o): %w", name, fi.Mode().Perm(), ErrKeyPermissions)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
 	if err != nil {
 		return nil, fmt.Errorf("gsi: %w", err)
 	}
 	if len(data) > 1<<20 {
-		return nil, fmt.Errorf("gsi: %s is too large for a credential", name)
+		return nil, fmt.Errorf("%s is too large for a credential", name)
 	}
 	return data, nil
 }

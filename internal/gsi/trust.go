@@ -115,7 +115,7 @@ var (
 func LoadTrustDir(dir string) (*TrustStore, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("gsi: trust directory: %w", err)
+		return nil, err // names the directory; the caller says what it is
 	}
 	ts := &TrustStore{
 		dir:      dir,

@@ -112,7 +112,7 @@ func TestCpBatchesFerry(t *testing.T) {
 	checkBatchFailure(t, r, df, bad, n)
 	os.Chmod(filepath.Join(src, bad), 0o644)
 	sameExcept(t, filepath.Join(root, "up"), src, bad)
-	if r := asNobody(t, "cp", "-r", "-cc", "2", "-df", df, src, srv.url("/up")); r.code != 0 || !strings.Contains(r.stderr, "1 files") {
+	if r := asNobody(t, "cp", "-r", "-cc", "2", "-df", df, src, srv.url("/up")); r.code != 0 || !strings.Contains(r.stderr, "1 file,") {
 		t.Fatalf("re-run from the -df file: %v", r)
 	}
 	if _, err := os.Stat(df); !os.IsNotExist(err) {
@@ -142,7 +142,7 @@ func TestCpBatchesFerry(t *testing.T) {
 		t.Errorf("read-only directory holds %v", entries)
 	}
 	os.Chmod(filepath.Join(down, "d1a"), 0o777)
-	if r := asNobody(t, "cp", "-r", "-df", df, srv.url("/up/"), down); r.code != 0 || !strings.Contains(r.stderr, "1 files") {
+	if r := asNobody(t, "cp", "-r", "-df", df, srv.url("/up/"), down); r.code != 0 || !strings.Contains(r.stderr, "1 file,") {
 		t.Fatalf("re-run from the -df file: %v", r)
 	}
 	sameTree(t, down, filepath.Join(root, "up"))
@@ -181,7 +181,7 @@ func TestCpBatchesGCT(t *testing.T) {
 		t.Errorf("the unreadable file left %v", err)
 	}
 	os.Chmod(filepath.Join(src, bad), 0o644)
-	if r := run(t, "", "", ferryBin, "cp", "-r", "-df", df, url("/src/"), down); r.code != 0 || !strings.Contains(r.stderr, "1 files") {
+	if r := run(t, "", "", ferryBin, "cp", "-r", "-df", df, url("/src/"), down); r.code != 0 || !strings.Contains(r.stderr, "1 file,") {
 		t.Fatalf("re-run from the -df file: %v", r)
 	}
 	sameTree(t, down, src)

@@ -172,16 +172,17 @@ func TestControlCWDStaysInRoot(t *testing.T) {
 }
 
 // TestControlMaxSessions checks that -max-sessions 1 turns a second
-// session away with 421 while the first still works.
+// session away with 421 while the first, logged in, still works. (A
+// first session that has not logged in would make room for it.)
 func TestControlMaxSessions(t *testing.T) {
 	srv := startFerry(t, t.TempDir(), "-anonymous", "-max-sessions", "1")
 	first := greeted(t, srv.addr)
+	first.login()
 	second := dial(t, srv.addr)
 	code, text, err := second.reply()
 	if code != 421 {
 		t.Errorf("second session got %d %q (%v), want 421", code, text, err)
 	}
-	first.login()
 	first.expect("NOOP", 200)
 	first.expect("QUIT", 221)
 	// Once the first session has ended, a new one is welcome again; the
@@ -252,10 +253,10 @@ func TestServeConfigFile(t *testing.T) {
 	writeFile(t, conf, "# a comment\n\nanonymous\nmax-sessions 1\nport-range 61100,61199\n")
 	srv := startFerry(t, t.TempDir(), "-config", conf)
 	first := greeted(t, srv.addr)
+	first.login()
 	if code, text, err := dial(t, srv.addr).reply(); code != 421 {
 		t.Errorf("second session with max-sessions 1 in the config: %d %q (%v), want 421", code, text, err)
 	}
-	first.login()
 	code, text := first.cmd("PASV")
 	if code != 227 {
 		t.Fatalf("PASV → %q", text)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 )
 
 // pki is a test CA made with "ferry cert", with a host certificate for
@@ -14,6 +16,10 @@ type pki struct {
 	hostCert, hostKey  string
 	userCert, userKey  string
 	userDN, gridmapRow string
+	// asUser keeps ferry serve's default of acting as the mapped account
+	// (run as root); otherwise gsiServer serves it as the server, which is
+	// what tests whose trees belong to root need.
+	asUser bool
 }
 
 func newPKI(t *testing.T) *pki {
@@ -27,6 +33,8 @@ func newPKI(t *testing.T) *pki {
 	userDir := filepath.Join(root, "user")
 	p.gridmapRow = strings.TrimSpace(ferry(t, "cert", "user", "-ca", p.dir, "-cn", "Alice Tester", "-account", "alice", "-out", userDir, "-bits", "2048"))
 	p.userCert, p.userKey = filepath.Join(userDir, "usercert.pem"), filepath.Join(userDir, "userkey.pem")
+	// Run as root, ferry serve refuses mappings to accounts the host lacks.
+	gsipki.EnsureAccount(t, "alice")
 	if i := strings.LastIndex(p.gridmapRow, `"`); i > 0 {
 		p.userDN = p.gridmapRow[1:i]
 	}
@@ -82,7 +90,7 @@ func TestFTPSClientCertificate(t *testing.T) {
 	root := t.TempDir()
 	gridmap := filepath.Join(t.TempDir(), "grid-mapfile")
 	os.WriteFile(gridmap, []byte(p.gridmapRow+"\n"), 0o644)
-	srv := startFerry(t, root, "-cert", p.hostCert, "-key", p.hostKey, "-gridmap", gridmap)
+	srv := startFerry(t, root, "-cert", p.hostCert, "-key", p.hostKey, "-gridmap", gridmap, "-run-as-mapped-user=false")
 	want := writeRandom(t, filepath.Join(root, "c.bin"), 100000, 4)
 	got := filepath.Join(t.TempDir(), "c.bin")
 	cacert := filepath.Join(p.dir, "cacert.pem")

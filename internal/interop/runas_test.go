@@ -31,6 +31,7 @@ func TestGSIRunsAsMappedUser(t *testing.T) {
 	uid, _ := strconv.Atoi(u.Uid)
 	p := newPKI(t)
 	p.gridmapRow = `"` + p.userDN + `" ` + account
+	p.asUser = true
 	root, err := os.MkdirTemp("", "ferry-runas-")
 	if err != nil {
 		t.Fatal(err)

@@ -268,7 +268,8 @@ func TestThirdPartyRestart(t *testing.T) {
 			// file has grown past a few markers' worth.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				fi, err := os.Stat(filepath.Join(dst.root, "big"))
+				// Until it is complete, the upload is a hidden part file.
+				fi, err := os.Stat(filepath.Join(dst.root, ".big.ferry-part"))
 				if err == nil && fi.Size() > 60<<20 && time.Since(start) > 1500*time.Millisecond {
 					break
 				}

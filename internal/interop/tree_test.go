@@ -379,7 +379,7 @@ func TestCpTreeBadInput(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}
-		if err == nil || !strings.Contains(stderr.String(), "changed while it was copied") || !strings.Contains(stderr.String(), "1 files") {
+		if err == nil || !strings.Contains(stderr.String(), "changed while it was copied") || !strings.Contains(stderr.String(), "1 file,") {
 			t.Errorf("growing source: %v\n%s", err, stderr.String())
 		}
 	})

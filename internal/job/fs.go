@@ -196,3 +196,33 @@ func baseName(p string, remote bool) string {
 	}
 	return filepath.Base(p)
 }
+
+// MkdirAll creates the directory p on fsys and the missing directories
+// above it, as os.MkdirAll does: an existing directory is no error, an
+// existing file in the way is. It looks at p first, so an existing p
+// costs one Stat; each missing level costs a Stat and a Mkdir.
+func MkdirAll(ctx context.Context, fsys FS, p string) error {
+	if p == "" || p == "/" || p == "." {
+		return nil
+	}
+	in, err := fsys.Stat(ctx, p)
+	switch {
+	case err == nil && in.Type == TypeDir:
+		return nil
+	case err == nil:
+		return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+	case !errors.Is(err, fs.ErrNotExist) && !isReply(err):
+		// Not a refusal (which some servers give for a missing
+		// path, as GCT's 500): the connection failed.
+		return err
+	}
+	if parent := parentOf(fsys, p); parent != "" && parent != p {
+		if err := MkdirAll(ctx, fsys, parent); err != nil {
+			return err
+		}
+	}
+	if err := fsys.Mkdir(ctx, p); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}

@@ -213,3 +213,9 @@ func (Remote) Join(dir, name string) string {
 }
 
 func (Remote) Remote() bool { return true }
+
+// isReply reports whether err is a server's reply.
+func isReply(err error) bool {
+	var re *client.ReplyError
+	return errors.As(err, &re)
+}

@@ -81,7 +81,7 @@ type Runner struct {
 // Summary is what a job did.
 type Summary struct {
 	Files   int   // files and links copied
-	Bytes   int64 // bytes moved
+	Bytes   int64 // bytes of the files copied (not those of failed ones, which are gone or incomplete)
 	Skipped int   // up to date (sync)
 	Ignored int   // links and directories left out
 	Dirs    int   // directories created
@@ -114,17 +114,19 @@ type run struct {
 	badErrs []error  // their reasons; guarded by mu
 }
 
-// dirError is the reason a pair under a directory that could not be
-// created fails.
-type dirError struct {
-	dir Loc
-	err error
+// DirError is the reason a pair fails that lies under a destination
+// directory that could not be created: Dir, which failed with Err (that
+// failure is in the Summary too, once). The directories below Dir are
+// not tried.
+type DirError struct {
+	Dir Loc
+	Err error
 }
 
-func (e *dirError) Error() string {
-	return "destination directory " + e.dir.String() + " could not be created: " + e.err.Error()
+func (e *DirError) Error() string {
+	return "destination directory " + e.Dir.String() + " could not be created: " + e.Err.Error()
 }
-func (e *dirError) Unwrap() error { return e.err }
+func (e *DirError) Unwrap() error { return e.Err }
 
 // Run carries out plan: it creates the directories, copies the pairs
 // over the workers, removes the extras, and with Preserve sets the
@@ -143,7 +145,9 @@ func (r *Runner) Run(ctx context.Context, plan *Plan, first Worker) *Summary {
 		st.fail(f.Pair, 0, f.Err)
 	}
 	for _, d := range plan.Dirs {
-		if !d.Create {
+		if !d.Create || st.underBadDir(d.Dst) != nil {
+			// Below a directory that could not be made: that failure
+			// is the one to report, not one per directory under it.
 			continue
 		}
 		err := first.FS(d.Dst.End).Mkdir(ctx, d.Dst.Path)
@@ -230,7 +234,6 @@ func (r *Runner) Run(ctx context.Context, plan *Plan, first Worker) *Summary {
 func (st *run) fail(p Pair, n int64, err error) {
 	st.mu.Lock()
 	st.sum.Failed = append(st.sum.Failed, Result{Pair: p, Bytes: n, Err: err})
-	st.sum.Bytes += n
 	st.mu.Unlock()
 	st.obs.FileDone(p, n, err)
 }
@@ -239,11 +242,11 @@ func (st *run) fail(p Pair, n int64, err error) {
 func (st *run) done(res Result) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.sum.Bytes += res.Bytes
 	if res.Err != nil {
 		st.sum.Failed = append(st.sum.Failed, res)
 		return
 	}
+	st.sum.Bytes += res.Bytes
 	st.sum.Files++
 }
 
@@ -258,7 +261,7 @@ func (st *run) underBadDir(l Loc) error {
 			sep = string(filepath.Separator)
 		}
 		if d.End == l.End && (l.Path == d.Path || strings.HasPrefix(l.Path, strings.TrimSuffix(d.Path, sep)+sep)) {
-			return &dirError{dir: d, err: st.badErrs[i]}
+			return &DirError{Dir: d, Err: st.badErrs[i]}
 		}
 	}
 	return nil
