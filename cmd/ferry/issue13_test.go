@@ -311,15 +311,6 @@ func TestDumpFileNote(t *testing.T) {
 // name in the help: a word in capitals (FILE, SIZE, N, DURATION, H:M).
 var placeholderRE = regexp.MustCompile(`^[A-Z][A-Z0-9_:,=]*(,\.\.\.)?$`)
 
-// placeholdersElsewhere are flags of files other engineers own (serve.go,
-// mover.go), not yet given placeholders; see the report of issue 13.
-var placeholdersElsewhere = map[string]bool{
-	"ferry serve -storage": true, "ferry serve -idle-timeout": true, "ferry serve -stall-timeout": true,
-	"ferry serve -log-level": true, "ferry serve -shutdown-grace": true, "ferry serve -gridmap": true,
-	"ferry serve -mover-heartbeat": true, "ferry serve -mover-timeout": true,
-	"ferry mover -storage": true, "ferry mover -heartbeat": true, "ferry mover -timeout": true, "ferry mover -log-level": true,
-}
-
 // TestFlagPlaceholders walks the flags of every command and verb: each
 // flag that takes a value names it with a placeholder word.
 func TestFlagPlaceholders(t *testing.T) {
@@ -353,7 +344,7 @@ func TestFlagPlaceholders(t *testing.T) {
 			}
 			n++
 			name, _ := flag.UnquoteUsage(f)
-			if key := fs.Name() + " -" + f.Name; !placeholderRE.MatchString(name) && !placeholdersElsewhere[key] {
+			if key := fs.Name() + " -" + f.Name; !placeholderRE.MatchString(name) {
 				t.Errorf("%s: placeholder %q; put a word like `FILE` in its usage", key, name)
 			}
 		})
