@@ -36,3 +36,19 @@ func TestMissingHomeSaysWhy(t *testing.T) {
 		t.Fatalf("wrong password: %v; want a bare 530", r)
 	}
 }
+
+// TestGlobusMappingAnonymous: without a certificate, ":globus-mapping:" is
+// an anonymous name on a server that allows anonymous logins (as GCT's
+// server reads it; GCT clients send it by default), and nothing more.
+func TestGlobusMappingAnonymous(t *testing.T) {
+	_, addr, _ := start(t, server.Config{Storage: memory.New(), Anonymous: true})
+	c := dial(t, addr)
+	c.read()
+	c.expect("USER :globus-mapping:", 331)
+	c.expect("PASS x", 230)
+	c.send("SITE WHOAMI")
+	if r := c.read(); r.Code != 200 || !strings.Contains(strings.Join(r.Lines, " "), "anonymous") {
+		t.Fatalf("SITE WHOAMI: %v", r)
+	}
+	c.expect("MKD /d", 550) // read-only, as anonymous
+}

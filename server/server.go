@@ -276,7 +276,8 @@ const (
 // authorize is the one decision of which check, if any, a login request
 // may pass through. It denies unless a rule allows; the order of the
 // cases is the policy:
-//   - anonymous names log in anonymously when the server allows it;
+//   - anonymous names log in anonymously when the server allows it, and
+//     so does ":globus-mapping:" without a certificate identity (as GCT);
 //   - an identity proved on this (protected) channel is mapped to an
 //     account, unless the client clearly asked for a password login;
 //   - passwords need the Authenticate hook, and a protected channel on a
@@ -287,6 +288,10 @@ func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
 	mapMe := req.User == ":globus-mapping:"
 	switch {
 	case anonName && s.cfg.Anonymous:
+		return anonymousLogin, nil
+	case mapMe && req.Identity == nil && s.cfg.Anonymous:
+		// GCT clients send it by default; without a certificate, GCT's
+		// server takes it as an anonymous name.
 		return anonymousLogin, nil
 	case req.Identity != nil && req.Protected && (mapMe || req.Password == "" || s.cfg.Authenticate == nil):
 		return certificateLogin, nil

@@ -333,13 +333,15 @@ func cmdSPAS(ctx context.Context, s *session, arg string) wire.Reply {
 	s.activeUnchecked = false // passive replaces any active address
 	lines := []string{"Entering Striped Passive Mode."}
 	for _, ap := range addrs {
-		line := " " + wire.FormatEPRT(ap)
+		// The reply writer indents continuation lines by one space, as
+		// GCT's SPAS lines are (GFD.020's examples).
+		line := wire.FormatEPRT(ap)
 		if arg == "" {
 			hp, err := wire.FormatPORT(ap)
 			if err != nil {
 				return ok(425, "Cannot open passive connection: %v.", err)
 			}
-			line = " " + hp
+			line = hp
 		}
 		lines = append(lines, line)
 	}

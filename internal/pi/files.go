@@ -338,7 +338,7 @@ func siteSTRIPES(ctx context.Context, s *session, arg string) wire.Reply {
 		if s.acct.Anonymous {
 			l = withoutAddress(l)
 		}
-		lines = append(lines, " "+l)
+		lines = append(lines, l)
 	}
 	return wire.Reply{Code: 200, Lines: append(lines, "End.")}
 }

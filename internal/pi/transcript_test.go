@@ -21,6 +21,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`\(\d+,\d+,\d+,\d+,\d+,\d+\)`), "(h1,h2,h3,h4,p1,p2)"},
 	{regexp.MustCompile(`\(\|\|\|\d+\|\)`), "(|||port|)"},
 	{regexp.MustCompile(`from 127\.0\.0\.1:\d+`), "from 127.0.0.1:port"},
+	{regexp.MustCompile(`^ 127,0,0,1,\d+,\d+$`), " 127,0,0,1,p1,p2"},
+	{regexp.MustCompile(`^ \|1\|127\.0\.0\.1\|\d+\|$`), " |1|127.0.0.1|port|"},
 }
 
 // TestTranscripts runs each testdata/transcripts/*.txt file against a fresh
