@@ -8,20 +8,18 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/ferrygrid/ferry/internal/netopt"
+	"github.com/ferrygrid/ferry/internal/dcsec"
+	"github.com/ferrygrid/ferry/internal/dtp"
 	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
-
-// maxStrangers bounds how many connections from addresses other than the
-// server's an active-mode listener drops before giving up.
-const maxStrangers = 16
 
 // dataChan is the data connection of one transfer while it is set up:
 // dialed already (passive) or still to be accepted (active).
 type dataChan struct {
 	conn *net.TCPConn     // passive: connected; active: set by accept
 	ln   *net.TCPListener // active only
-	peer netip.Addr       // the server's control address; active accepts only it
+	acc  *dtp.Acceptor    // active only: admits the server's connection
 	wait time.Duration    // how long accept waits
 }
 
@@ -94,20 +92,9 @@ func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 // dialData dials one data connection to ap, with the transfer's socket
 // buffer size set before the handshake.
 func (c *Conn) dialData(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
-	d := c.dialer
-	if c.dataBuf > 0 {
-		dd := *c.dialer
-		dd.Control = netopt.BufferControl(c.dataBuf)
-		d = &dd
-	}
-	nc, err := d.DialContext(ctx, "tcp", ap.String())
+	tc, err := dtp.Dial(ctx, c.dialer, ap, c.dataBuf)
 	if err != nil {
 		return nil, fmt.Errorf("client: data connection to %v: %w", ap, err)
-	}
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		nc.Close()
-		return nil, fmt.Errorf("client: data connection to %v is a %T, not TCP", ap, nc)
 	}
 	return tc, nil
 }
@@ -120,12 +107,33 @@ func (c *Conn) listenData() (*net.TCPListener, error) {
 	if !ip.IsValid() {
 		ip = c.controlLocal()
 	}
-	lc := net.ListenConfig{Control: netopt.BufferControl(c.dataBuf)}
-	l, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(ip, 0).String())
+	l, err := dtp.Listen(context.Background(), ip, 0, 0, c.dataBuf)
 	if err != nil {
 		return nil, fmt.Errorf("client: data listener: %w", err)
 	}
-	return l.(*net.TCPListener), nil
+	return l, nil
+}
+
+// acceptor admits the server's data connections on an active listener:
+// only from peer (any host when peer is invalid: c.dataPeer for a
+// striped server), secured as the session's DCAU and PROT say, as the accepting
+// side. Like the server's passive listener (it is the same code), it
+// drops a stranger's connection, and one that fails its handshake,
+// instead of failing the transfer.
+func (c *Conn) acceptor(peer netip.Addr) *dtp.Acceptor {
+	a := &dtp.Acceptor{Control: c.controlPeer()}
+	if peer.IsValid() {
+		a.Allow = func(from netip.AddrPort) error {
+			if from.Addr().Unmap() != peer {
+				return fmt.Errorf("client: a data connection from %v, not from the server's %v", from, peer)
+			}
+			return nil
+		}
+	}
+	if c.dsec != nil {
+		a.Secure = func(ctx context.Context, nc net.Conn) (net.Conn, error) { return c.secureData(ctx, nc, false) }
+	}
+	return a
 }
 
 // passive asks the server for a passive address: EPSV first, PASV after
@@ -188,7 +196,7 @@ func (c *Conn) openActive(w *watcher) (*dataChan, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dataChan{ln: ln, peer: c.dataPeer(), wait: c.dialer.Timeout}
+	d := &dataChan{ln: ln, acc: c.acceptor(c.dataPeer()), wait: c.dialer.Timeout}
 	if d.wait <= 0 {
 		d.wait = DefaultDialTimeout
 	}
@@ -236,40 +244,43 @@ func (c *Conn) announce(ap netip.AddrPort) (ok bool, err error) {
 	return true, nil
 }
 
-// accept waits for the server's data connection in active mode; it drops
-// connections from any address but the server's.
-func (d *dataChan) accept() error {
+// accept waits for the server's data connection in active mode (plain
+// TCP: without DCAU, see secureAsync).
+func (d *dataChan) accept(ctx context.Context) error {
 	if d.conn != nil {
 		return nil
 	}
 	defer d.closeListener()
-	tc, err := acceptFrom(d.ln, d.peer)
+	nc, err := d.acc.AcceptOne(ctx, d.ln, d.wait)
 	if err != nil {
-		return err
+		return acceptError(err)
 	}
-	d.conn = tc
+	d.conn = tcpOf(nc)
 	return nil
 }
 
-// acceptFrom accepts the first connection from peer (any address when
-// peer is invalid) on ln, dropping up to maxStrangers others.
-func acceptFrom(ln *net.TCPListener, peer netip.Addr) (*net.TCPConn, error) {
-	for range maxStrangers {
-		tc, err := ln.AcceptTCP()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("client: waiting for the server's data connection: %w", err)
-		}
-		from := tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if peer.IsValid() && from != peer {
-			tc.Close()
-			continue
-		}
-		return tc, nil
+// acceptError is the error of an active-mode accept that got no
+// connection: the listener's closing as it is, else why none came.
+func acceptError(err error) error {
+	var de *xfer.DataError
+	if errors.As(err, &de) {
+		err = de.Err
 	}
-	return nil, fmt.Errorf("client: %d data connections from addresses other than the server's %v", maxStrangers, peer)
+	if errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("client: waiting for the server's data connection: %w", err)
+}
+
+// tcpOf is the TCP connection under a data connection.
+func tcpOf(dc net.Conn) *net.TCPConn {
+	switch nc := dcsec.NetConn(dc).(type) {
+	case *net.TCPConn:
+		return nc
+	case ftpsTCP:
+		return nc.TCPConn
+	}
+	return nil
 }
 
 // pendingData is a data connection being accepted and secured in the
@@ -290,26 +301,26 @@ type pendingData struct {
 func (c *Conn) secureAsync(ctx context.Context, d *dataChan) *pendingData {
 	hctx, cancel := context.WithCancel(ctx)
 	p := &pendingData{cancel: cancel, ln: d.ln, done: make(chan struct{}), tc: d.conn}
-	peer := d.peer
 	go func() {
 		defer close(p.done)
-		tc := p.tc
-		if tc == nil {
-			var err error
-			if tc, err = acceptFrom(p.ln, peer); err != nil {
-				p.err = err
-				return
-			}
-			p.tc = tc
+		if p.tc != nil {
+			p.dc, p.err = c.secureData(hctx, p.tc, true)
+			return
 		}
-		p.dc, p.err = c.secureData(hctx, tc, p.ln == nil)
+		p.dc, p.err = d.acc.AcceptOne(hctx, p.ln, d.wait)
+		if p.err != nil {
+			p.err = acceptError(p.err)
+			return
+		}
+		p.tc = tcpOf(p.dc)
 	}()
 	return p
 }
 
 // finish waits for the background work, after stopping it when abandon
 // is set, and hands the TCP connection to d (for clean-up). An error
-// caused by abandoning is not reported.
+// caused by abandoning is not reported, but a handshake that failed
+// before is: the server's refusal is likely its consequence.
 func (p *pendingData) finish(d *dataChan, abandon bool) (net.Conn, error) {
 	if abandon {
 		p.cancel()
@@ -323,7 +334,10 @@ func (p *pendingData) finish(d *dataChan, abandon bool) (net.Conn, error) {
 		d.conn = p.tc
 	}
 	d.closeListener()
-	if abandon && errors.Is(p.err, context.Canceled) || abandon && errors.Is(p.err, net.ErrClosed) {
+	if abandon && (errors.Is(p.err, context.Canceled) || errors.Is(p.err, net.ErrClosed)) {
+		if d.acc != nil {
+			return nil, d.acc.LastRefused()
+		}
 		return nil, nil
 	}
 	return p.dc, p.err

@@ -13,6 +13,17 @@
 // A Conn owns one control connection. Every blocking method takes a context
 // first; cancelling it interrupts the network I/O of that call.
 //
+// The data plane is the server's: data connections are listened for,
+// dialed, admitted and secured by internal/dtp (dtp.Listen, dtp.Dial,
+// dtp.Acceptor), striped uploads deal their blocks with
+// xfer.StripeRanges and send them with dtp.SendStripes, and every stall
+// watchdog is dtp.WatchStall; the client brings only its policy (which
+// host may connect, its DCAU/PROT settings, its error texts). On an
+// active listener a connection from another host, or one that fails or
+// stalls its security handshake, is dropped and the transfer goes on, as
+// on the server's passive listener (internal/archtest checks that the
+// client makes no data connection of its own).
+//
 // Implemented:
 //
 //   - RFC 959: USER/PASS, TYPE I, RETR, STOR, APPE, REST, ALLO, LIST,

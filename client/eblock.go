@@ -7,6 +7,7 @@ package client
 // in the same direction (§5.5).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/dtp"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -250,17 +252,20 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	// The server's connections are accepted (and secured) from before the
 	// transfer command on: GCT finishes a data channel's security
 	// handshake before it sends 150.
+	// Accepting, and handshakes under way, stop with the listener.
+	acc := c.acceptor(c.dataPeer())
+	actx, stopAccepting := context.WithCancel(tctx)
+	defer stopAccepting()
 	acceptFrom := func(ln *net.TCPListener) {
 		w.add(ln)
-		peer := c.dataPeer()
-		wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
+		wg.Go(func() { acc.Serve(actx, actx, ln, rcv.Add) })
 	}
 	c.dataBuf = o.TCPBuffer
 	ln, cached, err := c.retrieveSetup(n, o, rest, command, acceptFrom)
 	c.dataBuf = 0
 	if err != nil {
 		if ctx.Err() == nil {
-			err = withHandshakeError(err, context.Cause(tctx))
+			err = withHandshakeError(err, cmp.Or(context.Cause(tctx), acc.LastRefused()))
 		}
 		cancel(err)
 		if ln != nil {
@@ -277,13 +282,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 		}
 	}
 	if ln != nil {
-		wait := c.dialTimeout()
-		t := time.AfterFunc(wait, func() {
-			if rcv.Conns() == 0 {
-				cancel(errNoDataConn)
-			}
-		})
-		defer t.Stop()
+		defer acc.ExpectConn(c.dialTimeout(), rcv, cancel, noDataConn)()
 	}
 
 	var mu sync.Mutex
@@ -326,6 +325,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	}
 	got, _ := rcv.Wait(tctx)
 	if ln != nil {
+		stopAccepting()
 		ln.Close()
 	}
 	err = c.finishData(ctx, command, fin, gotFin, failure, replyc)
@@ -413,47 +413,14 @@ func (c *Conn) restCommand(rest RangeSet) error {
 	return nil
 }
 
-// acceptInto hands the server's data connections to rcv until the
-// listener is closed, after data channel authentication when the session
-// has DCAU (each connection in its own goroutine; a failure ends the
-// transfer through fail). Connections from other hosts, or beyond what the
-// transfer takes, are closed.
-func (c *Conn) acceptInto(ctx context.Context, ln *net.TCPListener, peer netip.Addr, rcv *eblock.Receiver, fail context.CancelCauseFunc) {
-	hctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	for {
-		tc, err := ln.AcceptTCP()
-		if err != nil {
-			return
-		}
-		from := tc.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if peer.IsValid() && from != peer {
-			tc.Close()
-			continue
-		}
-		if c.dsec == nil {
-			if !rcv.Add(tc) {
-				tc.Close()
-			}
-			continue
-		}
-		wg.Go(func() {
-			dc, err := c.secureData(hctx, tc, false)
-			if err != nil {
-				if hctx.Err() == nil {
-					fail(err)
-				}
-				return
-			}
-			if !rcv.Add(dc) {
-				dc.Close()
-			}
-		})
+// noDataConn is the error of a MODE E download to which no data
+// connection came, with the last one refused (a stranger's, or one that
+// failed its handshake), if any.
+func noDataConn(last error) error {
+	if last != nil {
+		return fmt.Errorf("%w; the last one was refused: %w", errNoDataConn, last)
 	}
+	return errNoDataConn
 }
 
 // waitBoth waits until the data side is done (done closed; result
@@ -670,27 +637,21 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	var sendErr error
 	wg.Go(func() {
 		defer close(sendDone)
-		// Each stripe is its own MODE E transfer: its blocks, its
-		// connections, its EOF.
-		parts := dealStripes(missing, stripes, base, o.StripeBlockSize)
+		parts := xfer.StripeRanges(missing, stripes, base, xfer.LayoutBlocked, o.StripeBlockSize)
 		per := len(conns) / stripes
-		errs := make([]error, stripes)
-		var swg sync.WaitGroup
-		for i := range stripes {
-			swg.Go(func() {
-				_, errs[i] = eblock.Send(tctx, conns[i*per:(i+1)*per], src, parts[i], eblock.SendConfig{
-					BlockSize: o.BlockSize,
-					Base:      base,
-					Close:     !o.Reuse,
-					Sent:      &sent,
-					ConnSent:  counters[i*per : (i+1)*per],
-				})
-				if errs[i] != nil {
-					cancel(errs[i])
-				}
-			})
+		sets := make([][]net.Conn, stripes)
+		for i := range sets {
+			sets[i] = conns[i*per : (i+1)*per]
 		}
-		swg.Wait()
+		_, errs := dtp.SendStripes(tctx, cancel, sets, src, func(i int) ([]xfer.Range, eblock.SendConfig) {
+			return parts[i], eblock.SendConfig{
+				BlockSize: o.BlockSize,
+				Base:      base,
+				Close:     !o.Reuse,
+				Sent:      &sent,
+				ConnSent:  counters[i*per : (i+1)*per],
+			}
+		})
 		sendErr = errors.Join(errs...)
 	})
 	fin, gotFin, failure := waitBoth(tctx, sendDone, func() error { return sendErr }, replyc)
@@ -790,33 +751,6 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 		return conns, stripes, &brokenError{err: herr, abort: true}
 	}
 	return conns, stripes, nil
-}
-
-// dealStripes deals ranges to k stripes in blocks of bs (0: 1 MiB)
-// round-robin, counting blocks from base (GFD.020 Blocked layout).
-func dealStripes(ranges []Range, k int, base, bs int64) [][]Range {
-	parts := make([][]Range, max(k, 1))
-	if k <= 1 {
-		parts[0] = ranges
-		return parts
-	}
-	if bs <= 0 {
-		bs = 1 << 20
-	}
-	for _, r := range ranges {
-		for off := r.Start; off < r.End; {
-			blk := (off - base) / bs
-			end := min(base+(blk+1)*bs, r.End)
-			s := int(blk % int64(k))
-			if n := len(parts[s]); n > 0 && parts[s][n-1].End == off {
-				parts[s][n-1].End = end
-			} else {
-				parts[s] = append(parts[s], Range{Start: off, End: end})
-			}
-			off = end
-		}
-	}
-	return parts
 }
 
 // withHandshakeError puts a data channel handshake's failure in front of

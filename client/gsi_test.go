@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -333,4 +335,94 @@ func TestGSIBadInputGCT(t *testing.T) {
 			}
 		}
 	})
+}
+
+// strangerHandler is a slog.Handler that, when the client sends EPRT,
+// connects two strangers to the announced port first: one sends garbage
+// where a security handshake belongs, one stays silent.
+type strangerHandler struct{ t *testing.T }
+
+func (h strangerHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h strangerHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h strangerHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h strangerHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "send" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		cmd := a.Value.String()
+		if a.Key != "cmd" || !strings.HasPrefix(cmd, "EPRT ") {
+			return true
+		}
+		f := strings.Split(cmd, "|") // EPRT |1|127.0.0.1|port|
+		if len(f) < 4 {
+			h.t.Errorf("odd EPRT %q", cmd)
+			return false
+		}
+		// One sends garbage, one says nothing (its handshake would
+		// stall until the handshake timeout).
+		for _, garbage := range []bool{true, false} {
+			nc, err := net.Dial("tcp", net.JoinHostPort(f[2], f[3]))
+			if err != nil {
+				h.t.Errorf("stranger: %v", err)
+				return false
+			}
+			h.t.Cleanup(func() { nc.Close() })
+			if garbage {
+				fmt.Fprintf(nc, "GET / HTTP/1.0\r\n\r\n")
+			}
+		}
+		return false
+	})
+	return nil
+}
+
+// TestActiveStrangerFailsHandshake: connections that reach the client's
+// active listener first, from the server's host, and fail or stall the
+// data channel's security handshake are dropped, and the transfer goes
+// on with the server's connection, without waiting for the stalled
+// handshake. This is the server's passive-listener
+// behaviour (internal/dtp.Acceptor, now shared); the client used to fail
+// the whole transfer.
+func TestActiveStrangerFailsHandshake(t *testing.T) {
+	e := newGSIEnv(t, nil)
+	cred := loadCred(t, e.pki.Proxy(t, gsi.ProxyOptions{}))
+	data := randomBytes(t, 1<<20)
+	remote := filepath.Join(e.dir, "stranger")
+	if err := os.WriteFile(remote, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	c, err := client.Dial(ctx, e.srv.Addr, &client.Config{
+		GSI:    &client.GSIConfig{Credential: cred, Trust: e.trust},
+		Active: true,
+		Logger: slog.New(strangerHandler{t}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(ctx, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{1, 2} {
+		start := time.Now()
+		f, err := os.Create(filepath.Join(t.TempDir(), "got"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RetrieveAt(ctx, remote, f, &client.RetrieveOptions{Parallel: p}); err != nil {
+			t.Fatalf("-p %d: %v", p, err)
+		}
+		f.Close()
+		if got, err := os.ReadFile(f.Name()); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("-p %d: got %d bytes, want %d (%v)", p, len(got), len(data), err)
+		}
+		took := time.Since(start)
+		t.Logf("-p %d with strangers: %v", p, took.Round(time.Millisecond))
+		if took > client.DefaultDialTimeout/2 {
+			t.Errorf("-p %d took %v: waited for a stranger's handshake", p, took)
+		}
+	}
 }

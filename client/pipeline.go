@@ -709,15 +709,11 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 		}
 		tctx, cancel := context.WithCancelCause(b.ctx)
 		var wg sync.WaitGroup
-		var noConn *time.Timer
+		var stopExpecting func() bool
 		if ln != nil {
-			peer := c.controlPeer()
-			wg.Go(func() { c.acceptInto(tctx, ln, peer, rcv, cancel) })
-			noConn = time.AfterFunc(c.dialTimeout(), func() {
-				if rcv.Conns() == 0 {
-					cancel(errNoDataConn)
-				}
-			})
+			acc := c.acceptor(c.controlPeer()) // a batch takes the control host's connections only
+			wg.Go(func() { acc.Serve(tctx, tctx, ln, rcv.Add) })
+			stopExpecting = acc.ExpectConn(c.dialTimeout(), rcv, cancel, noDataConn)
 		}
 		err := waitReceiver(tctx, rcv, op)
 		if err != nil {
@@ -727,7 +723,7 @@ func (b *batch) receiveAll(files []Get, ln *net.TCPListener, conns []net.Conn) [
 			err = rerr
 		}
 		if ln != nil {
-			noConn.Stop()
+			stopExpecting()
 			ln.Close()
 			ln = nil
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/dtp"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -186,43 +187,17 @@ func withFirst(last, first error) error {
 func (s *Session) attempt(ctx context.Context, stall time.Duration, attempt int, before int64, userProg func(Progress), interval time.Duration, f attemptFunc) (n int64, moved bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var last atomic.Int64 // bytes of this attempt at the last change
-	var lastChange atomic.Int64
-	lastChange.Store(time.Now().UnixNano())
+	var last atomic.Int64 // bytes of this attempt, as last reported
 	prog := func(p Progress) {
-		if p.Bytes != last.Load() {
-			last.Store(p.Bytes)
-			lastChange.Store(time.Now().UnixNano())
-		}
+		last.Store(p.Bytes)
 		if userProg != nil {
 			p.Bytes += before
 			p.Attempt = attempt
 			userProg(p)
 		}
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	if stall > 0 {
-		wg.Go(func() {
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					if time.Since(time.Unix(0, lastChange.Load())) > stall {
-						cancel(ErrStalled)
-						return
-					}
-				}
-			}
-		})
-	}
-	defer func() {
-		close(done)
-		wg.Wait()
-	}()
+	stopWatch := dtp.WatchStall(actx, stall, func() uint64 { return uint64(last.Load()) }, func() { cancel(ErrStalled) })
+	defer stopWatch()
 	c, err := s.Conn(actx)
 	if err != nil {
 		return 0, false, err

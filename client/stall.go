@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dtp"
 )
 
 // batchProgress counts what a batch moves (replies, blocks, finished
@@ -19,33 +20,17 @@ func (p *batchProgress) touch() {
 	}
 }
 
+// moved is p's count, for the stall watchdog.
+func (p *batchProgress) moved() uint64 { return uint64(p.n.Load()) }
+
 // watchStall returns a ctx that is cancelled with ErrStalled once p has
-// not moved for stall, and the function that ends the watch.
+// not moved for stall (dtp.WatchStall), and the function that ends the
+// watch.
 func watchStall(ctx context.Context, stall time.Duration) (context.Context, *batchProgress, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	p := new(batchProgress)
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(max(stall/4, time.Millisecond))
-		defer t.Stop()
-		last, since := p.n.Load(), time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				if n := p.n.Load(); n != last {
-					last, since = n, now
-				} else if now.Sub(since) >= stall {
-					cancel(ErrStalled)
-					return
-				}
-			}
-		}
-	}()
-	return ctx, p, func() { close(done); cancel(nil) }
+	stop := dtp.WatchStall(ctx, stall, p.moved, func() { cancel(ErrStalled) })
+	return ctx, p, func() { stop(); cancel(nil) }
 }
 
 // countingSink counts the blocks written to a download's destination,

@@ -383,7 +383,7 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 			return d, true, 0, &brokenError{err: err}
 		}
 	} else {
-		if err := d.accept(); err != nil {
+		if err := d.accept(ctx); err != nil {
 			return d, true, 0, &brokenError{err: err}
 		}
 		w.add(d.conn)

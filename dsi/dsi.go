@@ -86,6 +86,11 @@ type CreateOptions struct {
 	Size int64
 	// Perm is the permission for a newly created file; 0 means 0644.
 	Perm fs.FileMode
+	// NoFollow refuses (ErrInvalid) a name whose last element is a
+	// symbolic link, instead of writing where it points: for files the
+	// server names itself (an upload's part file), which a local user
+	// could otherwise plant as a link to someone else's file.
+	NoFollow bool
 }
 
 // Storage is the required back-end interface. Implementations must be safe

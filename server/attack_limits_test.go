@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -141,15 +142,8 @@ func TestHandshakeSlots(t *testing.T) {
 		c.read()
 		c.expect("AUTH GSSAPI", 334)
 	}
-	for range server.DefaultMaxHandshakes + 8 {
-		c := dial(t, addr)
-		c.read()
-		c.send("AUTH TLS")
-		c.readOrClosed() // 234, then nothing; or 431 past this host's share
-	}
-	// Another host authenticates both ways.
-	other := func() *client {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	from := func(ip string) *client {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 		conn, err := d.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -160,6 +154,13 @@ func TestHandshakeSlots(t *testing.T) {
 		c.read()
 		return c
 	}
+	// AUTH TLS, then no ClientHello, from eight hosts.
+	for i := range server.DefaultMaxHandshakes + 8 {
+		c := from(fmt.Sprintf("127.0.0.%d", 20+i%8))
+		c.expect("AUTH TLS", 234)
+	}
+	// Another host authenticates both ways.
+	other := func() *client { return from("127.0.0.2") }
 	if code := adatExchange(t, other(), pki.User.TLSCertificate(), tls.VersionTLS13); code != 235 {
 		t.Fatalf("GSI from another host behind idle exchanges: %d", code)
 	}

@@ -20,7 +20,7 @@ type checkLimiter struct {
 	perSrc int
 
 	mu   sync.Mutex
-	srcs map[netip.Addr]*sourceSlots // guarded by mu
+	srcs map[netip.Prefix]*sourceSlots // guarded by mu (pi.Source)
 }
 
 type sourceSlots struct {
@@ -35,11 +35,12 @@ const maxCheckWait = 30 * time.Second
 var errChecksBusy = fmt.Errorf("%w: too many logins being checked; try again later", pi.ErrLoginDenied)
 
 func newCheckLimiter(all, perSource int) *checkLimiter {
-	return &checkLimiter{all: make(chan struct{}, max(all, 1)), perSrc: max(perSource, 1), srcs: map[netip.Addr]*sourceSlots{}}
+	return &checkLimiter{all: make(chan struct{}, max(all, 1)), perSrc: max(perSource, 1), srcs: map[netip.Prefix]*sourceSlots{}}
 }
 
 // acquire waits for a slot of src and one of all; release frees both.
-func (l *checkLimiter) acquire(ctx context.Context, src netip.Addr) (release func(), err error) {
+func (l *checkLimiter) acquire(ctx context.Context, addr netip.Addr) (release func(), err error) {
+	src := pi.Source(addr)
 	ctx, cancel := context.WithTimeoutCause(ctx, maxCheckWait, errChecksBusy)
 	defer cancel()
 	l.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -108,10 +109,9 @@ type Config struct {
 	// this at once (421); 0 means DefaultMaxSessionsPerSource, negative
 	// means no limit.
 	MaxSessionsPerSource int
-	// MaxHandshakes bounds the AUTH GSSAPI and AUTH TLS handshake work in
-	// progress (an AUTH TLS handshake, each ADAT step), an eighth of it
-	// for one client address; beyond it AUTH or ADAT gets 431. 0 means
-	// DefaultMaxHandshakes.
+	// MaxHandshakes bounds the GSI handshake work in progress (each ADAT
+	// step, not the client's time between them), an eighth of it for one
+	// source; beyond it ADAT gets 431. 0 means DefaultMaxHandshakes.
 	MaxHandshakes int
 	// MaxPasswordChecks bounds the Authenticate calls running at once,
 	// and MaxPasswordChecksPerSource those for one client address (others
@@ -190,7 +190,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]*connState
-	perSource map[netip.Addr]int // open sessions per client address; guarded by mu
+	perSource map[netip.Prefix]int // open sessions per source (pi.Source); guarded by mu
 	closed    bool
 	wg        sync.WaitGroup // one per session
 }
@@ -205,7 +205,7 @@ func New(cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]*connState{},
-		perSource: map[netip.Addr]int{},
+		perSource: map[netip.Prefix]int{},
 		passwords: newCheckLimiter(cmp.Or(cfg.MaxPasswordChecks, runtime.NumCPU()), cmp.Or(cfg.MaxPasswordChecksPerSource, 1)),
 	}
 	if s.log == nil {
@@ -257,6 +257,7 @@ func New(cfg Config) (*Server, error) {
 		LoginTimeout:            cfg.LoginTimeout,
 		OnLogin:                 s.loggedIn,
 		UploadInPlace:           cfg.UploadInPlace,
+		Uploads:                 &pi.Uploads{},
 		Abort:                   abortCtx,
 		Logger:                  s.log,
 	}
@@ -533,7 +534,7 @@ func (s *Server) start(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	src := remoteAddr(conn)
+	src := pi.Source(remoteAddr(conn))
 	max, maxPer := limit(s.cfg.MaxSessions, DefaultMaxSessions), limit(s.cfg.MaxSessionsPerSource, DefaultMaxSessionsPerSource)
 	var refuse string
 	var evict net.Conn
@@ -561,7 +562,7 @@ func (s *Server) start(conn net.Conn) {
 		s.log.Info("session closed to make room: not logged in", "remote", evict.RemoteAddr().String())
 		evict.Close()
 	}
-	s.conns[conn] = &connState{src: src, since: time.Now()}
+	s.conns[conn] = &connState{src: src}
 	s.perSource[src]++
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -570,29 +571,33 @@ func (s *Server) start(conn net.Conn) {
 
 // connState is what the server knows of one control connection.
 type connState struct {
-	src      netip.Addr
-	since    time.Time
+	src      netip.Prefix
 	loggedIn bool
 }
 
 // evictableLocked picks the session to close for a newcomer on a full
-// server: the oldest of those not logged in, from the source with the most
-// of them; nil when every session has logged in.
+// server: one of those not logged in, from the source with the most of
+// them, chosen at random so that a flood from many addresses seldom hits
+// a given client that is still logging in (a queue order would let it
+// push out everyone in turn); nil when every session has logged in.
 func (s *Server) evictableLocked() net.Conn {
-	waiting := map[netip.Addr]int{}
+	waiting := map[netip.Prefix]int{}
+	most := 0
 	for _, st := range s.conns {
 		if !st.loggedIn {
 			waiting[st.src]++
+			most = max(most, waiting[st.src])
 		}
 	}
 	var victim net.Conn
-	var vst *connState
+	seen := 0
 	for c, st := range s.conns {
-		if st.loggedIn {
+		if st.loggedIn || waiting[st.src] < most {
 			continue
 		}
-		if vst == nil || waiting[st.src] > waiting[vst.src] || waiting[st.src] == waiting[vst.src] && st.since.Before(vst.since) {
-			victim, vst = c, st
+		// Reservoir sampling: each candidate with the same chance.
+		if seen++; rand.IntN(seen) == 0 {
+			victim = c
 		}
 	}
 	return victim
@@ -632,7 +637,7 @@ func (s *Server) handle(conn net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, conn)
-		src := remoteAddr(conn)
+		src := pi.Source(remoteAddr(conn))
 		if s.perSource[src]--; s.perSource[src] <= 0 {
 			delete(s.perSource, src)
 		}

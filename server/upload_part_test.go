@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +190,88 @@ func TestPartFilesCannotBeHijacked(t *testing.T) {
 	if got, _ := content(t, st, long); got != "long" {
 		t.Errorf("the 255-byte name holds %q", got)
 	}
+}
+
+// TestUploadInProgressIsOffLimits: while an upload runs, other sessions
+// can neither write the same file (with or without REST), nor delete or
+// rename it, its part file or a directory above it, nor change the part
+// file's mode or time; a part file name planted as a symbolic link is not
+// followed; and a replaced file keeps its mode.
+func TestUploadInProgressIsOffLimits(t *testing.T) {
+	root := t.TempDir()
+	st, err := posix.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "proj"), 0o777)
+	os.WriteFile(filepath.Join(root, "proj", "data.csv"), []byte("old"), 0o600)
+	_, addr, _ := start(t, server.Config{Storage: st, Anonymous: true, AnonymousWrite: true})
+
+	victim, data := storeStream(t, addr, []string{"ALLO 10"}, "/proj/data.csv", []byte("GOOD"))
+	time.Sleep(50 * time.Millisecond)
+	c := dial(t, addr)
+	c.read()
+	c.expect("USER anonymous", 331)
+	c.expect("PASS x", 230)
+	c.expect("TYPE I", 200)
+	for _, cmd := range []struct {
+		line string
+		code int
+	}{
+		{"REST 0", 350}, {"STOR /proj/data.csv", 450},
+		{"STOR /proj/data.csv", 450},
+		{"DELE /proj/.data.csv.ferry-part", 450},
+		{"DELE /proj/data.csv", 450},
+		{"RNFR /proj", 450},
+		{"RNFR /proj/data.csv", 450},
+		{"RMD /proj", 450},
+		{"SITE CHMOD 000 /proj/.data.csv.ferry-part", 553},
+		{"MFMT 20200101000000 /proj/.data.csv.ferry-part", 553},
+	} {
+		c.send(cmd.line)
+		if r := c.read(); r.Code != cmd.code {
+			t.Errorf("%s during another's upload: %v, want %d", cmd.line, r, cmd.code)
+		}
+	}
+	data.Write([]byte("ENDS"))
+	data.Write([]byte("!!"))
+	data.Close()
+	if r := victim.read(); r.Code != 226 {
+		t.Fatalf("the victim's upload: %v", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "proj", "data.csv")); string(got) != "GOODENDS!!" {
+		t.Errorf("the victim's file holds %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "proj", "data.csv")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file's mode: %v %v, want 0600 kept", fi.Mode(), err)
+	}
+	// Afterwards the file is free again.
+	c.expect("RNFR /proj/data.csv", 350)
+	c.expect("RNTO /proj/data2.csv", 250)
+
+	// A part file name planted as a link by a local user.
+	os.WriteFile(filepath.Join(root, "precious"), []byte("keep"), 0o600)
+	os.Symlink("../precious", filepath.Join(root, "proj", ".notes.ferry-part"))
+	storeStreamRefused(t, addr, "/proj/notes")
+	if got, _ := os.ReadFile(filepath.Join(root, "precious")); string(got) != "keep" {
+		t.Errorf("the link's target now holds %q", got)
+	}
+}
+
+// storeStreamRefused sends STOR name, expecting a refusal before data.
+func storeStreamRefused(t *testing.T, addr, name string) (*client, int) {
+	t.Helper()
+	c := dial(t, addr)
+	c.read()
+	c.expect("USER anonymous", 331)
+	c.expect("PASS x", 230)
+	c.expect("TYPE I", 200)
+	c.send("EPSV")
+	c.read()
+	c.send("STOR " + name)
+	r := c.read()
+	if r.Code/100 != 5 {
+		t.Errorf("STOR %s onto a planted link: %v, want a refusal", name, r)
+	}
+	return c, r.Code
 }

@@ -210,37 +210,9 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			}
 			w.finishItem(it, it.moved.Load(), err, obs, res)
 		}
-		switch kind {
-		case batchTPT:
-			files := make([]client.ThirdPartyFile, len(items))
-			for k, it := range items {
-				files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path, Size: it.pair.Size, KnownSize: it.pair.Size >= 0}
-			}
-			client.ThirdPartyFiles(ctx, conn, dconn, files, opts)
-		case batchGet:
-			gets := make([]client.Get, len(items))
-			for k, it := range items {
-				gets[k] = client.Get{Path: it.pair.Src.Path, Open: w.openGet(it, obs)}
-			}
-			conn.GetFiles(ctx, gets, opts)
-		default:
-			puts := make([]client.Put, len(items))
-			for k, it := range items {
-				size := it.pair.Size
-				puts[k] = client.Put{Path: it.pair.Dst.Path, Size: max(size, 0), Open: w.openPut(it, obs)}
-			}
-			conn.PutFiles(ctx, puts, opts)
-		}
+		w.sendBatch(ctx, kind, conn, dconn, items, opts, obs)
 		for _, it := range verify {
-			var err error
-			switch l, r := w.loc(it.pair.Dst), w.loc(it.pair.Src); kind {
-			case batchTPT:
-				err = w.c.verifyBoth(ctx, s, r, ds, l)
-			case batchPut:
-				err = w.c.verify(ctx, s, l, r.path, 0, -1)
-			default:
-				err = w.c.verify(ctx, s, r, l.path, 0, -1)
-			}
+			err := w.verifyItem(ctx, kind, s, ds, it)
 			w.finishItem(it, it.moved.Load(), err, obs, res)
 		}
 		if final > 0 && len(again) > 0 {
@@ -256,6 +228,48 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			t.Stop()
 			wait = min(2*wait, time.Minute)
 		}
+	}
+}
+
+// sendBatch copies the items of one round as one batch of kind on conn
+// (and dconn, the destination's, for third party); opts.Done gets each
+// file's result.
+func (w batchWorker) sendBatch(ctx context.Context, kind batchKind, conn, dconn *client.Conn, items []*batchItem, opts *client.BatchOptions, obs job.Observer) {
+	switch kind {
+	case batchTPT:
+		files := make([]client.ThirdPartyFile, len(items))
+		for k, it := range items {
+			files[k] = client.ThirdPartyFile{Src: it.pair.Src.Path, Dst: it.pair.Dst.Path, Size: it.pair.Size, KnownSize: it.pair.Size >= 0}
+		}
+		client.ThirdPartyFiles(ctx, conn, dconn, files, opts)
+	case batchGet:
+		gets := make([]client.Get, len(items))
+		for k, it := range items {
+			gets[k] = client.Get{Path: it.pair.Src.Path, Open: w.openGet(it, obs)}
+		}
+		conn.GetFiles(ctx, gets, opts)
+	default:
+		puts := make([]client.Put, len(items))
+		for k, it := range items {
+			size := it.pair.Size
+			puts[k] = client.Put{Path: it.pair.Dst.Path, Size: max(size, 0), Open: w.openPut(it, obs)}
+		}
+		conn.PutFiles(ctx, puts, opts)
+	}
+}
+
+// verifyItem compares the checksums (-verify-checksum) of a file a batch
+// of kind copied: on both servers for third party (s the source's
+// session, ds the destination's), else the server's with the local
+// file's.
+func (w batchWorker) verifyItem(ctx context.Context, kind batchKind, s, ds *client.Session, it *batchItem) error {
+	switch l, r := w.loc(it.pair.Dst), w.loc(it.pair.Src); kind {
+	case batchTPT:
+		return w.c.verifyBoth(ctx, s, r, ds, l)
+	case batchPut:
+		return w.c.verify(ctx, s, l, r.path, 0, -1)
+	default:
+		return w.c.verify(ctx, s, r, l.path, 0, -1)
 	}
 }
 

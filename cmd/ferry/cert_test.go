@@ -45,12 +45,42 @@ func run(t *testing.T, env []string, name string, args ...string) (string, error
 	return string(out), err
 }
 
+// TestCertAndProxy makes a PKI with ferry cert and proxies with ferry
+// proxy, and checks them with OpenSSL, GCT's tools and our verifier, step
+// by step: each step uses what the ones before made.
 func TestCertAndProxy(t *testing.T) {
 	needGCTProxyTools(t)
 	d := t.TempDir()
-	ca := filepath.Join(d, "ca")
+	ca, td := checkCertCA(t, d)
+	hostDir, userDir := checkCertHostUser(t, d, ca)
+	ts := checkCertPKI(t, td, hostDir, userDir)
+	uc, uk := filepath.Join(userDir, "usercert.pem"), filepath.Join(userDir, "userkey.pem")
+	env := []string{"X509_CERT_DIR=" + td, "X509_USER_PROXY=", "X509_USER_CERT=", "X509_USER_KEY="}
+	t.Setenv("X509_CERT_DIR", td)
+	gp := checkProxyInit(t, d, td, ts, uc, uk, env)
+	checkProxyInfo(t, d, uc, uk, env, gp)
+
+	// X509_USER_PROXY is the default output.
+	envProxy := filepath.Join(d, "envproxy")
+	t.Setenv("X509_USER_PROXY", envProxy)
+	ok(t, "proxy", "init", "-q", "-cert", uc, "-key", uk)
+	if fi, err := os.Stat(envProxy); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("proxy at $X509_USER_PROXY: %v %v", fi, err)
+	}
+	ok(t, "proxy", "destroy")
+}
+
+// certAliceDN is the user of TestCertAndProxy.
+const certAliceDN = "/C=US/O=Ferry Lab/OU=People/CN=Alice Example"
+
+// checkCertCA makes a CA in d with ferry cert ca and checks its files
+// (modes, a CRL OpenSSL reads) and that a second one is refused. It
+// returns the CA's directory and its trust directory.
+func checkCertCA(t *testing.T, d string) (ca, td string) {
+	t.Helper()
+	ca = filepath.Join(d, "ca")
 	r := ok(t, "cert", "ca", "-dir", ca, "-subject", "/C=US/O=Ferry Lab/CN=Ferry Lab CA", "-bits", "2048", "-days", "30")
-	td := filepath.Join(ca, "certificates")
+	td = filepath.Join(ca, "certificates")
 	if !strings.Contains(r.stdout, "export X509_CERT_DIR=") || !strings.Contains(r.stdout, td) {
 		t.Errorf("cert ca stdout %q", r.stdout)
 	}
@@ -73,26 +103,38 @@ func TestCertAndProxy(t *testing.T) {
 	if r := ferry(t, nil, "cert", "ca", "-dir", ca); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
 		t.Errorf("second cert ca: %+v", r)
 	}
+	return ca, td
+}
 
-	hostDir := filepath.Join(d, "host")
+// checkCertHostUser issues a host and user certificates from the CA ca
+// with ferry cert, checks the grid-mapfile line printed for the user and
+// that a subject outside the CA's signing policy is refused. It returns
+// the host's and Alice's directories.
+func checkCertHostUser(t *testing.T, d, ca string) (hostDir, userDir string) {
+	t.Helper()
+	hostDir = filepath.Join(d, "host")
 	ok(t, "cert", "host", "-ca", ca, "-name", "localhost", "-ip", "127.0.0.1", "-out", hostDir)
-	userDir := filepath.Join(d, "user")
-	r = ok(t, "cert", "user", "-ca", ca, "-subject", "/C=US/O=Ferry Lab/OU=People/CN=Alice Example", "-out", userDir)
-	const aliceDN = "/C=US/O=Ferry Lab/OU=People/CN=Alice Example"
-	if r.stdout != `"`+aliceDN+`" alice`+"\n" {
+	userDir = filepath.Join(d, "user")
+	r := ok(t, "cert", "user", "-ca", ca, "-subject", certAliceDN, "-out", userDir)
+	if r.stdout != `"`+certAliceDN+`" alice`+"\n" {
 		t.Errorf("grid-mapfile line %q", r.stdout)
 	}
 	if g, err := gsi.ParseGridMap([]byte(r.stdout)); err != nil {
 		t.Error(err)
-	} else if acc, _ := g.Lookup(aliceDN); len(acc) != 1 || acc[0] != "alice" {
+	} else if acc, _ := g.Lookup(certAliceDN); len(acc) != 1 || acc[0] != "alice" {
 		t.Errorf("grid-mapfile line maps to %v", acc)
 	}
 	if r := ferry(t, nil, "cert", "user", "-ca", ca, "-subject", "/C=US/O=Elsewhere/CN=Mallory", "-out", filepath.Join(d, "m")); r.code != 1 || !strings.Contains(r.stderr, "signing policy") {
 		t.Errorf("user outside the policy: %+v", r)
 	}
 	ok(t, "cert", "user", "-ca", ca, "-cn", "Bob", "-out", filepath.Join(d, "bob"))
+	return hostDir, userDir
+}
 
-	// openssl and our verifier accept the PKI.
+// checkCertPKI checks that OpenSSL and our verifier accept the PKI in
+// the trust directory td, and returns its trust store.
+func checkCertPKI(t *testing.T, td, hostDir, userDir string) *gsi.TrustStore {
+	t.Helper()
 	if out, err := run(t, nil, "openssl", "verify", "-CApath", td, filepath.Join(userDir, "usercert.pem"), filepath.Join(hostDir, "hostcert.pem")); err != nil {
 		t.Errorf("openssl verify: %v %s", err, out)
 	}
@@ -109,18 +151,21 @@ func TestCertAndProxy(t *testing.T) {
 			t.Errorf("VerifyHost %s: %v", h, err)
 		}
 	}
+	return ts
+}
 
-	// ferry proxy init, checked by GCT's tools and by us.
-	uc, uk := filepath.Join(userDir, "usercert.pem"), filepath.Join(userDir, "userkey.pem")
-	env := []string{"X509_CERT_DIR=" + td, "X509_USER_PROXY=", "X509_USER_CERT=", "X509_USER_KEY="}
-	t.Setenv("X509_CERT_DIR", td)
+// checkProxyInit makes a proxy of Alice's certificate (uc, uk) with ferry
+// proxy init, checked by GCT's tools and by us: GCT makes a proxy of it,
+// and one of the certificate itself, whose file it returns.
+func checkProxyInit(t *testing.T, d, td string, ts *gsi.TrustStore, uc, uk string, env []string) string {
+	t.Helper()
 	p := filepath.Join(d, "proxy")
-	r = ok(t, "proxy", "init", "-cert", uc, "-key", uk, "-out", p, "-verify", "-valid", "2:30")
-	if !strings.Contains(r.stdout, "Your identity: "+aliceDN) {
+	r := ok(t, "proxy", "init", "-cert", uc, "-key", uk, "-out", p, "-verify", "-valid", "2:30")
+	if !strings.Contains(r.stdout, "Your identity: "+certAliceDN) {
 		t.Errorf("proxy init stdout %q", r.stdout)
 	}
 	info, err := run(t, env, "grid-proxy-info", "-f", p)
-	if err != nil || !strings.Contains(info, "identity : "+aliceDN) || !strings.Contains(info, "RFC 3820 compliant impersonation proxy") || !strings.Contains(info, "timeleft : 2:") {
+	if err != nil || !strings.Contains(info, "identity : "+certAliceDN) || !strings.Contains(info, "RFC 3820 compliant impersonation proxy") || !strings.Contains(info, "timeleft : 2:") {
 		t.Errorf("grid-proxy-info: %v\n%s", err, info)
 	}
 	// GCT verifies our proxy against the trust directory (chain, signing
@@ -133,7 +178,7 @@ func TestCertAndProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := ts.Verify(c2.Chain, time.Now()); err != nil || id.DN != aliceDN || len(id.Chain) != 4 {
+	if id, err := ts.Verify(c2.Chain, time.Now()); err != nil || id.DN != certAliceDN || len(id.Chain) != 4 {
 		t.Errorf("GCT proxy of ferry proxy: %v %+v", err, id)
 	}
 	// GCT's grid-proxy-init accepts the user certificate and trust dir
@@ -142,12 +187,17 @@ func TestCertAndProxy(t *testing.T) {
 	if out, err := run(t, env, "grid-proxy-init", "-q", "-verify", "-cert", uc, "-key", uk, "-certdir", td, "-out", gp); err != nil {
 		t.Errorf("grid-proxy-init with ferry's PKI: %v\n%s", err, out)
 	}
+	return gp
+}
 
-	// Limited, path length, info and destroy.
+// checkProxyInfo checks a limited proxy with a path length, ferry proxy
+// info (of it, and of GCT's proxy gp) and ferry proxy destroy.
+func checkProxyInfo(t *testing.T, d, uc, uk string, env []string, gp string) {
+	t.Helper()
 	lp := filepath.Join(d, "limited")
 	ok(t, "proxy", "init", "-q", "-cert", uc, "-key", uk, "-out", lp, "-limited", "-path-length", "2", "-hours", "1")
-	r = ok(t, "proxy", "info", "-file", lp)
-	for _, want := range []string{"identity : " + aliceDN, "type     : RFC 3820 compliant limited proxy", "pathlen  : 2", "strength : 2048 bits"} {
+	r := ok(t, "proxy", "info", "-file", lp)
+	for _, want := range []string{"identity : " + certAliceDN, "type     : RFC 3820 compliant limited proxy", "pathlen  : 2", "strength : 2048 bits"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("proxy info lacks %q:\n%s", want, r.stdout)
 		}
@@ -155,7 +205,7 @@ func TestCertAndProxy(t *testing.T) {
 	if info, err := run(t, env, "grid-proxy-info", "-f", lp, "-type"); err != nil || !strings.Contains(info, "limited") {
 		t.Errorf("grid-proxy-info -type: %v %s", err, info)
 	}
-	if r := ok(t, "proxy", "info", "-file", lp, "-identity"); r.stdout != aliceDN+"\n" {
+	if r := ok(t, "proxy", "info", "-file", lp, "-identity"); r.stdout != certAliceDN+"\n" {
 		t.Errorf("proxy info -identity %q", r.stdout)
 	}
 	ok(t, "proxy", "info", "-file", lp, "-exists", "-valid", "0:30")
@@ -176,15 +226,6 @@ func TestCertAndProxy(t *testing.T) {
 	if r := ferry(t, nil, "proxy", "info", "-file", lp, "-exists"); r.code != 1 || r.stderr != "" {
 		t.Errorf("-exists on a destroyed proxy: %+v", r)
 	}
-
-	// X509_USER_PROXY is the default output.
-	envProxy := filepath.Join(d, "envproxy")
-	t.Setenv("X509_USER_PROXY", envProxy)
-	ok(t, "proxy", "init", "-q", "-cert", uc, "-key", uk)
-	if fi, err := os.Stat(envProxy); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("proxy at $X509_USER_PROXY: %v %v", fi, err)
-	}
-	ok(t, "proxy", "destroy")
 }
 
 func TestCertProxyUsage(t *testing.T) {

@@ -267,8 +267,54 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if syncMode {
 		name = "sync"
 	}
-	c0 := commands[name]
-	fs := newFlagSet(c0, e)
+	fs, f, jf, listURL := newCopyFlagSet(commands[name], e, syncMode)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "cd" {
+			jf.cdSet = true
+		}
+	})
+	if !jf.cdSet && jf.recursive {
+		jf.createDirs = true
+	}
+	if err := checkCopyFlags(f, jf); err != nil {
+		return err
+	}
+	if *listURL != "" {
+		if fs.NArg() != 0 {
+			return usagef("-list takes no other arguments")
+		}
+		return runList(ctx, e, *f, *listURL)
+	}
+	if f.off < 0 {
+		return usagef("-off must not be negative")
+	}
+	if f.length == 0 || f.length < -1 {
+		return usagef("-len must be positive (or -1 for all)")
+	}
+	reqs, err := copyRequests(e, fs, jf)
+	if err != nil {
+		return err
+	}
+	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
+		return err
+	}
+	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
+		if f.off > 0 || f.length > 0 {
+			return usagef("-off and -len copy part of one file; they do not go with -r, -f, -sync or wildcards")
+		}
+		return runJob(ctx, e, *f, *jf, reqs)
+	}
+	return copyOne(ctx, e, name, *f, jf.createDirs, reqs[0])
+}
+
+// newCopyFlagSet makes the flag set of ferry cp (or, with syncMode, ferry
+// sync) with its grouped help, and the flags it fills: those of a copy,
+// those of a job, and -list.
+func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cpFlags, jf *jobFlags, listURL *string) {
+	fs = newFlagSet(c0, e)
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: ferry %s %s\n\n%s\n", c0.name, c0.usage, c0.summary)
@@ -282,8 +328,8 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		}
 		fmt.Fprint(w, cpHelp)
 	}
-	var f cpFlags
-	jf := jobFlags{mirror: syncMode}
+	f = &cpFlags{}
+	jf = &jobFlags{mirror: syncMode}
 	fs.BoolVar(&f.active, "active", false, "active data connections: the client listens (EPRT/PORT)")
 	fs.BoolVar(&f.verbose, "v", false, "print each file copied, the bytes and the rate to stderr")
 	fs.BoolVar(&f.quiet, "q", false, "print nothing but errors (overrides -v)")
@@ -317,20 +363,16 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
 	fs.BoolVar(&jf.dryRun, "dry-run", false, "print what would be created, copied and deleted, and do nothing")
 	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file and a summary object")
-	listURL := fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
+	listURL = fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "cd" {
-			jf.cdSet = true
-		}
-	})
-	if !jf.cdSet && jf.recursive {
-		jf.createDirs = true
-	}
+	return fs, f, jf, listURL
+}
+
+// checkCopyFlags refuses flag values and combinations that ferry cp and
+// ferry sync cannot run (those of -off and -len come later, after
+// -list), and upper-cases -checksum-alg.
+func checkCopyFlags(f *cpFlags, jf *jobFlags) error {
 	if err := f.gsi.check(); err != nil {
 		return err
 	}
@@ -356,18 +398,14 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if _, err := checksum.New(f.checksumAlg); (f.verify || jf.syncLevel == job.SyncChecksum) && err != nil {
 		return usagef("-checksum-alg: %v", err)
 	}
-	if *listURL != "" {
-		if fs.NArg() != 0 {
-			return usagef("-list takes no other arguments")
-		}
-		return runList(ctx, e, f, *listURL)
-	}
-	if f.off < 0 {
-		return usagef("-off must not be negative")
-	}
-	if f.length == 0 || f.length < -1 {
-		return usagef("-len must be positive (or -1 for all)")
-	}
+	return nil
+}
+
+// copyRequests returns the source and destination pairs to copy: those
+// of the -f list file, or the SRC DST arguments; a source URL's "?" is
+// a wildcard. As with globus-url-copy, an existing -df dump file is the
+// list file (jf.listFile is set to it), and a note says so.
+func copyRequests(e *env, fs *flag.FlagSet, jf *jobFlags) ([]job.URLPair, error) {
 	var reqs []job.URLPair
 	if jf.dumpFile != "" {
 		if _, err := os.Stat(jf.dumpFile); err == nil {
@@ -379,34 +417,32 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	switch {
 	case jf.listFile != "":
 		if fs.NArg() != 0 && jf.listFile != jf.dumpFile {
-			return usagef("-f takes its pairs from the file; give no SRC DST")
+			return nil, usagef("-f takes its pairs from the file; give no SRC DST")
 		}
 		var err error
 		if reqs, err = readListFile(e, jf.listFile); err != nil {
-			return err
+			return nil, err
 		}
 	case fs.NArg() != 2:
-		return usagef("want SRC DST")
+		return nil, usagef("want SRC DST")
 	default:
 		reqs = []job.URLPair{{Src: fs.Arg(0), Dst: fs.Arg(1)}}
 	}
 	for i := range reqs {
 		reqs[i].Src = wildcardURL(reqs[i].Src)
 	}
-	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
-		return err
-	}
-	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
-		if f.off > 0 || f.length > 0 {
-			return usagef("-off and -len copy part of one file; they do not go with -r, -f, -sync or wildcards")
-		}
-		return runJob(ctx, e, f, jf, reqs)
-	}
-	src, err := parseLocation(reqs[0].Src)
+	return reqs, nil
+}
+
+// copyOne copies a single file, req, for the command name (cp or sync):
+// createDirs (-cd) creates the missing directories above the
+// destination.
+func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs bool, req job.URLPair) error {
+	src, err := parseLocation(req.Src)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	dst, err := parseLocation(reqs[0].Dst)
+	dst, err := parseLocation(req.Dst)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -425,19 +461,10 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if !f.quiet {
 		c.notes = e.stderr
 	}
-	if err := c.prepare(ctx, src, &dst, jf.createDirs); err != nil {
+	if err := c.prepare(ctx, src, &dst, createDirs); err != nil {
 		return err
 	}
-	// -vb reports progress anywhere; on a terminal a live display is
-	// shown anyway (without the line per data connection unless -vb).
-	if tty, _ := terminal(e.stderr); !f.quiet && (f.progress || tty) {
-		c.progress = newProgressPrinterStreams(e.stderr, f.progress)
-		size := int64(-1)
-		if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size()
-		}
-		c.progress.begin(path.Base(src.path), size)
-	}
+	c.startProgress(src)
 	start := time.Now()
 	n, err := c.copy(ctx, src, dst)
 	if c.progress != nil {
@@ -451,6 +478,20 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
 	}
 	return nil
+}
+
+// startProgress starts the progress display of a single copy from src.
+// -vb reports progress anywhere; on a terminal a live display is shown
+// anyway (without the line per data connection unless -vb).
+func (c *copier) startProgress(src location) {
+	if tty, _ := terminal(c.env.stderr); !c.flags.quiet && (c.flags.progress || tty) {
+		c.progress = newProgressPrinterStreams(c.env.stderr, c.flags.progress)
+		size := int64(-1)
+		if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		c.progress.begin(path.Base(src.path), size)
+	}
 }
 
 // wildcardURL lets a source URL hold the wildcard "?": in ftp:// and
@@ -979,15 +1020,9 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 	if err != nil {
 		return 0, err
 	}
-	want := resumeState{source: src.String(), dest: dst.path, size: -1, offset: c.flags.off, length: c.flags.length}
-	var re *client.ReplyError
-	if size, err := conn.Size(ctx, src.path); err == nil {
-		want.size = size
-	} else if errors.As(err, &re) && re.Reply.Code == 550 {
-		return 0, &opError{what: "download " + src.String(), err: err}
-	}
-	if mt, err := conn.ModTime(ctx, src.path); err == nil {
-		want.mtime = mt.UnixNano()
+	want, err := c.sourceState(ctx, conn, src, dst)
+	if err != nil {
+		return 0, err
 	}
 	name := dst.path + rangesSuffix
 	st, err := readState(name)
@@ -1006,11 +1041,49 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 		// temporary file, copied again whole if this run fails.
 		return c.downloadWhole(ctx, s, src, dst, !errors.Is(err, os.ErrNotExist))
 	}
-	flags := os.O_WRONLY | os.O_CREATE
 	if resuming {
 		want.ranges = st.ranges
 		c.notef("resuming %s: %s already here (%s lists them)", dst, ofSize(st.ranges.Total(), want.size), name)
-	} else if whole {
+	}
+	return c.downloadInPlace(ctx, s, src, dst, inPlace{state: name, want: want, resuming: resuming, whole: whole, created: created})
+}
+
+// sourceState is the resume state of a download of src to dst before any
+// byte arrived: the source's size and modification time when the server
+// tells them. A source the server says is missing (550 to SIZE) fails the
+// download.
+func (c *copier) sourceState(ctx context.Context, conn *client.Conn, src, dst location) (resumeState, error) {
+	want := resumeState{source: src.String(), dest: dst.path, size: -1, offset: c.flags.off, length: c.flags.length}
+	var re *client.ReplyError
+	if size, err := conn.Size(ctx, src.path); err == nil {
+		want.size = size
+	} else if errors.As(err, &re) && re.Reply.Code == 550 {
+		return want, &opError{what: "download " + src.String(), err: err}
+	}
+	if mt, err := conn.ModTime(ctx, src.path); err == nil {
+		want.mtime = mt.UnixNano()
+	}
+	return want, nil
+}
+
+// inPlace is how downloadInPlace writes a file.
+type inPlace struct {
+	state    string      // the state file, DST.ferry-ranges
+	want     resumeState // what it is to hold, with the ranges already here
+	resuming bool        // continue from the ranges of the state file
+	whole    bool        // the whole file, not -off/-len
+	created  bool        // the destination does not exist yet
+}
+
+// downloadInPlace writes the download of src into the local file dst
+// itself, keeping the ranges stored so far in the state file p.state
+// (see downloadResumable). A failure after some bytes arrived leaves the
+// state file for the next run; one before, in a file it created, leaves
+// nothing.
+func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, dst location, p inPlace) (int64, error) {
+	name, want, created := p.state, p.want, p.created
+	flags := os.O_WRONLY | os.O_CREATE
+	if !p.resuming && p.whole {
 		// A whole new copy: no old bytes may survive in the file.
 		flags |= os.O_TRUNC
 	}
@@ -1053,7 +1126,7 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int6
 		return n, &leftError{err: err, note: fmt.Sprintf("%s is incomplete: %s are here (%s lists them); run the same command again to resume",
 			dst, ofSize(kept, want.size), name)}
 	}
-	if want.size >= 0 && whole {
+	if want.size >= 0 && p.whole {
 		// A resumed file may be longer than the source (an older copy).
 		err = f.Truncate(want.size)
 	}

@@ -408,8 +408,9 @@ func parsePortRange(s string) (uint16, uint16, error) {
 }
 
 // applyConfigFile sets each "key value" line of file as the flag named key,
-// unless that flag was given on the command line. '#' starts a comment; a
-// line with a key alone sets a boolean flag to true.
+// unless that flag was given on the command line. Spaces and tabs separate
+// the key from the value, with an optional '=' ("key = value"); '#' starts
+// a comment line; a line with a key alone sets a boolean flag to true.
 func applyConfigFile(fs *flag.FlagSet, file string) error {
 	fh, err := os.Open(file)
 	if err != nil {
@@ -424,9 +425,11 @@ func applyConfigFile(fs *flag.FlagSet, file string) error {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		key, value, _ := strings.Cut(line, " ")
-		key = strings.TrimSpace(strings.TrimSuffix(key, "="))
-		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "="))
+		key, value := line, ""
+		if i := strings.IndexAny(line, " \t="); i >= 0 {
+			key, value = line[:i], strings.TrimSpace(line[i:])
+		}
+		value = strings.TrimSpace(strings.TrimPrefix(value, "="))
 		if key == "config" || fs.Lookup(key) == nil {
 			return fmt.Errorf("%s:%d: unknown key %q", file, n, key)
 		}

@@ -58,6 +58,58 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
+// TestConfigFileSeparators: spaces, tabs, '=' and trailing white space
+// around keys and values.
+func TestConfigFileSeparators(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		listen     string
+		anonymous  bool
+	}{
+		{"space", "listen 127.0.0.1:7001", "127.0.0.1:7001", false},
+		{"tab", "listen\t127.0.0.1:7002", "127.0.0.1:7002", false},
+		{"spaces", "listen    127.0.0.1:7003", "127.0.0.1:7003", false},
+		{"tabs and spaces", "listen \t \t127.0.0.1:7004", "127.0.0.1:7004", false},
+		{"trailing space", "listen 127.0.0.1:7005   ", "127.0.0.1:7005", false},
+		{"trailing tab", "listen\t127.0.0.1:7006\t", "127.0.0.1:7006", false},
+		{"leading white space", " \tlisten 127.0.0.1:7007", "127.0.0.1:7007", false},
+		{"crlf", "listen 127.0.0.1:7008\r", "127.0.0.1:7008", false},
+		{"equals", "listen = 127.0.0.1:7009", "127.0.0.1:7009", false},
+		{"equals and tabs", "listen\t=\t127.0.0.1:7010", "127.0.0.1:7010", false},
+		{"equals alone", "listen=127.0.0.1:7011", "127.0.0.1:7011", false},
+		{"quoted", "listen\t\"127.0.0.1:7012\"", "127.0.0.1:7012", false},
+		{"key alone", "anonymous", "", true},
+		{"key alone, trailing tab", "anonymous\t", "", true},
+		{"boolean with tab", "anonymous\tfalse", "", false},
+		{"comment", "\t# listen 127.0.0.1:1", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "ferry.conf")
+			if err := os.WriteFile(file, []byte(tc.line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var f serveFlags
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			f.register(fs)
+			f.listen, f.anonymous = "", false
+			if err := applyConfigFile(fs, file); err != nil {
+				t.Fatal(err)
+			}
+			if f.listen != tc.listen || f.anonymous != tc.anonymous {
+				t.Errorf("%q: listen %q, anonymous %v; want %q, %v", tc.line, f.listen, f.anonymous, tc.listen, tc.anonymous)
+			}
+		})
+	}
+	// A tab does not make an unknown key known.
+	file := filepath.Join(t.TempDir(), "ferry.conf")
+	os.WriteFile(file, []byte("lisen\t:1\n"), 0o644)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	new(serveFlags).register(fs)
+	if err := applyConfigFile(fs, file); err == nil || !strings.Contains(err.Error(), `unknown key "lisen"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
 func TestServeInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -24,7 +24,6 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
-	"github.com/ferrygrid/ferry/internal/lineedit"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
@@ -287,10 +286,11 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// interactive runs the line editor on the terminal in until quit or EOF.
+// interactive reads command lines on the terminal in with line editing
+// (shellterm.go) until quit or EOF.
 func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string) error {
 	fd := fileFd(in)
-	restore, err := lineedit.MakeRaw(fd)
+	restore, err := makeRaw(fd)
 	if err != nil {
 		// No raw mode: read plain lines from the terminal.
 		return s.script(ctx, in, false)
@@ -306,16 +306,20 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 	if tty, _ := terminal(screen); !tty {
 		screen = s.env.stderr
 	}
-	ed := lineedit.New(keys, screen)
-	ed.History = lineedit.NewHistory(shellHistoryMax)
-	ed.Width = func() int {
-		w, _, err := term.GetSize(fd)
-		if err != nil {
-			return 80
-		}
-		return w
+	hist := newHistory(shellHistoryMax)
+	lt := newLineTerm(keys, screen, hist)
+	lt.size = func() (int, int, error) { return term.GetSize(fd) }
+	lt.complete = func(head string) (int, []string, []string) {
+		// What completion prints (a lost connection) goes above the
+		// prompt.
+		saved := s.env
+		e := *saved
+		e.stdout, e.stderr = lt.t, lt.t
+		s.env = &e
+		defer func() { s.env = saved }()
+		return s.complete(ctx, head)
 	}
-	ed.Complete = func(head string) (int, []string, []string) { return s.complete(ctx, head) }
+	defer watchResize(lt.resize)()
 	if historyFile == "" {
 		if home, err := os.UserHomeDir(); err == nil {
 			historyFile = filepath.Join(home, ".ferry_history")
@@ -325,27 +329,29 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 		historyFile = ""
 	}
 	if historyFile != "" {
-		if err := ed.History.Load(historyFile); err != nil {
+		if err := hist.load(historyFile); err != nil {
 			fmt.Fprintf(s.env.stderr, "history: %v\n", err)
 		}
 		defer func() {
-			if err := ed.History.Save(historyFile); err != nil {
+			if err := hist.save(historyFile); err != nil {
 				fmt.Fprintf(s.env.stderr, "history: %v\n", err)
 			}
 		}()
 	}
 	fmt.Fprintln(s.env.stdout, "ferry shell: type 'help' for the commands, Tab completes, Ctrl-D leaves.")
+	// Pasted text is taken as typed, without completing at its tabs.
+	lt.t.SetBracketedPasteMode(true)
+	defer lt.t.SetBracketedPasteMode(false)
 	for ctx.Err() == nil {
-		line, err := ed.ReadLine(s.prompt())
+		line, err := lt.readLine(s.prompt())
 		switch {
-		case errors.Is(err, lineedit.ErrInterrupted):
+		case errors.Is(err, errInterrupted):
 			continue
 		case err == io.EOF:
 			return nil
 		case err != nil:
 			return err
 		}
-		ed.History.Add(line)
 		keys.busy.Store(true)
 		quit, _ := s.execute(ctx, line)
 		keys.busy.Store(false)
@@ -1105,70 +1111,6 @@ func (s *shell) cmdHelp(_ context.Context, args []string, _ string) error {
 		fmt.Fprintf(s.env.stdout, "%s %s\n    %s\n", c.name, c.args, c.help)
 	}
 	return nil
-}
-
-// keyReader reads a raw terminal in its own goroutine and hands the bytes
-// to the line editor. While a command runs (busy), Ctrl-C calls intr
-// instead of reaching the editor.
-type keyReader struct {
-	f       *os.File
-	ch      chan []byte
-	pending []byte
-	busy    atomic.Bool
-	done    chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
-}
-
-func newKeyReader(f *os.File, intr func()) *keyReader {
-	k := &keyReader{f: f, ch: make(chan []byte, 16), done: make(chan struct{})}
-	k.wg.Go(func() {
-		defer close(k.ch)
-		for {
-			buf := make([]byte, 256)
-			n, err := f.Read(buf)
-			b := buf[:n]
-			if k.busy.Load() && slices.Contains(b, 3) {
-				intr()
-				b = slices.DeleteFunc(b, func(c byte) bool { return c == 3 })
-			}
-			if len(b) > 0 {
-				select {
-				case k.ch <- b:
-				case <-k.done:
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
-	return k
-}
-
-func (k *keyReader) Read(p []byte) (int, error) {
-	if len(k.pending) == 0 {
-		b, ok := <-k.ch
-		if !ok {
-			return 0, io.EOF
-		}
-		k.pending = b
-	}
-	n := copy(p, k.pending)
-	k.pending = k.pending[n:]
-	return n, nil
-}
-
-// stop ends the reading goroutine when the file supports deadlines (a
-// terminal opened by the program does; the process's standard input
-// usually not, and its reader ends with the process).
-func (k *keyReader) stop() {
-	k.once.Do(func() { close(k.done) })
-	if k.f.SetReadDeadline(time.Now()) == nil {
-		k.wg.Wait()
-		k.f.SetReadDeadline(time.Time{})
-	}
 }
 
 // progressInterval is how often transfers report progress to the display.

@@ -320,13 +320,21 @@ func TestShellPTY(t *testing.T) {
 	p.send(t, "pwd\r")
 	mark = p.expect(t, mark, "\n/sub\r\n")
 
-	// Ctrl-C abandons a line; Up recalls the last command.
+	// Ctrl-C abandons a line (not kept in the history); Up recalls the
+	// last command.
 	p.send(t, "garbage\x03")
-	mark = p.expect(t, mark, "garbage\x1b[K^C")
+	mark = p.expect(t, mark, "garbage^C\r")
 	p.send(t, "\x1b[A")
 	mark = p.expect(t, mark, "ferry 127.0.0.1:/sub> pwd")
 	p.send(t, "\r")
 	mark = p.expect(t, mark, "/sub\r\n")
+	// At an empty prompt Ctrl-C gives a new prompt.
+	p.send(t, "\x03")
+	mark = p.expect(t, mark, "ferry 127.0.0.1:/sub> ^C\r")
+	mark = p.expect(t, mark, "ferry 127.0.0.1:/sub> ")
+	// A pasted line (bracketed) runs as typed.
+	p.send(t, "\x1b[200~lpwd\r\x1b[201~")
+	mark = p.expect(t, mark, "\n"+local+"\r\n")
 
 	// Ctrl-D leaves and the history is saved.
 	p.send(t, "\x04")
@@ -339,8 +347,13 @@ func TestShellPTY(t *testing.T) {
 		t.Fatalf("the shell did not end on Ctrl-D; output:\n%s", p.output())
 	}
 	h, err := os.ReadFile(hist)
-	if err != nil || !strings.Contains(string(h), "get report\\ 2024.txt \n") || !strings.Contains(string(h), "pwd\n") {
+	if err != nil || !strings.Contains(string(h), "get report\\ 2024.txt \n") || !strings.Contains(string(h), "pwd\n") ||
+		strings.Contains(string(h), "garbage") {
 		t.Errorf("history file %q, %v", h, err)
+	}
+	// Bracketed paste is switched on for the prompt and off at the end.
+	if out := p.output(); !strings.Contains(out, "\x1b[?2004h") || !strings.HasSuffix(out, "\x1b[?2004l") {
+		t.Errorf("bracketed paste mode not switched on and off: %q", out[max(len(out)-200, 0):])
 	}
 }
 
@@ -392,7 +405,6 @@ func TestShellPTYGCT(t *testing.T) {
 	p.send(t, "cd s\t")
 	mark = p.expect(t, mark, "cd subdir/")
 	p.send(t, "\r")
-	// The prompt is long: the editor shows its end.
 	mark = p.expect(t, mark, srv.dir[len(srv.dir)-8:]+"/subdir> ")
 	// The upload dropped the cached listing: the new file completes.
 	p.send(t, "ls up\t")

@@ -40,7 +40,14 @@ type FS struct {
 	// and those removed but still open. Guarded by mu; at most
 	// limits.MaxTotal.
 	used int64
+	// meta is what the directory entries cost (entryOverhead and the
+	// name each). Guarded by mu; at most metaLimit().
+	meta int64
 }
+
+// metaLimit bounds what names and directories may take: a sixteenth of
+// the data budget, and at least 1 MiB.
+func (fsys *FS) metaLimit() int64 { return max(fsys.limits.MaxTotal/16, 1<<20) }
 
 // node is a file or a directory; all fields are guarded by FS.mu.
 type node struct {
@@ -52,6 +59,28 @@ type node struct {
 	data     []byte           // files; len(data) is charged to FS.used while the file is live
 	linked   bool             // in the tree
 	open     int              // readers and writers not yet closed
+	entry    int64            // what its entry in a directory costs FS.meta (entryCost)
+}
+
+// entryOverhead is what a directory entry costs the budget besides its
+// name: names and directories take memory too, and a flood of them must
+// not grow the server past its budget.
+const entryOverhead = 256
+
+// maxName bounds one path element, as most file systems do.
+const maxName = 255
+
+// entryCost checks that an entry called base fits within the limits and
+// returns what it costs.
+func (fsys *FS) entryCost(op, name, base string, held int64) (int64, error) {
+	if len(base) > maxName {
+		return 0, pathError(op, name, fmt.Errorf("%w: name longer than %d bytes", dsi.ErrInvalid, maxName))
+	}
+	cost := entryOverhead + int64(len(base))
+	if cost > held && cost-held > fsys.metaLimit()-fsys.meta {
+		return 0, pathError(op, name, fmt.Errorf("%w: memory storage limit of %d bytes for names reached", dsi.ErrNoSpace, fsys.metaLimit()))
+	}
+	return cost, nil
 }
 
 // New returns an empty file system holding only "/", with [DefaultLimits].
@@ -95,7 +124,17 @@ func (fsys *FS) releaseLocked(n *node) {
 // caller's business).
 func (fsys *FS) unlinkLocked(n *node) {
 	n.linked = false
+	fsys.meta -= n.entry
+	n.entry = 0
 	fsys.releaseLocked(n)
+}
+
+// linkLocked puts n in dir as base, charging its entry.
+func (fsys *FS) linkLocked(dir *node, base string, n *node, cost int64) {
+	n.linked = true
+	n.entry = cost
+	fsys.meta += cost
+	dir.children[base] = n
 }
 
 func (fsys *FS) newNodeLocked(dir bool, perm fs.FileMode) *node {
@@ -261,13 +300,16 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	}
 	switch {
 	case !ok:
+		cost, err := fsys.entryCost("create", name, base, 0)
+		if err != nil {
+			return nil, err
+		}
 		perm := opts.Perm.Perm()
 		if perm == 0 {
 			perm = 0o644
 		}
 		n = fsys.newNodeLocked(false, perm)
-		n.linked = true
-		dir.children[base] = n
+		fsys.linkLocked(dir, base, n, cost)
 		dir.mtime = n.mtime
 	case opts.Truncate:
 		fsys.used -= int64(len(n.data))
@@ -296,12 +338,15 @@ func (fsys *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error 
 	if _, ok := dir.children[base]; ok {
 		return pathError("mkdir", name, dsi.ErrExist)
 	}
+	cost, err := fsys.entryCost("mkdir", name, base, 0)
+	if err != nil {
+		return err
+	}
 	if perm.Perm() == 0 {
 		perm = 0o755
 	}
 	n := fsys.newNodeLocked(true, perm)
-	n.linked = true
-	dir.children[base] = n
+	fsys.linkLocked(dir, base, n, cost)
 	dir.mtime = n.mtime
 	return nil
 }
@@ -393,11 +438,20 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 			return pathError("rename", to, dsi.ErrNotEmpty)
 		}
 	}
+	var freed int64 // what the replaced entry gives back
+	if replace {
+		freed = old.entry
+	}
+	cost, err := fsys.entryCost("rename", to, tbase, n.entry+freed)
+	if err != nil {
+		return err
+	}
 	delete(fdir.children, fbase)
-	tdir.children[tbase] = n
 	if replace {
 		fsys.unlinkLocked(old)
 	}
+	fsys.meta -= n.entry
+	fsys.linkLocked(tdir, tbase, n, cost)
 	now := time.Now()
 	fdir.mtime, tdir.mtime = now, now
 	return nil

@@ -315,7 +315,14 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	}
 	// Like Open, refuse to open a FIFO or device, which could block or
 	// write somewhere unexpected.
-	if fi, err := fsys.root.Stat(r); err == nil {
+	stat := fsys.root.Stat
+	if opts.NoFollow {
+		stat = fsys.root.Lstat
+	}
+	if fi, err := stat(r); err == nil {
+		if opts.NoFollow && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, &Error{Op: "create", Path: name, Kind: dsi.ErrInvalid, Err: syscall.ELOOP}
+		}
 		if err := checkRegular("create", name, fi); err != nil {
 			return nil, err
 		}
@@ -327,6 +334,9 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	flag := os.O_WRONLY | os.O_CREATE
 	if opts.Truncate {
 		flag |= os.O_TRUNC
+	}
+	if opts.NoFollow {
+		flag |= syscall.O_NOFOLLOW // a link planted after the check
 	}
 	f, err := fsys.root.OpenFile(r, flag, perm)
 	if err != nil {

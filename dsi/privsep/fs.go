@@ -499,16 +499,25 @@ func (f *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (d
 	return f.create(ctx, baseRoot, name, opts)
 }
 
+// The bits of a create request's flags byte.
+const (
+	createTruncate = 1 << iota
+	createNoFollow
+)
+
 func (f *FS) create(ctx context.Context, root uint32, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
 	if err := checkName("create", name); err != nil {
 		return nil, err
 	}
 	args := req(root, name)
-	var trunc byte
+	var flags byte
 	if opts.Truncate {
-		trunc = 1
+		flags |= createTruncate
 	}
-	args = appendU8(args, trunc)
+	if opts.NoFollow {
+		flags |= createNoFollow
+	}
+	args = appendU8(args, flags)
 	args = appendI64(args, opts.Size)
 	args = appendU32(args, uint32(opts.Perm))
 	r, err := f.roundTrip(ctx, opCreate, name, args)

@@ -214,7 +214,8 @@ func (h *helper) handle(hd header, body []byte) {
 		}
 	case opCreate:
 		name := d.name("name")
-		opts := dsi.CreateOptions{Truncate: d.u8("truncate") != 0, Size: d.i64("size")}
+		flags := d.u8("flags")
+		opts := dsi.CreateOptions{Truncate: flags&createTruncate != 0, NoFollow: flags&createNoFollow != 0, Size: d.i64("size")}
 		opts.Perm = fs.FileMode(d.u32("perm")).Perm()
 		if err = d.end(); err == nil {
 			var w dsi.Writer

@@ -265,124 +265,179 @@ func WriteWANMarkdown(w io.Writer, p Preset, results []WANResult, meta ReportMet
 }
 
 func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
-	xs, ss := g.values()
 	fmt.Fprintf(b, "\n## %s\n\n", g.Title)
 	if len(g.Points) > 0 {
-		c := g.Points[0]
-		prof := Profiles[c.Profile]
-		lo, hi := c.Duration, c.Duration
-		for _, pt := range g.Points {
-			lo, hi = min(lo, pt.Duration), max(hi, pt.Duration)
-		}
-		kind := "fixed duration " + lo.String()
-		if hi != lo {
-			kind += "–" + hi.String() + " (longer at 50 ms RTT and more)"
-		}
-		if !c.fixedDuration() {
-			kind = "fixed size"
-			if g.X != VarSize {
-				kind += " " + progress.Size(c.Size)
-			}
-		}
-		fmt.Fprintf(b, "Link %s Mbit/s; profile %s (%s); %s.\n\n", progress.Rate(float64(c.Rate)/1e6), prof.Name, prof.About, kind)
+		writeGridLink(b, g)
 	}
-	short := map[string]string{LimitLink: "L", LimitWindow: "W", LimitLoss: "M"}
-	cell := func(src string, impl Impl, x, s float64) string {
-		v, mark := pointValue(results, g, src, impl, x, s)
-		if src == "theory" {
-			if math.IsNaN(v) {
-				return ""
-			}
-			return progress.Rate(v) + " " + short[mark]
-		}
-		if math.IsNaN(v) {
-			return mark
-		}
-		return progress.Rate(v) + mark
-	}
-	has := func(src string, impl Impl) bool {
-		for _, x := range xs {
-			for _, s := range ss {
-				if v, _ := pointValue(results, g, src, impl, x, s); !math.IsNaN(v) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	align := func(n int) []string {
-		a := []string{"---"}
-		for range n {
-			a = append(a, "--:")
-		}
-		return a
-	}
+	t := newGridTable(g, results)
 	if g.S == VarNone {
-		head := []string{g.X.Label()}
-		var used []int
-		for i, src := range sources {
-			if has(src.name, src.impl) {
-				head = append(head, src.name)
-				used = append(used, i)
+		t.writeFlat(b)
+	} else {
+		t.writeBySeries(b)
+	}
+	writeDoubts(b, g, results)
+	if plots && g.plottable() {
+		fmt.Fprintf(b, "\n![%s](%s.svg)\n", g.Title, g.ID)
+	}
+}
+
+// writeGridLink writes the sentence about the link of g's points (g has
+// some): its rate and profile, and whether the cells run for a fixed
+// duration (which ones, when they differ) or move a fixed size.
+func writeGridLink(b *strings.Builder, g Grid) {
+	c := g.Points[0]
+	prof := Profiles[c.Profile]
+	lo, hi := c.Duration, c.Duration
+	for _, pt := range g.Points {
+		lo, hi = min(lo, pt.Duration), max(hi, pt.Duration)
+	}
+	kind := "fixed duration " + lo.String()
+	if hi != lo {
+		kind += "–" + hi.String() + " (longer at 50 ms RTT and more)"
+	}
+	if !c.fixedDuration() {
+		kind = "fixed size"
+		if g.X != VarSize {
+			kind += " " + progress.Size(c.Size)
+		}
+	}
+	fmt.Fprintf(b, "Link %s Mbit/s; profile %s (%s); %s.\n\n", progress.Rate(float64(c.Rate)/1e6), prof.Name, prof.About, kind)
+}
+
+// gridTable renders the rate tables of a grid from its results.
+type gridTable struct {
+	g       Grid
+	results []WANResult
+	xs, ss  []float64 // the distinct X and S values, in order
+}
+
+func newGridTable(g Grid, results []WANResult) *gridTable {
+	xs, ss := g.values()
+	return &gridTable{g: g, results: results, xs: xs, ss: ss}
+}
+
+// theoryLimits abbreviates the limits of the theory rows.
+var theoryLimits = map[string]string{LimitLink: "L", LimitWindow: "W", LimitLoss: "M"}
+
+// cell renders a source's value at a point: the rate and its mark, or
+// for theory the bound and which limit it is.
+func (t *gridTable) cell(src string, impl Impl, x, s float64) string {
+	v, mark := pointValue(t.results, t.g, src, impl, x, s)
+	if src == "theory" {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return progress.Rate(v) + " " + theoryLimits[mark]
+	}
+	if math.IsNaN(v) {
+		return mark
+	}
+	return progress.Rate(v) + mark
+}
+
+// has reports whether a source has a value at any point of the grid.
+func (t *gridTable) has(src string, impl Impl) bool {
+	for _, x := range t.xs {
+		for _, s := range t.ss {
+			if v, _ := pointValue(t.results, t.g, src, impl, x, s); !math.IsNaN(v) {
+				return true
 			}
 		}
-		ratio := has("Ferry", Ferry) && has("GCT", GCT)
+	}
+	return false
+}
+
+// alignRow is a Markdown table's alignment row: a left-aligned label
+// column and n right-aligned value columns.
+func alignRow(n int) []string {
+	a := []string{"---"}
+	for range n {
+		a = append(a, "--:")
+	}
+	return a
+}
+
+// writeFlat writes the table of a grid without series: a row per X
+// value, a column per source that has values, and Ferry over GCT when
+// both have.
+func (t *gridTable) writeFlat(b *strings.Builder) {
+	g := t.g
+	head := []string{g.X.Label()}
+	var used []int
+	for i, src := range sources {
+		if t.has(src.name, src.impl) {
+			head = append(head, src.name)
+			used = append(used, i)
+		}
+	}
+	ratio := t.has("Ferry", Ferry) && t.has("GCT", GCT)
+	if ratio {
+		head = append(head, "Ferry / GCT")
+	}
+	row(b, head)
+	row(b, alignRow(len(head)-1))
+	for _, x := range t.xs {
+		r := []string{g.X.Format(x)}
+		for _, i := range used {
+			r = append(r, t.cell(sources[i].name, sources[i].impl, x, 0))
+		}
 		if ratio {
-			head = append(head, "Ferry / GCT")
+			r = append(r, rateRatio(t.results, g, x, 0))
 		}
-		row(b, head)
-		row(b, align(len(head)-1))
-		for _, x := range xs {
-			r := []string{g.X.Format(x)}
-			for _, i := range used {
-				r = append(r, cell(sources[i].name, sources[i].impl, x, 0))
+		row(b, r)
+	}
+}
+
+// writeBySeries writes a grid with series as one table per source that
+// has values (a row per S value that has any, a column per X value), and
+// Ferry over GCT when both have.
+func (t *gridTable) writeBySeries(b *strings.Builder) {
+	g := t.g
+	for _, src := range sources {
+		if !t.has(src.name, src.impl) {
+			continue
+		}
+		fmt.Fprintf(b, "%s:\n\n", src.label)
+		t.writeSeriesHead(b)
+		for _, s := range t.ss {
+			r := []string{g.S.Format(s)}
+			for _, x := range t.xs {
+				r = append(r, t.cell(src.name, src.impl, x, s))
 			}
-			if ratio {
-				r = append(r, rateRatio(results, g, x, 0))
+			if slices.ContainsFunc(r[1:], func(v string) bool { return v != "" }) {
+				row(b, r)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if t.has("Ferry", Ferry) && t.has("GCT", GCT) {
+		b.WriteString("Ferry / GCT (above 1: Ferry faster):\n\n")
+		t.writeSeriesHead(b)
+		for _, s := range t.ss {
+			r := []string{g.S.Format(s)}
+			for _, x := range t.xs {
+				r = append(r, rateRatio(t.results, g, x, s))
 			}
 			row(b, r)
 		}
-	} else {
-		for _, src := range sources {
-			if !has(src.name, src.impl) {
-				continue
-			}
-			fmt.Fprintf(b, "%s:\n\n", src.label)
-			head := []string{g.S.Label() + " \\ " + g.X.Label()}
-			for _, x := range xs {
-				head = append(head, g.X.Format(x))
-			}
-			row(b, head)
-			row(b, align(len(xs)))
-			for _, s := range ss {
-				r := []string{g.S.Format(s)}
-				for _, x := range xs {
-					r = append(r, cell(src.name, src.impl, x, s))
-				}
-				if slices.ContainsFunc(r[1:], func(v string) bool { return v != "" }) {
-					row(b, r)
-				}
-			}
-			b.WriteString("\n")
-		}
-		if has("Ferry", Ferry) && has("GCT", GCT) {
-			b.WriteString("Ferry / GCT (above 1: Ferry faster):\n\n")
-			head := []string{g.S.Label() + " \\ " + g.X.Label()}
-			for _, x := range xs {
-				head = append(head, g.X.Format(x))
-			}
-			row(b, head)
-			row(b, align(len(xs)))
-			for _, s := range ss {
-				r := []string{g.S.Format(s)}
-				for _, x := range xs {
-					r = append(r, rateRatio(results, g, x, s))
-				}
-				row(b, r)
-			}
-			b.WriteString("\n")
-		}
+		b.WriteString("\n")
 	}
+}
+
+// writeSeriesHead writes the head and alignment rows of a table with a
+// row per S value and a column per X value.
+func (t *gridTable) writeSeriesHead(b *strings.Builder) {
+	head := []string{t.g.S.Label() + " \\ " + t.g.X.Label()}
+	for _, x := range t.xs {
+		head = append(head, t.g.X.Format(x))
+	}
+	row(b, head)
+	row(b, alignRow(len(t.xs)))
+}
+
+// writeDoubts lists the cells of g whose results failed or failed the
+// fidelity checks, or says that every cell passed.
+func writeDoubts(b *strings.Builder, g Grid, results []WANResult) {
 	var flagged []string
 	for _, r := range results {
 		if r.Cell.Grid != g.ID {
@@ -405,9 +460,6 @@ func writeGrid(b *strings.Builder, g Grid, results []WANResult, plots bool) {
 		}
 	} else if slices.ContainsFunc(results, func(r WANResult) bool { return r.Cell.Grid == g.ID }) {
 		b.WriteString("\nEvery cell passed the fidelity checks (delay p99 ≤ 0.5 ms, no queue drops, loss as set, idle host).\n")
-	}
-	if plots && g.plottable() {
-		fmt.Fprintf(b, "\n![%s](%s.svg)\n", g.Title, g.ID)
 	}
 }
 

@@ -120,7 +120,7 @@ type sendPart struct {
 func planSend(ranges []xfer.Range, receivers int, req *xfer.Request) []sendPart {
 	senders := max(req.Senders, 1)
 	if senders == 1 {
-		parts := stripeRanges(ranges, receivers, req)
+		parts := xfer.StripeRanges(ranges, receivers, req.Offset, req.StripeLayout, req.StripeBlockSize)
 		plan := make([]sendPart, receivers)
 		for i := range plan {
 			plan[i] = sendPart{remote: i, ranges: parts[i]}
@@ -128,7 +128,7 @@ func planSend(ranges []xfer.Range, receivers int, req *xfer.Request) []sendPart 
 		return plan
 	}
 	k := max(senders, receivers)
-	parts := stripeRanges(ranges, k, req)
+	parts := xfer.StripeRanges(ranges, k, req.Offset, req.StripeLayout, req.StripeBlockSize)
 	n := max(req.Parallelism, 1)
 	var plan []sendPart
 	for v := req.SenderIndex; v < k; v += senders {
@@ -183,92 +183,28 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	stopMarkers := d.markers(req, notify, sent.Load, nil)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return all })
-	// Each stripe is its own MODE E transfer: its share of the blocks, its
-	// own connections, its own EOF and EOD count (protocol.md §5.2).
+	stopWatch := watchConns(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return all })
 	striped := req.Senders > 1
-	var total atomic.Int64
-	errs := make([]error, len(stripes))
-	sendStripe := func(i int) {
-		n, err := eblock.Send(ctx, stripes[i], src, plan[i].ranges, eblock.SendConfig{
+	total, errs := SendStripes(ctx, cancel, stripes, src, func(i int) ([]xfer.Range, eblock.SendConfig) {
+		return plan[i].ranges, eblock.SendConfig{
 			BlockSize: req.BlockSize,
 			Base:      req.Offset,
 			Sent:      &sent,
 			EOFCount:  plan[i].eofCount,
 			NoEOF:     plan[i].noEOF,
 			Close:     striped,
-		})
-		total.Add(n)
-		if err != nil {
-			errs[i] = err
-			cancel(err)
 		}
-	}
-	if len(stripes) == 1 {
-		sendStripe(0) // the common case: no goroutine per file
-	} else {
-		var wg sync.WaitGroup
-		for i := range stripes {
-			wg.Go(func() { sendStripe(i) })
-		}
-		wg.Wait()
-	}
+	})
 	stopWatch()
 	stopMarkers()
 	if err := firstErr(errs); err != nil {
 		closeAll(all)
-		return total.Load(), classify(ctx, err)
+		return total, classify(ctx, err)
 	}
 	if !striped {
 		d.keep(stripes, dirSend)
 	}
-	return total.Load(), nil
-}
-
-// stripeRanges deals the file ranges to k stripes: in blocks of
-// StripeBlockSize taken round-robin (Blocked), or as k contiguous parts of
-// the transfer (Partitioned). Offsets count from the transfer's start.
-func stripeRanges(ranges []xfer.Range, k int, req *xfer.Request) [][]xfer.Range {
-	parts := make([][]xfer.Range, k)
-	if k == 1 {
-		parts[0] = ranges
-		return parts
-	}
-	if len(ranges) == 0 {
-		return parts
-	}
-	base := req.Offset
-	if req.StripeLayout == xfer.LayoutPartitioned {
-		end := ranges[len(ranges)-1].End
-		size := (end - base + int64(k) - 1) / int64(k)
-		for s := range k {
-			lo, hi := base+int64(s)*size, min(base+int64(s+1)*size, end)
-			for _, r := range ranges {
-				if a, b := max(r.Start, lo), min(r.End, hi); a < b {
-					parts[s] = append(parts[s], xfer.Range{Start: a, End: b})
-				}
-			}
-		}
-		return parts
-	}
-	bs := req.StripeBlockSize
-	if bs <= 0 {
-		bs = xfer.DefaultStripeBlockSize
-	}
-	for _, r := range ranges {
-		for off := r.Start; off < r.End; {
-			blk := (off - base) / bs
-			end := min(base+(blk+1)*bs, r.End)
-			s := int(blk % int64(k))
-			if n := len(parts[s]); n > 0 && parts[s][n-1].End == off {
-				parts[s][n-1].End = end
-			} else {
-				parts[s] = append(parts[s], xfer.Range{Start: off, End: end})
-			}
-			off = end
-		}
-	}
-	return parts
+	return total, nil
 }
 
 // Drain reads one MODE E upload from the data channel and discards it:
@@ -343,28 +279,25 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	var refused lastError
+	acc := d.acceptor(sec)
 	if ln != nil {
 		// Until the transfer ends, every connection dataPeerAllowed admits
 		// and that completes its handshake joins the receiver; strangers
 		// (refused, failing or stalling their handshake) never reach it,
 		// so they take none of the connections the EOD count expects.
-		wg.Go(func() { d.acceptSecured(ctx, ctx, ln, sec, rcv.Add, &refused) })
+		wg.Go(func() { acc.Serve(ctx, ctx, ln, rcv.Add) })
 	}
-	// No connection at all within the connect timeout is a failure.
-	noConn := time.AfterFunc(d.cfg.ConnectTimeout, func() {
-		if rcv.Conns() == 0 {
-			err := errors.New("no data connection arrived")
-			if last := refused.get(); last != nil {
-				err = fmt.Errorf("no data connection arrived; the last one was refused: %w", last)
-			}
-			cancel(&xfer.DataError{Open: true, Err: err})
+	stopExpecting := acc.ExpectConn(d.cfg.ConnectTimeout, rcv, cancel, func(last error) error {
+		err := errors.New("no data connection arrived")
+		if last != nil {
+			err = fmt.Errorf("no data connection arrived; the last one was refused: %w", last)
 		}
+		return &xfer.DataError{Open: true, Err: err}
 	})
 	stopMarkers := d.markers(req, notify, received.Load, rcv)
-	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, rcv.All)
+	stopWatch := watchConns(ctx, cancel, d.cfg.StallTimeout, rcv.All)
 	n, err := rcv.Wait(ctx)
-	noConn.Stop()
+	stopExpecting()
 	stopWatch()
 	stopMarkers()
 	cancel(nil)
@@ -375,24 +308,6 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	}
 	d.keep([][]net.Conn{rcv.Reusable()}, dirReceive)
 	return n, nil
-}
-
-// lastError keeps the latest of a series of errors; safe for concurrent use.
-type lastError struct {
-	mu  sync.Mutex
-	err error // guarded by mu
-}
-
-func (l *lastError) set(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.err = err
-}
-
-func (l *lastError) get() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
 }
 
 // markers reports progress (and, for a receiver, committed ranges) every

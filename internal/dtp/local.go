@@ -8,6 +8,12 @@
 // xfer.Events. The data-channel protocols (stream mode now, extended block
 // mode next) are separate files of this package.
 //
+// The data channel's connection handling is role-neutral (channel.go),
+// the way x/crypto/ssh runs one transport for client and server: Listen,
+// Dial, the Acceptor that admits and secures what a listener receives,
+// SendStripes and the stall watchdog WatchStall serve this package's
+// Local and the client library alike; each side brings its policy.
+//
 // Data-channel security (DCAU, PROT) is internal/dcsec's: SetSecurity
 // gives the configuration, and every new data connection goes through
 // dcsec.Secure before it carries a byte (a passive listener runs each
@@ -36,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -143,27 +148,11 @@ func (d *Local) Passive(ctx context.Context, ipv4 bool) (netip.AddrPort, error) 
 }
 
 func (d *Local) listen(ctx context.Context, ip netip.Addr) (*net.TCPListener, error) {
-	lc := net.ListenConfig{Control: netopt.BufferControl(d.buffer())}
-	lo, hi := int(d.cfg.PortLow), int(d.cfg.PortHigh)
-	if lo == 0 && hi == 0 {
-		l, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(ip, 0).String())
-		if err != nil {
-			return nil, fmt.Errorf("dtp: listen: %w", err)
-		}
-		return l.(*net.TCPListener), nil
+	ln, err := Listen(ctx, ip, d.cfg.PortLow, d.cfg.PortHigh, d.buffer())
+	if err != nil && d.cfg.PortLow == 0 && d.cfg.PortHigh == 0 {
+		err = fmt.Errorf("dtp: listen: %w", err)
 	}
-	n := hi - lo + 1
-	start := rand.IntN(n)
-	var last error
-	for i := range n { // bounded: each port in the range at most once
-		port := lo + (start+i)%n
-		l, err := lc.Listen(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)).String())
-		if err == nil {
-			return l.(*net.TCPListener), nil
-		}
-		last = err
-	}
-	return nil, fmt.Errorf("dtp: no free port in %d-%d: %w", lo, hi, last)
+	return ln, err
 }
 
 // Active records the addresses the next transfer connects to: one (PORT,
@@ -279,7 +268,7 @@ func (d *Local) open(ctx context.Context) (net.Conn, *dcsec.Config, error) {
 	switch {
 	case ln != nil:
 		defer ln.Close()
-		conn, err := d.acceptOne(ctx, ln, sec)
+		conn, err := d.acceptor(sec).AcceptOne(ctx, ln, d.cfg.ConnectTimeout)
 		return conn, sec, err
 	case len(remotes) == 1:
 		dialCtx, cancel := context.WithTimeout(ctx, d.cfg.ConnectTimeout)
@@ -344,185 +333,29 @@ func (d *Local) dial(ctx context.Context, remote netip.AddrPort, sec *dcsec.Conf
 		d.log.Warn("refused to connect a data channel", "to", remote, "err", err)
 		return nil, &xfer.DataError{Open: true, Err: err}
 	}
-	dialer := net.Dialer{Control: netopt.BufferControl(d.buffer())}
+	var dialer net.Dialer
 	if d.cfg.ListenIP.IsValid() && d.cfg.ListenIP.Unmap().Is4() == remote.Addr().Unmap().Is4() {
 		dialer.LocalAddr = &net.TCPAddr{IP: d.cfg.ListenIP.AsSlice()}
 	}
-	c, err := dialer.DialContext(ctx, "tcp", remote.String())
+	c, err := Dial(ctx, &dialer, remote, d.buffer())
 	if err != nil {
 		return nil, &xfer.DataError{Open: true, Err: err}
 	}
-	return c.(*net.TCPConn), nil
+	return c, nil
 }
 
-// maxStrays bounds how many connections one accept loop takes in all.
-const maxStrays = 1000
-
-// maxCandidates bounds the security handshakes one passive listener runs
-// at once, and maxCandidatesPerSource those from one address (one /64 for
-// IPv6; as many as a transfer may open streams): a source over its share
-// is closed at once, so strangers on a few hosts cannot fill the listener
-// while the peer waits behind them, and waiting handshakes cost little
-// (the TLS work starts with the peer's first flight). The control peer's
-// host is outside maxCandidates. Connections beyond wait in the kernel's
-// listen queue until a handshake ends (each within sec's HandshakeTimeout).
-const (
-	maxCandidates          = 256
-	maxCandidatesPerSource = 64
-)
-
-// candidateSource is what maxCandidatesPerSource counts by.
-func candidateSource(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
+// acceptor admits, as the passive side, the connections dataPeerAllowed
+// allows under sec and secures them with sec.
+func (d *Local) acceptor(sec *dcsec.Config) *Acceptor {
+	a := &Acceptor{
+		Allow:   func(peer netip.AddrPort) error { return d.dataPeerAllowed(peer, sec, false) },
+		Control: d.cfg.ControlPeer.Addr(),
+		Log:     d.log,
 	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
-// acceptOne takes the first connection on ln that dataPeerAllowed admits
-// and that completes sec's handshake (a plain one at once when sec is
-// nil); the other candidates are closed. A candidate that fails its
-// handshake, sends garbage or stalls does not fail the transfer: the
-// listener keeps accepting until the connect timeout, and handshakes under
-// way by then may still finish (bounded by ctx and sec's handshake
-// timeout).
-func (d *Local) acceptOne(ctx context.Context, ln *net.TCPListener, sec *dcsec.Config) (net.Conn, error) {
-	hsCtx, stopHandshakes := context.WithCancel(ctx)
-	defer stopHandshakes()
-	acceptCtx, stopAccepting := context.WithTimeoutCause(hsCtx, d.cfg.ConnectTimeout,
-		fmt.Errorf("no data connection within %v", d.cfg.ConnectTimeout))
-	defer stopAccepting()
-	won := make(chan net.Conn, 1)
-	take := func(c net.Conn) bool {
-		select {
-		case won <- c:
-			stopAccepting()
-			stopHandshakes() // the losers: their connections are closed
-			return true
-		default:
-			return false
-		}
+	if sec != nil {
+		a.Secure = func(ctx context.Context, c net.Conn) (net.Conn, error) { return secure(ctx, c, false, sec) }
 	}
-	var refused lastError
-	err := d.acceptSecured(acceptCtx, hsCtx, ln, sec, take, &refused)
-	select {
-	case c := <-won:
-		return c, nil
-	default:
-	}
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
-	} else if last := refused.get(); last != nil {
-		err = fmt.Errorf("%w; the last one was refused: %w", err, last)
-	}
-	return nil, &xfer.DataError{Open: true, Err: err}
-}
-
-// acceptSecured accepts connections on ln until acceptCtx ends. Each one
-// dataPeerAllowed admits is a candidate: with sec nil it goes to take at
-// once; otherwise sec's handshake runs on it in a goroutine of its own,
-// bounded by hsCtx and sec's HandshakeTimeout, at most maxCandidates at a
-// time, and it goes to take once the handshake is done. take reports
-// whether it kept the connection; if not, the connection is closed.
-// Refused connections and failed handshakes are closed, logged and
-// recorded in refused; they never fail the transfer nor reach take.
-// acceptSecured returns, with the reason it stopped accepting, once every
-// handshake it started has ended; ln's deadline is then cleared (a MODE E
-// listener serves the next transfer).
-func (d *Local) acceptSecured(acceptCtx, hsCtx context.Context, ln *net.TCPListener, sec *dcsec.Config, take func(net.Conn) bool, refused *lastError) error {
-	interrupted := make(chan struct{})
-	stop := context.AfterFunc(acceptCtx, func() {
-		ln.SetDeadline(time.Unix(1, 0))
-		close(interrupted)
-	})
-	defer func() {
-		if !stop() {
-			<-interrupted
-		}
-		ln.SetDeadline(time.Time{})
-	}()
-	slots := make(chan struct{}, maxCandidates)
-	var perSourceMu sync.Mutex
-	perSource := map[netip.Prefix]int{} // handshakes under way; guarded by perSourceMu
-	control := candidateSource(d.cfg.ControlPeer.Addr())
-	var handshakes sync.WaitGroup
-	defer handshakes.Wait() // they end with hsCtx or their timeout at the latest
-	stopped := func(err error) error {
-		if acceptCtx.Err() != nil {
-			return context.Cause(acceptCtx)
-		}
-		return err
-	}
-	for range maxStrays {
-		c, err := ln.AcceptTCP()
-		if err != nil {
-			return stopped(err)
-		}
-		peer := c.RemoteAddr().(*net.TCPAddr).AddrPort()
-		if err := d.dataPeerAllowed(peer, sec, false); err != nil {
-			d.log.Warn("refused a data connection", "from", peer, "err", err)
-			refused.set(err)
-			c.Close()
-			continue
-		}
-		if sec == nil {
-			if !take(c) {
-				c.Close()
-			}
-			continue
-		}
-		src := candidateSource(peer.Addr())
-		perSourceMu.Lock()
-		busy := perSource[src] >= maxCandidatesPerSource
-		if !busy {
-			perSource[src]++
-		}
-		perSourceMu.Unlock()
-		if busy {
-			d.log.Debug("closed a data connection: its host has too many handshakes under way", "from", peer)
-			c.Close()
-			continue
-		}
-		shared := src != control
-		if shared {
-			select {
-			case slots <- struct{}{}:
-			case <-acceptCtx.Done():
-				c.Close()
-				return stopped(nil)
-			}
-		}
-		handshakes.Go(func() {
-			defer func() {
-				if shared {
-					<-slots
-				}
-				perSourceMu.Lock()
-				if perSource[src]--; perSource[src] == 0 {
-					delete(perSource, src)
-				}
-				perSourceMu.Unlock()
-			}()
-			sc, err := secure(hsCtx, c, false, sec)
-			if err != nil {
-				if hsCtx.Err() == nil {
-					var de *xfer.DataError
-					if errors.As(err, &de) {
-						err = de.Err
-					}
-					refused.set(err)
-					d.log.Warn("dropped a data connection that failed its security handshake", "from", peer, "err", err)
-				}
-				return
-			}
-			if !take(sc) {
-				sc.Close()
-			}
-		})
-	}
-	return errors.New("too many data connections were refused")
+	return a
 }
 
 // Send moves bytes from src to the data channel (RETR, listings).
@@ -587,7 +420,7 @@ func (d *Local) openStream(ctx context.Context, notify func(xfer.Event)) (contex
 	}
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now()})
 	ctx, cancel := context.WithCancelCause(ctx)
-	stopWatch := watchStall(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })
+	stopWatch := watchConns(ctx, cancel, d.cfg.StallTimeout, func() []net.Conn { return []net.Conn{conn} })
 	return ctx, conn, sec, func() {
 		stopWatch()
 		cancel(nil)

@@ -431,3 +431,37 @@ func TestActivePrivilegedPort(t *testing.T) {
 		})
 	}
 }
+
+// TestManyStraysDoNotFail: a host that is not the client's connects to the
+// passive port over and over, closing at once (each refused by the bounce
+// rule); however many it makes, the client's own connection afterwards
+// still carries the transfer.
+func TestManyStraysDoNotFail(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d := newSecDTP(t, nil)
+	ap, err := d.Passive(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 1<<16)
+	go func() {
+		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.5")}, Timeout: 5 * time.Second}
+		for range 1500 {
+			if c, err := dialer.DialContext(ctx, "tcp", ap.String()); err == nil {
+				c.Close()
+			}
+		}
+		c, err := net.DialTimeout("tcp", ap.String(), 5*time.Second)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write(data)
+	}()
+	w := &memWriter{}
+	n, err := d.Receive(ctx, &xfer.Request{Mode: xfer.ModeStream, Type: xfer.TypeImage, Length: -1, Size: -1}, w, func(xfer.Event) {})
+	if err != nil || !bytes.Equal(w.b, data) {
+		t.Fatalf("Receive after 1500 strays: %d bytes, %v", n, err)
+	}
+}

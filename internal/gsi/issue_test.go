@@ -113,6 +113,18 @@ func TestPolicyPrefix(t *testing.T) {
 	}
 }
 
+// issueCase is a certificate TestIssue issues and what it must be.
+type issueCase struct {
+	name     string
+	kind     gsi.CertKind
+	subject  string
+	opt      gsi.IssueOptions
+	usage    x509.KeyUsage
+	ext      []x509.ExtKeyUsage
+	dns, ips []string
+	life     time.Duration // from now, roughly
+}
+
 // TestIssue issues certificates of each kind and checks them with the
 // package's own verifier, as end-entity certificates and as the issuers
 // of proxies.
@@ -123,16 +135,7 @@ func TestIssue(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	for _, tc := range []struct {
-		name     string
-		kind     gsi.CertKind
-		subject  string
-		opt      gsi.IssueOptions
-		usage    x509.KeyUsage
-		ext      []x509.ExtKeyUsage
-		dns, ips []string
-		life     time.Duration // from now, roughly
-	}{
+	for _, tc := range []issueCase{
 		{name: "host", kind: gsi.HostCert, subject: "/C=US/O=Issue Test/OU=hosts/CN=localhost",
 			opt:   gsi.IssueOptions{Hosts: []string{"localhost", "127.0.0.1", "::1", "data.example.org"}},
 			usage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -160,55 +163,70 @@ func TestIssue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := cred.Leaf()
-			if len(cred.Chain) != 1 || gsi.CertDN(c) != tc.subject || c.IsCA || !c.BasicConstraintsValid {
-				t.Errorf("chain of %d, subject %s, IsCA %v", len(cred.Chain), gsi.CertDN(c), c.IsCA)
-			}
-			if c.KeyUsage != tc.usage || !slices.Equal(c.ExtKeyUsage, tc.ext) {
-				t.Errorf("key usage %b %v, want %b %v", c.KeyUsage, c.ExtKeyUsage, tc.usage, tc.ext)
-			}
-			var ips []string
-			for _, ip := range c.IPAddresses {
-				ips = append(ips, ip.String())
-			}
-			if !slices.Equal(c.DNSNames, tc.dns) || !slices.Equal(ips, tc.ips) {
-				t.Errorf("SANs %v %v, want %v %v", c.DNSNames, ips, tc.dns, tc.ips)
-			}
-			if d := time.Until(c.NotAfter) - tc.life; d < -time.Minute || d > time.Minute || c.NotAfter.After(ca.Cert.NotAfter) {
-				t.Errorf("notAfter %v, want about now + %v, by %v", c.NotAfter, tc.life, ca.Cert.NotAfter)
-			}
-			if c.SerialNumber.Sign() <= 0 || c.SerialNumber.Cmp(ca.Cert.SerialNumber) == 0 {
-				t.Errorf("serial %v", c.SerialNumber)
-			}
-			id, err := ts.Verify(cred.Chain, time.Now())
-			if err != nil || id.DN != tc.subject || id.Proxy {
-				t.Fatalf("Verify = %+v, %v", id, err)
-			}
-			for _, h := range append(slices.Clone(tc.dns), tc.ips...) {
-				if _, err := ts.VerifyHost(cred.Chain, h, time.Now()); err != nil {
-					t.Errorf("VerifyHost %s: %v", h, err)
-				}
-			}
-			if _, err := ts.VerifyHost(cred.Chain, "other.example.org", time.Now()); !errors.Is(err, gsi.ErrHostMismatch) {
-				t.Errorf("VerifyHost of another name: %v", err)
-			}
-			// Proxies chain: an impersonation proxy, and a limited one
-			// below it.
-			proxy, err := gsi.NewProxy(cred, gsi.ProxyOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			limited, err := gsi.NewProxy(proxy, gsi.ProxyOptions{Limited: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range []*gsi.Credential{proxy, limited} {
-				id, err := ts.Verify(p.Chain, time.Now())
-				if err != nil || id.DN != tc.subject || !id.Proxy || id.Limited != (p == limited) {
-					t.Errorf("Verify proxy of %d certificates = %+v, %v", len(p.Chain), id, err)
-				}
-			}
+			checkIssuedCert(t, ca, cred, tc)
+			checkIssuedVerifies(t, ts, cred, tc)
 		})
+	}
+}
+
+// checkIssuedCert checks the fields of the certificate cred that ca
+// issued for tc.
+func checkIssuedCert(t *testing.T, ca *gsi.CA, cred *gsi.Credential, tc issueCase) {
+	t.Helper()
+	c := cred.Leaf()
+	if len(cred.Chain) != 1 || gsi.CertDN(c) != tc.subject || c.IsCA || !c.BasicConstraintsValid {
+		t.Errorf("chain of %d, subject %s, IsCA %v", len(cred.Chain), gsi.CertDN(c), c.IsCA)
+	}
+	if c.KeyUsage != tc.usage || !slices.Equal(c.ExtKeyUsage, tc.ext) {
+		t.Errorf("key usage %b %v, want %b %v", c.KeyUsage, c.ExtKeyUsage, tc.usage, tc.ext)
+	}
+	var ips []string
+	for _, ip := range c.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	if !slices.Equal(c.DNSNames, tc.dns) || !slices.Equal(ips, tc.ips) {
+		t.Errorf("SANs %v %v, want %v %v", c.DNSNames, ips, tc.dns, tc.ips)
+	}
+	if d := time.Until(c.NotAfter) - tc.life; d < -time.Minute || d > time.Minute || c.NotAfter.After(ca.Cert.NotAfter) {
+		t.Errorf("notAfter %v, want about now + %v, by %v", c.NotAfter, tc.life, ca.Cert.NotAfter)
+	}
+	if c.SerialNumber.Sign() <= 0 || c.SerialNumber.Cmp(ca.Cert.SerialNumber) == 0 {
+		t.Errorf("serial %v", c.SerialNumber)
+	}
+}
+
+// checkIssuedVerifies checks that the trust store ts verifies cred,
+// issued for tc, for its host names and as the issuer of an
+// impersonation proxy and a limited one below it.
+func checkIssuedVerifies(t *testing.T, ts *gsi.TrustStore, cred *gsi.Credential, tc issueCase) {
+	t.Helper()
+	id, err := ts.Verify(cred.Chain, time.Now())
+	if err != nil || id.DN != tc.subject || id.Proxy {
+		t.Fatalf("Verify = %+v, %v", id, err)
+	}
+	for _, h := range append(slices.Clone(tc.dns), tc.ips...) {
+		if _, err := ts.VerifyHost(cred.Chain, h, time.Now()); err != nil {
+			t.Errorf("VerifyHost %s: %v", h, err)
+		}
+	}
+	if _, err := ts.VerifyHost(cred.Chain, "other.example.org", time.Now()); !errors.Is(err, gsi.ErrHostMismatch) {
+		t.Errorf("VerifyHost of another name: %v", err)
+	}
+	// Proxies chain: an impersonation proxy, and a limited one
+	// below it.
+	proxy, err := gsi.NewProxy(cred, gsi.ProxyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited, err := gsi.NewProxy(proxy, gsi.ProxyOptions{Limited: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*gsi.Credential{proxy, limited} {
+		id, err := ts.Verify(p.Chain, time.Now())
+		if err != nil || id.DN != tc.subject || !id.Proxy || id.Limited != (p == limited) {
+			t.Errorf("Verify proxy of %d certificates = %+v, %v", len(p.Chain), id, err)
+		}
 	}
 }
 

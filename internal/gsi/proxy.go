@@ -99,41 +99,16 @@ func ProxyInfoOf(c *x509.Certificate) (*ProxyInfo, error) {
 //	GSI-3:     ProxyCertInfo ::= SEQUENCE { proxyPolicy ProxyPolicy, pCPathLenConstraint [1] EXPLICIT INTEGER OPTIONAL }
 //	           ProxyPolicy   ::= SEQUENCE { policyLanguage OBJECT IDENTIFIER, policy OCTET STRING OPTIONAL }
 func parseProxyCertInfo(der []byte, draft bool) (*ProxyInfo, error) {
-	bad := func(why string) error { return fmt.Errorf("gsi: bad ProxyCertInfo extension: %s", why) }
-	var seq asn1.RawValue
-	rest, err := asn1.Unmarshal(der, &seq)
-	if err != nil || len(rest) != 0 || seq.Tag != asn1.TagSequence || seq.Class != asn1.ClassUniversal || !seq.IsCompound {
-		return nil, bad("not a SEQUENCE")
-	}
-	var elems []asn1.RawValue
-	for b := seq.Bytes; len(b) > 0; {
-		var e asn1.RawValue
-		if b, err = asn1.Unmarshal(b, &e); err != nil {
-			return nil, bad(err.Error())
-		}
-		elems = append(elems, e)
+	elems, err := proxyCertInfoElements(der)
+	if err != nil {
+		return nil, err
 	}
 	info := &ProxyInfo{Draft: draft, PathLen: -1}
 	var policy *asn1.RawValue
-	parseLen := func(v asn1.RawValue) error {
-		var n *big.Int
-		if _, err := asn1.Unmarshal(v.FullBytes, &n); err != nil {
-			return bad("path length is not an INTEGER")
-		}
-		if n.Sign() < 0 {
-			return bad("negative path length")
-		}
-		if !n.IsInt64() || n.Int64() > 1<<20 {
-			info.PathLen = 1 << 20
-		} else {
-			info.PathLen = int(n.Int64())
-		}
-		return nil
-	}
 	for i, e := range elems {
 		switch {
 		case !draft && e.Class == asn1.ClassUniversal && e.Tag == asn1.TagInteger && i == 0 && len(elems) == 2:
-			if err := parseLen(e); err != nil {
+			if info.PathLen, err = parseProxyPathLen(e); err != nil {
 				return nil, err
 			}
 		case e.Class == asn1.ClassUniversal && e.Tag == asn1.TagSequence && e.IsCompound && policy == nil:
@@ -141,37 +116,81 @@ func parseProxyCertInfo(der []byte, draft bool) (*ProxyInfo, error) {
 		case draft && e.Class == asn1.ClassContextSpecific && e.Tag == 1 && e.IsCompound && policy != nil && i == len(elems)-1:
 			var inner asn1.RawValue
 			if r, err := asn1.Unmarshal(e.Bytes, &inner); err != nil || len(r) != 0 {
-				return nil, bad("bad [1] path length")
+				return nil, badProxyCertInfo("bad [1] path length")
 			}
-			if err := parseLen(inner); err != nil {
+			if info.PathLen, err = parseProxyPathLen(inner); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, bad("unexpected element")
+			return nil, badProxyCertInfo("unexpected element")
 		}
 	}
 	if policy == nil {
-		return nil, bad("no proxyPolicy")
+		return nil, badProxyCertInfo("no proxyPolicy")
 	}
 	var pp struct {
 		Language asn1.ObjectIdentifier
 		Policy   []byte `asn1:"optional"`
 	}
 	if r, err := asn1.Unmarshal(policy.FullBytes, &pp); err != nil || len(r) != 0 {
-		return nil, bad("bad proxyPolicy")
+		return nil, badProxyCertInfo("bad proxyPolicy")
 	}
 	info.Language, info.Policy = pp.Language, pp.Policy
-	switch {
-	case pp.Language.Equal(OIDPolicyInheritAll):
-		info.Type = ProxyImpersonation
-	case pp.Language.Equal(OIDPolicyLimited):
-		info.Type = ProxyLimited
-	case pp.Language.Equal(OIDPolicyIndependent):
-		info.Type = ProxyIndependent
-	default:
-		info.Type = ProxyRestricted
-	}
+	info.Type = proxyTypeOf(pp.Language)
 	return info, nil
+}
+
+// badProxyCertInfo is the error of a malformed ProxyCertInfo extension.
+func badProxyCertInfo(why string) error {
+	return fmt.Errorf("gsi: bad ProxyCertInfo extension: %s", why)
+}
+
+// proxyCertInfoElements decodes der, which must be exactly one SEQUENCE,
+// into its elements (whatever they are).
+func proxyCertInfoElements(der []byte) ([]asn1.RawValue, error) {
+	var seq asn1.RawValue
+	rest, err := asn1.Unmarshal(der, &seq)
+	if err != nil || len(rest) != 0 || seq.Tag != asn1.TagSequence || seq.Class != asn1.ClassUniversal || !seq.IsCompound {
+		return nil, badProxyCertInfo("not a SEQUENCE")
+	}
+	var elems []asn1.RawValue
+	for b := seq.Bytes; len(b) > 0; {
+		var e asn1.RawValue
+		if b, err = asn1.Unmarshal(b, &e); err != nil {
+			return nil, badProxyCertInfo(err.Error())
+		}
+		elems = append(elems, e)
+	}
+	return elems, nil
+}
+
+// parseProxyPathLen decodes pcPathLenConstraint: a non-negative INTEGER,
+// of which anything above 2^20 counts as 2^20.
+func parseProxyPathLen(v asn1.RawValue) (int, error) {
+	var n *big.Int
+	if _, err := asn1.Unmarshal(v.FullBytes, &n); err != nil {
+		return 0, badProxyCertInfo("path length is not an INTEGER")
+	}
+	if n.Sign() < 0 {
+		return 0, badProxyCertInfo("negative path length")
+	}
+	if !n.IsInt64() || n.Int64() > 1<<20 {
+		return 1 << 20, nil
+	}
+	return int(n.Int64()), nil
+}
+
+// proxyTypeOf is the type of a proxy whose policy language is lang.
+func proxyTypeOf(lang asn1.ObjectIdentifier) ProxyType {
+	switch {
+	case lang.Equal(OIDPolicyInheritAll):
+		return ProxyImpersonation
+	case lang.Equal(OIDPolicyLimited):
+		return ProxyLimited
+	case lang.Equal(OIDPolicyIndependent):
+		return ProxyIndependent
+	}
+	return ProxyRestricted
 }
 
 // marshalProxyCertInfo encodes an RFC 3820 ProxyCertInfo value.

@@ -349,142 +349,218 @@ func legacyProxyCN(c *x509.Certificate) bool {
 // being allowed by its CA's signing policy and not revoked by its CRL.
 // RSA keys under 2048 bits and MD5/SHA-1 signatures are refused. Errors
 // are *VerifyError.
+//
+// The steps run in this order, each refusing before the next begins:
+// checkChainShape, verifyProxies, the end-entity check, pathToRoot and
+// checkSigners.
 func (ts *TrustStore) Verify(chain []*x509.Certificate, now time.Time) (*Identity, error) {
-	if len(chain) == 0 {
-		return nil, &VerifyError{Reason: "no certificate presented", Err: ErrBadChain}
+	if e := checkChainShape(chain); e != nil {
+		return nil, e
 	}
-	if len(chain) > maxChain {
-		return nil, &VerifyError{Reason: fmt.Sprintf("chain of %d certificates is too long", len(chain)), Err: ErrBadChain}
+	px, e := verifyProxies(chain, now)
+	if e != nil {
+		return nil, e
 	}
-	for _, c := range chain {
-		if c == nil {
-			return nil, &VerifyError{Reason: "nil certificate in chain", Err: ErrBadChain}
-		}
-	}
-	id := &Identity{NotAfter: chain[0].NotAfter}
-	verified := []*x509.Certificate{}
-	independent := -1
-	i := 0
-	for ; i < len(chain); i++ {
-		c := chain[i]
-		info, err := ProxyInfoOf(c)
-		if err != nil {
-			return nil, verr(ErrBadProxy, c, "%v", strings.TrimPrefix(err.Error(), "gsi: "))
-		}
-		if info == nil {
-			if i+1 < len(chain) && legacyProxyCN(c) && !isCA(chain[i+1]) && isProxyOf(c, chain[i+1]) == nil {
-				return nil, verr(ErrBadProxy, c, "legacy (GT2) proxy certificates are not accepted; make an RFC 3820 proxy")
-			}
-			break
-		}
-		if e := checkStatic(c, now, false); e != nil {
-			return nil, e
-		}
-		if i+1 == len(chain) {
-			return nil, verr(ErrBadChain, c, "proxy certificate without its issuer in the chain")
-		}
-		issuer := chain[i+1]
-		if isCA(issuer) {
-			return nil, verr(ErrBadProxy, c, "proxy certificate issued by a CA certificate (%s)", CertDN(issuer))
-		}
-		if issuer.KeyUsage != 0 && issuer.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
-			return nil, verr(ErrBadProxy, c, "issuer %s may not sign proxies: its key usage lacks digitalSignature", CertDN(issuer))
-		}
-		if isCA(c) {
-			return nil, verr(ErrBadProxy, c, "proxy certificate claims to be a CA")
-		}
-		if err := isProxyOf(c, issuer); err != nil {
-			return nil, verr(ErrBadProxy, c, "proxy %v", err)
-		}
-		if err := issuer.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature); err != nil {
-			return nil, verr(ErrBadSignature, c, "signature does not verify with the issuer's key (%s)", CertDN(issuer))
-		}
-		if info.PathLen >= 0 && i > info.PathLen {
-			return nil, verr(ErrPathLength, c, "proxy path length exceeded: %d proxies follow a proxy that allows %d", i, info.PathLen)
-		}
-		switch info.Type {
-		case ProxyLimited:
-			id.Limited = true
-		case ProxyIndependent:
-			if independent < 0 {
-				independent = i
-			}
-		case ProxyImpersonation:
-		default:
-			return nil, verr(ErrBadProxy, c, "unsupported proxy policy language %s", info.Language)
-		}
-		verified = append(verified, c)
-	}
-	eec := chain[i]
+	eec := chain[px.n]
 	if isCA(eec) {
 		return nil, verr(ErrBadChain, eec, "end-entity certificate expected, got a CA certificate")
 	}
-	id.Proxy = i > 0
-	id.DN = CertDN(eec)
-	if independent >= 0 {
-		id.DN = CertDN(chain[independent])
+	id := &Identity{NotAfter: chain[0].NotAfter, Proxy: px.n > 0, Limited: px.limited, DN: CertDN(eec)}
+	if px.independent >= 0 {
+		id.DN = CertDN(chain[px.independent])
 	}
 	// First the path to a trusted root (signatures, CA constraints), then
 	// the signing policies and CRLs along it, so that an untrusted chain
 	// is reported as such rather than by a policy it happens to break.
-	type signed struct{ ca, cert *x509.Certificate }
-	var links []signed
-	rest := chain[i+1:]
-	cur := eec
-	for depth := 0; ; depth++ {
-		if depth > maxChain {
-			return nil, verr(ErrBadChain, cur, "CA path too long")
-		}
-		ss := selfSigned(cur)
-		if e := checkStatic(cur, now, ss); e != nil {
-			return nil, e
-		}
-		verified = append(verified, cur)
-		if ss {
-			if !ts.contains(cur) {
-				return nil, verr(ErrUntrusted, cur, "self-signed certificate is not in the trust directory %s", ts.dir)
-			}
-			break
-		}
-		issuer, ierr := ts.findIssuer(cur, rest)
-		if ierr != nil {
-			return nil, ierr
-		}
-		if !isCA(issuer) {
-			return nil, verr(ErrUntrusted, cur, "issuer %s is not a CA certificate", CertDN(issuer))
-		}
-		if issuer.KeyUsage != 0 && issuer.KeyUsage&x509.KeyUsageCertSign == 0 {
-			return nil, verr(ErrUntrusted, cur, "issuer %s may not sign certificates: its key usage lacks keyCertSign", CertDN(issuer))
-		}
-		if hasNameConstraints(issuer) {
-			return nil, verr(ErrUntrusted, issuer, "CA certificates with name constraints are not supported")
-		}
-		// depth CA certificates lie between the EEC and this issuer.
-		if issuer.MaxPathLen >= 0 && (issuer.MaxPathLen > 0 || issuer.MaxPathLenZero) && depth > issuer.MaxPathLen {
-			return nil, verr(ErrPathLength, issuer, "CA path length exceeded: %d intermediate CAs below a CA that allows %d", depth, issuer.MaxPathLen)
-		}
-		links = append(links, signed{issuer, cur})
-		cur = issuer
+	toRoot, links, e := ts.pathToRoot(eec, chain[px.n+1:], now)
+	if e != nil {
+		return nil, e
 	}
-	for _, l := range links {
-		hash, herr := SubjectHash(l.ca.RawSubject)
-		if herr != nil {
-			return nil, verr(ErrBadChain, l.ca, "%v", herr)
-		}
-		if e := ts.checkPolicy(hash, l.ca, l.cert); e != nil {
-			return nil, e
-		}
-		if e := ts.checkCRL(hash, l.ca, l.cert, now); e != nil {
-			return nil, e
-		}
+	if e := ts.checkSigners(links, now); e != nil {
+		return nil, e
 	}
-	id.Chain = verified
-	for _, c := range verified {
+	id.Chain = append(px.verified, toRoot...)
+	for _, c := range id.Chain {
 		if c.NotAfter.Before(id.NotAfter) {
 			id.NotAfter = c.NotAfter
 		}
 	}
 	return id, nil
+}
+
+// checkChainShape refuses a chain that is empty, longer than maxChain or
+// holds a nil certificate, before any certificate is looked at.
+func checkChainShape(chain []*x509.Certificate) *VerifyError {
+	if len(chain) == 0 {
+		return &VerifyError{Reason: "no certificate presented", Err: ErrBadChain}
+	}
+	if len(chain) > maxChain {
+		return &VerifyError{Reason: fmt.Sprintf("chain of %d certificates is too long", len(chain)), Err: ErrBadChain}
+	}
+	for _, c := range chain {
+		if c == nil {
+			return &VerifyError{Reason: "nil certificate in chain", Err: ErrBadChain}
+		}
+	}
+	return nil
+}
+
+// proxyFront is what verifyProxies found at the front of a chain.
+type proxyFront struct {
+	n           int                 // proxies before the end-entity certificate, chain[n]
+	verified    []*x509.Certificate // the n proxies, leaf first
+	limited     bool                // some proxy is a limited proxy
+	independent int                 // the index of the first independent proxy; -1: none
+}
+
+// verifyProxies checks the proxies at the front of chain, up to the first
+// certificate without ProxyCertInfo (the end-entity certificate, which
+// must exist). A GT2 legacy proxy there is refused rather than taken for
+// the end-entity certificate.
+func verifyProxies(chain []*x509.Certificate, now time.Time) (proxyFront, *VerifyError) {
+	px := proxyFront{verified: []*x509.Certificate{}, independent: -1}
+	for i, c := range chain {
+		info, err := ProxyInfoOf(c)
+		if err != nil {
+			return px, verr(ErrBadProxy, c, "%v", strings.TrimPrefix(err.Error(), "gsi: "))
+		}
+		if info == nil {
+			if i+1 < len(chain) && legacyProxyCN(c) && !isCA(chain[i+1]) && isProxyOf(c, chain[i+1]) == nil {
+				return px, verr(ErrBadProxy, c, "legacy (GT2) proxy certificates are not accepted; make an RFC 3820 proxy")
+			}
+			px.n = i
+			return px, nil
+		}
+		if e := checkProxy(chain, i, info, now); e != nil {
+			return px, e
+		}
+		switch info.Type {
+		case ProxyLimited:
+			px.limited = true
+		case ProxyIndependent:
+			if px.independent < 0 {
+				px.independent = i
+			}
+		case ProxyImpersonation:
+		default:
+			return px, verr(ErrBadProxy, c, "unsupported proxy policy language %s", info.Language)
+		}
+		px.verified = append(px.verified, c)
+	}
+	// Not reached: checkProxy refuses a last certificate that is a proxy,
+	// as it has no issuer in the chain.
+	return px, &VerifyError{Reason: "no end-entity certificate in the chain", Err: ErrBadChain}
+}
+
+// checkProxy applies RFC 3820's rules to the proxy chain[i], described by
+// info: its own validity, then its issuer chain[i+1] (present, no CA,
+// allowed to sign), its subject and signature, and its pcPathLenConstraint.
+func checkProxy(chain []*x509.Certificate, i int, info *ProxyInfo, now time.Time) *VerifyError {
+	c := chain[i]
+	if e := checkStatic(c, now, false); e != nil {
+		return e
+	}
+	if i+1 == len(chain) {
+		return verr(ErrBadChain, c, "proxy certificate without its issuer in the chain")
+	}
+	issuer := chain[i+1]
+	if isCA(issuer) {
+		return verr(ErrBadProxy, c, "proxy certificate issued by a CA certificate (%s)", CertDN(issuer))
+	}
+	if issuer.KeyUsage != 0 && issuer.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
+		return verr(ErrBadProxy, c, "issuer %s may not sign proxies: its key usage lacks digitalSignature", CertDN(issuer))
+	}
+	if isCA(c) {
+		return verr(ErrBadProxy, c, "proxy certificate claims to be a CA")
+	}
+	if err := isProxyOf(c, issuer); err != nil {
+		return verr(ErrBadProxy, c, "proxy %v", err)
+	}
+	if err := issuer.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature); err != nil {
+		return verr(ErrBadSignature, c, "signature does not verify with the issuer's key (%s)", CertDN(issuer))
+	}
+	if info.PathLen >= 0 && i > info.PathLen {
+		return verr(ErrPathLength, c, "proxy path length exceeded: %d proxies follow a proxy that allows %d", i, info.PathLen)
+	}
+	return nil
+}
+
+// signedLink is one signature along the CA path: ca signed cert.
+type signedLink struct{ ca, cert *x509.Certificate }
+
+// pathToRoot follows the issuers of the end-entity certificate eec (from
+// the store first, then rest, the chain's certificates after it) up to a
+// self-signed CA that the store holds, checking each certificate's own
+// validity and each issuer's CA constraints. It returns the path, eec
+// first and the root last, and its links for checkSigners.
+func (ts *TrustStore) pathToRoot(eec *x509.Certificate, rest []*x509.Certificate, now time.Time) ([]*x509.Certificate, []signedLink, *VerifyError) {
+	var path []*x509.Certificate
+	var links []signedLink
+	cur := eec
+	for depth := 0; ; depth++ {
+		if depth > maxChain {
+			return nil, nil, verr(ErrBadChain, cur, "CA path too long")
+		}
+		ss := selfSigned(cur)
+		if e := checkStatic(cur, now, ss); e != nil {
+			return nil, nil, e
+		}
+		path = append(path, cur)
+		if ss {
+			if !ts.contains(cur) {
+				return nil, nil, verr(ErrUntrusted, cur, "self-signed certificate is not in the trust directory %s", ts.dir)
+			}
+			return path, links, nil
+		}
+		issuer, ierr := ts.findIssuer(cur, rest)
+		if ierr != nil {
+			return nil, nil, ierr
+		}
+		if e := checkIssuerCA(issuer, cur, depth); e != nil {
+			return nil, nil, e
+		}
+		links = append(links, signedLink{issuer, cur})
+		cur = issuer
+	}
+}
+
+// checkIssuerCA checks that issuer, which signed cur with depth CA
+// certificates between it and the end-entity certificate, may sign it:
+// a CA certificate whose key usage allows keyCertSign, without name
+// constraints (not supported), within its path length constraint.
+func checkIssuerCA(issuer, cur *x509.Certificate, depth int) *VerifyError {
+	if !isCA(issuer) {
+		return verr(ErrUntrusted, cur, "issuer %s is not a CA certificate", CertDN(issuer))
+	}
+	if issuer.KeyUsage != 0 && issuer.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return verr(ErrUntrusted, cur, "issuer %s may not sign certificates: its key usage lacks keyCertSign", CertDN(issuer))
+	}
+	if hasNameConstraints(issuer) {
+		return verr(ErrUntrusted, issuer, "CA certificates with name constraints are not supported")
+	}
+	// depth CA certificates lie between the EEC and this issuer.
+	if issuer.MaxPathLen >= 0 && (issuer.MaxPathLen > 0 || issuer.MaxPathLenZero) && depth > issuer.MaxPathLen {
+		return verr(ErrPathLength, issuer, "CA path length exceeded: %d intermediate CAs below a CA that allows %d", depth, issuer.MaxPathLen)
+	}
+	return nil
+}
+
+// checkSigners checks every link of the CA path, in order, against its
+// CA's signing policy and CRL.
+func (ts *TrustStore) checkSigners(links []signedLink, now time.Time) *VerifyError {
+	for _, l := range links {
+		hash, herr := SubjectHash(l.ca.RawSubject)
+		if herr != nil {
+			return verr(ErrBadChain, l.ca, "%v", herr)
+		}
+		if e := ts.checkPolicy(hash, l.ca, l.cert); e != nil {
+			return e
+		}
+		if e := ts.checkCRL(hash, l.ca, l.cert, now); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 func hasNameConstraints(c *x509.Certificate) bool {

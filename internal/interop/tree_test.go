@@ -79,126 +79,155 @@ func TestCpTreeFerry(t *testing.T) {
 	src := filepath.Join(local, "src")
 	makeRichTree(t, src)
 	root := t.TempDir()
-	srv := startFerry(t, root)
-	other := startFerry(t, t.TempDir())
+	e := &treeEnv{local: local, src: src, root: root, srv: startFerry(t, root), other: startFerry(t, t.TempDir())}
+	t.Run("up-down-thirdparty-local", e.upDownThirdPartyLocal)
+	t.Run("wildcards", e.wildcards)
+	t.Run("sync-twice-delete-dry-run", e.syncTwiceDelete)
+	t.Run("preserve", e.preserve)
+	t.Run("list-file-and-dump-file", e.listAndDumpFile)
+	t.Run("list", e.list)
+}
 
-	t.Run("up-down-thirdparty-local", func(t *testing.T) {
-		ferry(t, "cp", "-q", "-r", src, srv.url("/up"))
-		sameTree(t, filepath.Join(root, "up"), src)
-		ferry(t, "cp", "-q", "-r", "-cc", "3", "-p", "2", srv.url("/up/"), filepath.Join(local, "down")+"/")
-		sameTree(t, filepath.Join(local, "down"), src)
-		ferry(t, "cp", "-q", "-r", srv.url("/up/"), other.url("/tp/"))
-		sameTree(t, filepath.Join(other.root, "tp"), src)
-		ferry(t, "cp", "-q", "-r", "-fast", "-p", "2", srv.url("/up"), srv.url("/same-server"))
-		sameTree(t, filepath.Join(root, "same-server"), src)
-		ferry(t, "cp", "-q", "-r", src, filepath.Join(local, "copy"))
-		sameTree(t, filepath.Join(local, "copy"), src)
-	})
+// treeEnv is what the subtests of TestCpTreeFerry share.
+type treeEnv struct {
+	local, src string  // a local directory, and the tree in it
+	root       string  // srv's root
+	srv, other *server // two ferry servers
+}
 
-	t.Run("wildcards", func(t *testing.T) {
-		dst := filepath.Join(local, "wild")
-		// A missing destination directory needs -cd without -r.
-		if r := run(t, "", "", ferryBin, "cp", srv.url("/up/run-0?/x.dat"), dst+"/"); r.code != 1 || !strings.Contains(r.stderr, "-cd") {
-			t.Errorf("no -cd: %v", r)
-		}
-		ferry(t, "cp", "-q", "-r", "-cd", srv.url("/up/run-??/"), dst+"/")
-		sameTree(t, filepath.Join(dst, "run-02"), filepath.Join(src, "run-02"))
-		ferry(t, "cp", "-q", srv.url("/up/[st]*.txt"), dst+"/")
-		sameFile(t, filepath.Join(dst, "top.txt"), fileSum(t, filepath.Join(src, "top.txt")))
-		ferry(t, "cp", "-q", "-cd", filepath.Join(src, "ñ*", "*.dat"), srv.url("/wild-up/"))
-		if _, err := os.Stat(filepath.Join(root, "wild-up", "größe ü.dat")); err != nil {
-			t.Errorf("local wildcard upload: %v", err)
-		}
-		if r := run(t, "", "", ferryBin, "cp", srv.url("/up/*.none"), dst+"/"); r.code != 1 || !strings.Contains(r.stderr, "no match") {
-			t.Errorf("no match: %v", r)
-		}
-	})
+// upDownThirdPartyLocal copies the tree up, down, to the other server
+// (third party), within one server and locally.
+func (e *treeEnv) upDownThirdPartyLocal(t *testing.T) {
+	local, src, root, srv, other := e.local, e.src, e.root, e.srv, e.other
+	ferry(t, "cp", "-q", "-r", src, srv.url("/up"))
+	sameTree(t, filepath.Join(root, "up"), src)
+	ferry(t, "cp", "-q", "-r", "-cc", "3", "-p", "2", srv.url("/up/"), filepath.Join(local, "down")+"/")
+	sameTree(t, filepath.Join(local, "down"), src)
+	ferry(t, "cp", "-q", "-r", srv.url("/up/"), other.url("/tp/"))
+	sameTree(t, filepath.Join(other.root, "tp"), src)
+	ferry(t, "cp", "-q", "-r", "-fast", "-p", "2", srv.url("/up"), srv.url("/same-server"))
+	sameTree(t, filepath.Join(root, "same-server"), src)
+	ferry(t, "cp", "-q", "-r", src, filepath.Join(local, "copy"))
+	sameTree(t, filepath.Join(local, "copy"), src)
+}
 
-	t.Run("sync-twice-delete-dry-run", func(t *testing.T) {
-		dst := srv.url("/mirror")
-		recs, r := jsonRun(t, "sync", "-json", src, dst)
-		if s := summaryOf(t, recs); r.code != 0 || s.Files != 10 || s.Failed != 0 {
-			t.Fatalf("first sync: %+v\n%v", s, r)
-		}
-		sameTree(t, filepath.Join(root, "mirror"), src)
-		recs, r = jsonRun(t, "sync", "-json", src, dst)
-		if s := summaryOf(t, recs); r.code != 0 || s.Files != 0 || s.Skipped != 10 {
-			t.Errorf("second sync changed something: %+v\n%v", s, r)
-		}
-		// An extra on the server, a changed file at the source.
-		writeFile(t, filepath.Join(root, "mirror", "sub", "extra.txt"), "extra\n")
-		writeFile(t, filepath.Join(root, "mirror", "gone", "deep.txt"), "extra\n")
-		time.Sleep(1100 * time.Millisecond) // MLSx times have whole seconds
-		writeFile(t, filepath.Join(src, "top.txt"), "top, changed\n")
-		out := ferry(t, "sync", "-delete", "-dry-run", src, dst)
-		for _, want := range []string{"delete " + srv.url("/mirror/sub/extra.txt"), "delete " + srv.url("/mirror/gone"), "copy " + filepath.Join(src, "top.txt")} {
-			if !strings.Contains(out, want) {
-				t.Errorf("dry run lacks %q:\n%s", want, out)
-			}
-		}
-		if _, err := os.Stat(filepath.Join(root, "mirror", "sub", "extra.txt")); err != nil {
-			t.Fatalf("the dry run deleted: %v", err)
-		}
-		recs, r = jsonRun(t, "sync", "-delete", "-json", src, dst)
-		if s := summaryOf(t, recs); r.code != 0 || s.Files != 1 || s.Deleted != 3 {
-			t.Errorf("sync -delete: %+v\n%v", s, r)
-		}
-		sameTree(t, filepath.Join(root, "mirror"), src)
-	})
+// wildcards copies by wildcards, in both directions, and needs -cd for
+// a missing directory.
+func (e *treeEnv) wildcards(t *testing.T) {
+	local, src, root, srv := e.local, e.src, e.root, e.srv
+	dst := filepath.Join(local, "wild")
+	// A missing destination directory needs -cd without -r.
+	if r := run(t, "", "", ferryBin, "cp", srv.url("/up/run-0?/x.dat"), dst+"/"); r.code != 1 || !strings.Contains(r.stderr, "-cd") {
+		t.Errorf("no -cd: %v", r)
+	}
+	ferry(t, "cp", "-q", "-r", "-cd", srv.url("/up/run-??/"), dst+"/")
+	sameTree(t, filepath.Join(dst, "run-02"), filepath.Join(src, "run-02"))
+	ferry(t, "cp", "-q", srv.url("/up/[st]*.txt"), dst+"/")
+	sameFile(t, filepath.Join(dst, "top.txt"), fileSum(t, filepath.Join(src, "top.txt")))
+	ferry(t, "cp", "-q", "-cd", filepath.Join(src, "ñ*", "*.dat"), srv.url("/wild-up/"))
+	if _, err := os.Stat(filepath.Join(root, "wild-up", "größe ü.dat")); err != nil {
+		t.Errorf("local wildcard upload: %v", err)
+	}
+	if r := run(t, "", "", ferryBin, "cp", srv.url("/up/*.none"), dst+"/"); r.code != 1 || !strings.Contains(r.stderr, "no match") {
+		t.Errorf("no match: %v", r)
+	}
+}
 
-	t.Run("preserve", func(t *testing.T) {
-		mt := time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC)
-		f := filepath.Join(src, "sub", "mid.bin")
-		os.Chtimes(f, mt, mt)
-		os.Chmod(f, 0o640)
-		ferry(t, "cp", "-q", "-r", "-preserve", src, srv.url("/kept"))
-		fi, err := os.Stat(filepath.Join(root, "kept", "sub", "mid.bin"))
-		if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o640 {
-			t.Errorf("preserved upload: %v, %v", fi, err)
+// syncTwiceDelete syncs twice (the second run copies nothing), then
+// shows and runs -delete.
+func (e *treeEnv) syncTwiceDelete(t *testing.T) {
+	src, root, srv := e.src, e.root, e.srv
+	dst := srv.url("/mirror")
+	recs, r := jsonRun(t, "sync", "-json", src, dst)
+	if s := summaryOf(t, recs); r.code != 0 || s.Files != 10 || s.Failed != 0 {
+		t.Fatalf("first sync: %+v\n%v", s, r)
+	}
+	sameTree(t, filepath.Join(root, "mirror"), src)
+	recs, r = jsonRun(t, "sync", "-json", src, dst)
+	if s := summaryOf(t, recs); r.code != 0 || s.Files != 0 || s.Skipped != 10 {
+		t.Errorf("second sync changed something: %+v\n%v", s, r)
+	}
+	// An extra on the server, a changed file at the source.
+	writeFile(t, filepath.Join(root, "mirror", "sub", "extra.txt"), "extra\n")
+	writeFile(t, filepath.Join(root, "mirror", "gone", "deep.txt"), "extra\n")
+	time.Sleep(1100 * time.Millisecond) // MLSx times have whole seconds
+	writeFile(t, filepath.Join(src, "top.txt"), "top, changed\n")
+	out := ferry(t, "sync", "-delete", "-dry-run", src, dst)
+	for _, want := range []string{"delete " + srv.url("/mirror/sub/extra.txt"), "delete " + srv.url("/mirror/gone"), "copy " + filepath.Join(src, "top.txt")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
 		}
-		ferry(t, "cp", "-q", "-r", "-preserve", srv.url("/kept"), filepath.Join(local, "kept"))
-		fi, err = os.Stat(filepath.Join(local, "kept", "sub", "mid.bin"))
-		if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o640 {
-			t.Errorf("preserved download: %v, %v", fi, err)
-		}
-	})
+	}
+	if _, err := os.Stat(filepath.Join(root, "mirror", "sub", "extra.txt")); err != nil {
+		t.Fatalf("the dry run deleted: %v", err)
+	}
+	recs, r = jsonRun(t, "sync", "-delete", "-json", src, dst)
+	if s := summaryOf(t, recs); r.code != 0 || s.Files != 1 || s.Deleted != 3 {
+		t.Errorf("sync -delete: %+v\n%v", s, r)
+	}
+	sameTree(t, filepath.Join(root, "mirror"), src)
+}
 
-	t.Run("list-file-and-dump-file", func(t *testing.T) {
-		dir := t.TempDir()
-		list := filepath.Join(dir, "pairs")
-		df := filepath.Join(dir, "failed")
-		missing := filepath.Join(dir, "appears later.txt")
-		text := fmt.Sprintf("# pairs\n%s %s\n\n\"%s\" \"%s\"\n%s %s\n",
-			srv.url("/up/top.txt"), "file://"+filepath.Join(dir, "top.txt"),
-			missing, srv.url("/listed/appears later.txt"),
-			srv.url("/up/sub/"), "file://"+filepath.Join(dir, "sub")+"/")
-		os.WriteFile(list, []byte(text), 0o644)
-		r := run(t, "", "", ferryBin, "cp", "-r", "-cd", "-f", list, "-df", df)
-		if r.code != 1 || !strings.Contains(r.stderr, "appears later.txt") {
-			t.Fatalf("a list with a missing source: %v", r)
-		}
-		sameTree(t, filepath.Join(dir, "sub"), filepath.Join(src, "sub"))
-		dump, _ := os.ReadFile(df)
-		if n := len(lines(string(dump))); n != 1 || !strings.Contains(string(dump), "appears%20later.txt") {
-			t.Fatalf("dump file: %q", dump)
-		}
-		writeFile(t, missing, "now here\n")
-		// The dump file exists: it is the input (as in globus-url-copy).
-		ferry(t, "cp", "-q", "-cd", "-df", df)
-		sameFile(t, filepath.Join(root, "listed", "appears later.txt"), fileSum(t, missing))
-		if _, err := os.Stat(df); !os.IsNotExist(err) {
-			t.Errorf("the dump file stays after success: %v", err)
-		}
-	})
+// preserve keeps a modification time and permission bits (-preserve)
+// both ways.
+func (e *treeEnv) preserve(t *testing.T) {
+	local, src, root, srv := e.local, e.src, e.root, e.srv
+	mt := time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC)
+	f := filepath.Join(src, "sub", "mid.bin")
+	os.Chtimes(f, mt, mt)
+	os.Chmod(f, 0o640)
+	ferry(t, "cp", "-q", "-r", "-preserve", src, srv.url("/kept"))
+	fi, err := os.Stat(filepath.Join(root, "kept", "sub", "mid.bin"))
+	if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o640 {
+		t.Errorf("preserved upload: %v, %v", fi, err)
+	}
+	ferry(t, "cp", "-q", "-r", "-preserve", srv.url("/kept"), filepath.Join(local, "kept"))
+	fi, err = os.Stat(filepath.Join(local, "kept", "sub", "mid.bin"))
+	if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o640 {
+		t.Errorf("preserved download: %v, %v", fi, err)
+	}
+}
 
-	t.Run("list", func(t *testing.T) {
-		out := ferry(t, "cp", "-list", srv.url("/up/"))
-		for _, want := range []string{srv.url("/up/"), "    empty/", "    top.txt", "    with space.txt", "    ñandú/"} {
-			if !strings.Contains(out, want+"\n") {
-				t.Errorf("-list lacks %q:\n%s", want, out)
-			}
+// listAndDumpFile copies the pairs of a -f list, writes the failed one
+// to the -df dump file, and runs it again from there.
+func (e *treeEnv) listAndDumpFile(t *testing.T) {
+	src, root, srv := e.src, e.root, e.srv
+	dir := t.TempDir()
+	list := filepath.Join(dir, "pairs")
+	df := filepath.Join(dir, "failed")
+	missing := filepath.Join(dir, "appears later.txt")
+	text := fmt.Sprintf("# pairs\n%s %s\n\n\"%s\" \"%s\"\n%s %s\n",
+		srv.url("/up/top.txt"), "file://"+filepath.Join(dir, "top.txt"),
+		missing, srv.url("/listed/appears later.txt"),
+		srv.url("/up/sub/"), "file://"+filepath.Join(dir, "sub")+"/")
+	os.WriteFile(list, []byte(text), 0o644)
+	r := run(t, "", "", ferryBin, "cp", "-r", "-cd", "-f", list, "-df", df)
+	if r.code != 1 || !strings.Contains(r.stderr, "appears later.txt") {
+		t.Fatalf("a list with a missing source: %v", r)
+	}
+	sameTree(t, filepath.Join(dir, "sub"), filepath.Join(src, "sub"))
+	dump, _ := os.ReadFile(df)
+	if n := len(lines(string(dump))); n != 1 || !strings.Contains(string(dump), "appears%20later.txt") {
+		t.Fatalf("dump file: %q", dump)
+	}
+	writeFile(t, missing, "now here\n")
+	// The dump file exists: it is the input (as in globus-url-copy).
+	ferry(t, "cp", "-q", "-cd", "-df", df)
+	sameFile(t, filepath.Join(root, "listed", "appears later.txt"), fileSum(t, missing))
+	if _, err := os.Stat(df); !os.IsNotExist(err) {
+		t.Errorf("the dump file stays after success: %v", err)
+	}
+}
+
+// list lists a directory with -list.
+func (e *treeEnv) list(t *testing.T) {
+	srv := e.srv
+	out := ferry(t, "cp", "-list", srv.url("/up/"))
+	for _, want := range []string{srv.url("/up/"), "    empty/", "    top.txt", "    with space.txt", "    ñandú/"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("-list lacks %q:\n%s", want, out)
 		}
-	})
+	}
 }
 
 // TestCpManyFiles uploads a tree of 2,000 small files with four

@@ -193,28 +193,7 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		return fmt.Errorf("sync level %d: want 0 to 3", pl.SyncLevel)
 	}
 	wild := hasMeta(src)
-	// The destination's Stat, at the same time as the source's when
-	// allowed; the answers are still taken in the order below.
-	dres := &statResult{path: dst}
-	dstDone := make(chan struct{})
-	statDst := func() {
-		defer close(dstDone)
-		dres.info, dres.err = pl.Dst.Stat(ctx, dst)
-	}
-	var srcStats []statResult
-	if pl.Concurrent {
-		go statDst()
-	}
-	srcs, err := expand(ctx, pl.Src, src)
-	if err == nil && pl.Concurrent {
-		srcStats = make([]statResult, len(srcs))
-		for i, s := range srcs {
-			srcStats[i].info, srcStats[i].err = pl.Src.Stat(ctx, s)
-		}
-	}
-	if pl.Concurrent {
-		<-dstDone
-	}
+	srcs, srcStats, dres, err := pl.lookUp(ctx, src, dst)
 	if err != nil {
 		return err
 	}
@@ -222,9 +201,6 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		wild = false // a literal name with pattern characters
 	}
 	contents := !wild && (hasSep(pl.Src, src) || pl.Mirror)
-	if !pl.Concurrent {
-		statDst()
-	}
 	pl.dstStat = dres
 	defer func() { pl.dstStat = nil }()
 	dstInfo, err := dres.info, dres.err
@@ -236,39 +212,9 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 	if dstIsDir && dstExists && dstInfo.Type != TypeDir {
 		return fmt.Errorf("%s is not a directory", pl.dstLoc(dst))
 	}
-	type source struct {
-		path string
-		info Info
-	}
-	var todo []source
-	for i, s := range srcs {
-		var in Info
-		if srcStats != nil {
-			in, err = srcStats[i].info, srcStats[i].err
-		} else {
-			in, err = pl.Src.Stat(ctx, s)
-		}
-		if err != nil {
-			if !wild {
-				return fmt.Errorf("%s: %w", pl.srcLoc(s), err)
-			}
-			pl.fail(plan, s, dst, err)
-			continue
-		}
-		if in.Type == TypeDir && !pl.Recursive {
-			if !wild {
-				return fmt.Errorf("%s is a directory (copy it with -r)", pl.srcLoc(s))
-			}
-			plan.Ignored = append(plan.Ignored, pl.srcLoc(s))
-			continue
-		}
-		if contents && in.Type != TypeDir {
-			if !pl.Mirror {
-				return fmt.Errorf("%s is not a directory", pl.srcLoc(s))
-			}
-			contents = false
-		}
-		todo = append(todo, source{s, in})
+	todo, contents, err := pl.sources(ctx, plan, srcs, srcStats, dst, wild, contents)
+	if err != nil {
+		return err
 	}
 	// The destination directory, or the parent of a destination file.
 	need := dst
@@ -281,36 +227,124 @@ func (pl *Planner) Add(ctx context.Context, plan *Plan, src, dst string) error {
 		}
 	}
 	for _, s := range todo {
-		target := strings.TrimSuffix(dst, "/")
-		if target == "" {
-			target = "/"
-		}
-		if dstIsDir && !contents {
-			target = pl.Dst.Join(target, baseName(s.path, pl.Src.Remote()))
-		}
-		if (pl.Src.Remote() || pl.Dst.Remote()) && strings.ContainsAny(target, "\r\n") {
-			pl.fail(plan, s.path, target, ErrBadName)
-			continue
-		}
-		switch s.info.Type {
-		case TypeDir:
-			srcPath := s.path
-			if contents {
-				srcPath = strings.TrimSuffix(srcPath, "/")
-				if srcPath == "" {
-					srcPath = "/"
-				}
-			}
-			pl.walk(ctx, plan, srcPath, s.info, target, target, 0, nil)
-		default:
-			var dinfo *Info
-			if in, err := pl.statDst(ctx, target); err == nil {
-				dinfo = &in
-			}
-			pl.entry(ctx, plan, s.path, s.info, target, dinfo)
-		}
+		pl.addSource(ctx, plan, s, dst, dstIsDir, contents)
 	}
 	return nil
+}
+
+// lookUp expands the source pattern src and stats the destination dst.
+// With Concurrent the destination's Stat overlaps the source's expansion
+// and Stats (returned in srcStats, one per match); without, the
+// destination is looked at after the expansion, and not at all when the
+// expansion fails, and srcStats is nil.
+func (pl *Planner) lookUp(ctx context.Context, src, dst string) (srcs []string, srcStats []statResult, dres *statResult, err error) {
+	dres = &statResult{path: dst}
+	dstDone := make(chan struct{})
+	statDst := func() {
+		defer close(dstDone)
+		dres.info, dres.err = pl.Dst.Stat(ctx, dst)
+	}
+	if pl.Concurrent {
+		go statDst()
+	}
+	srcs, err = expand(ctx, pl.Src, src)
+	if err == nil && pl.Concurrent {
+		srcStats = make([]statResult, len(srcs))
+		for i, s := range srcs {
+			srcStats[i].info, srcStats[i].err = pl.Src.Stat(ctx, s)
+		}
+	}
+	if pl.Concurrent {
+		<-dstDone
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !pl.Concurrent {
+		statDst()
+	}
+	return srcs, srcStats, dres, nil
+}
+
+// source is one matched source path of Add and what it is.
+type source struct {
+	path string
+	info Info
+}
+
+// sources looks at each matched source of Add (in srcStats when lookUp
+// has, else with a Stat now) and keeps those to copy. With a wildcard a
+// source that cannot be copied is recorded in plan and left out; a
+// literal source fails the whole request. contents (the source's
+// contents go into dst) is returned false when a Mirror source turns out
+// to be a file.
+func (pl *Planner) sources(ctx context.Context, plan *Plan, srcs []string, srcStats []statResult, dst string, wild, contents bool) ([]source, bool, error) {
+	var todo []source
+	for i, s := range srcs {
+		var in Info
+		var err error
+		if srcStats != nil {
+			in, err = srcStats[i].info, srcStats[i].err
+		} else {
+			in, err = pl.Src.Stat(ctx, s)
+		}
+		if err != nil {
+			if !wild {
+				return nil, contents, fmt.Errorf("%s: %w", pl.srcLoc(s), err)
+			}
+			pl.fail(plan, s, dst, err)
+			continue
+		}
+		if in.Type == TypeDir && !pl.Recursive {
+			if !wild {
+				return nil, contents, fmt.Errorf("%s is a directory (copy it with -r)", pl.srcLoc(s))
+			}
+			plan.Ignored = append(plan.Ignored, pl.srcLoc(s))
+			continue
+		}
+		if contents && in.Type != TypeDir {
+			if !pl.Mirror {
+				return nil, contents, fmt.Errorf("%s is not a directory", pl.srcLoc(s))
+			}
+			contents = false
+		}
+		todo = append(todo, source{s, in})
+	}
+	return todo, contents, nil
+}
+
+// addSource plans one source of Add into dst: a directory is walked, a
+// file (or link) becomes an entry. Into a directory dst the source goes
+// under its own name, unless its contents go there.
+func (pl *Planner) addSource(ctx context.Context, plan *Plan, s source, dst string, dstIsDir, contents bool) {
+	target := strings.TrimSuffix(dst, "/")
+	if target == "" {
+		target = "/"
+	}
+	if dstIsDir && !contents {
+		target = pl.Dst.Join(target, baseName(s.path, pl.Src.Remote()))
+	}
+	if (pl.Src.Remote() || pl.Dst.Remote()) && strings.ContainsAny(target, "\r\n") {
+		pl.fail(plan, s.path, target, ErrBadName)
+		return
+	}
+	switch s.info.Type {
+	case TypeDir:
+		srcPath := s.path
+		if contents {
+			srcPath = strings.TrimSuffix(srcPath, "/")
+			if srcPath == "" {
+				srcPath = "/"
+			}
+		}
+		pl.walk(ctx, plan, srcPath, s.info, target, target, 0, nil)
+	default:
+		var dinfo *Info
+		if in, err := pl.statDst(ctx, target); err == nil {
+			dinfo = &in
+		}
+		pl.entry(ctx, plan, s.path, s.info, target, dinfo)
+	}
 }
 
 // parents plans the creation of the missing directories up to and
@@ -382,21 +416,51 @@ func parentOf(fsys FS, p string) string {
 // walk plans the directory src (described by in) into dst, which is
 // root or below it.
 func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, dst, root string, depth int, seen []string) {
+	seen, ok := pl.mayEnter(ctx, plan, src, in, dst, depth, seen)
+	if !ok {
+		return
+	}
+	entries, have, ok := pl.listDir(ctx, plan, src, in, dst)
+	if !ok {
+		return
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		pl.walkEntry(ctx, plan, src, e, dst, root, depth, seen, have, names)
+	}
+	if pl.Delete && have != nil {
+		pl.planExtras(ctx, plan, dst, root, have, names)
+	}
+}
+
+// mayEnter reports whether the walk may go into the directory src: not
+// once ctx is done, nor deeper than maxDepth, nor into a directory it is
+// already in (a link loop). It returns seen with src's identity added.
+func (pl *Planner) mayEnter(ctx context.Context, plan *Plan, src string, in Info, dst string, depth int, seen []string) ([]string, bool) {
 	if err := ctx.Err(); err != nil {
 		pl.fail(plan, src, dst, err)
-		return
+		return seen, false
 	}
 	if depth > maxDepth {
 		pl.fail(plan, src, dst, fmt.Errorf("more than %d directory levels (a link loop?)", maxDepth))
-		return
+		return seen, false
 	}
 	if in.id != "" {
 		if slices.Contains(seen, in.id) {
 			pl.fail(plan, src, dst, errors.New("symbolic link loop: the directory contains itself"))
-			return
+			return seen, false
 		}
 		seen = append(seen, in.id)
 	}
+	return seen, true
+}
+
+// listDir lists the source directory src, sorted by name, and plans the
+// destination directory dst: created when missing, else listed (with
+// Sync or Delete) into have, by name. have is nil when dst is not
+// listed: every entry then counts as missing. A failure is recorded in
+// plan, and ok is false.
+func (pl *Planner) listDir(ctx context.Context, plan *Plan, src string, in Info, dst string) (entries []Info, have map[string]Info, ok bool) {
 	// The destination's Stat overlaps the listing when allowed.
 	var dinfo Info
 	var derr error
@@ -414,10 +478,10 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 	}
 	if err != nil {
 		pl.fail(plan, src, dst, fmt.Errorf("list: %w", err))
-		return
+		return nil, nil, false
 	}
 	slices.SortFunc(entries, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
-	have := map[string]Info{}
+	have = map[string]Info{}
 	if !pl.Concurrent {
 		statDst()
 	}
@@ -425,19 +489,19 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 	switch {
 	case err == nil && dinfo.Type != TypeDir:
 		pl.fail(plan, src, dst, errors.New("the destination exists and is not a directory"))
-		return
+		return nil, nil, false
 	case err == nil:
 		plan.Dirs = append(plan.Dirs, DirPair{Src: pl.srcLoc(src), Dst: pl.dstLoc(dst), ModTime: in.ModTime, Mode: in.Mode})
 		if pl.Sync || pl.Delete {
 			des, err := pl.Dst.ReadDir(ctx, dst)
 			if err != nil {
 				pl.fail(plan, src, dst, fmt.Errorf("list the destination: %w", err))
-				return
+				return nil, nil, false
 			}
 			for _, d := range des {
 				if err := wire.CheckEntryName(d.Name); err != nil {
 					pl.fail(plan, src, dst, fmt.Errorf("list the destination: %w", err))
-					return
+					return nil, nil, false
 				}
 				have[d.Name] = d
 			}
@@ -450,57 +514,66 @@ func (pl *Planner) walk(ctx context.Context, plan *Plan, src string, in Info, ds
 		plan.Dirs = append(plan.Dirs, DirPair{Src: pl.srcLoc(src), Dst: pl.dstLoc(dst), Create: true, ModTime: in.ModTime, Mode: in.Mode})
 	default:
 		pl.fail(plan, src, dst, err)
+		return nil, nil, false
+	}
+	return entries, have, true
+}
+
+// walkEntry plans the entry e of the source directory src into dst
+// (below root): a directory (or a followed link to one) is walked, other
+// entries are planned by entry, have giving the destination's entry.
+// names collects the names seen, to refuse one listed twice.
+func (pl *Planner) walkEntry(ctx context.Context, plan *Plan, src string, e Info, dst, root string, depth int, seen []string, have map[string]Info, names map[string]bool) {
+	sp, dp := pl.Src.Join(src, e.Name), pl.Dst.Join(dst, e.Name)
+	// The endpoints' listings refuse such names already; a name that
+	// would leave the destination (or name an entry twice, which a
+	// hostile listing can use to multiply the walk) is never planned.
+	if err := wire.CheckEntryName(e.Name); err != nil {
+		pl.fail(plan, src, dst, err)
 		return
 	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		sp, dp := pl.Src.Join(src, e.Name), pl.Dst.Join(dst, e.Name)
-		// The endpoints' listings refuse such names already; a name that
-		// would leave the destination (or name an entry twice, which a
-		// hostile listing can use to multiply the walk) is never planned.
-		if err := wire.CheckEntryName(e.Name); err != nil {
-			pl.fail(plan, src, dst, err)
-			continue
-		}
-		if !within(pl.Dst, root, dp) {
-			pl.fail(plan, sp, dp, fmt.Errorf("%w: %q leaves the destination %s", wire.ErrUnsafeName, e.Name, root))
-			continue
-		}
-		if names[e.Name] {
-			pl.fail(plan, sp, dp, fmt.Errorf("the source lists %q twice", e.Name))
-			continue
-		}
-		names[e.Name] = true
-		if (pl.Src.Remote() || pl.Dst.Remote()) && strings.ContainsAny(e.Name, "\r\n") {
-			pl.fail(plan, sp, dp, ErrBadName)
-			continue
-		}
-		var d *Info
-		if di, ok := have[e.Name]; ok {
-			d = &di
-		}
-		if e.Type == TypeDir && (e.Link == "" || pl.Links == LinksFollow) {
-			if e.Link != "" && pl.Src.Remote() && linkLoops(src, e.Link) {
-				pl.fail(plan, sp, dp, fmt.Errorf("symbolic link loop: %s points to %s", e.Name, e.Link))
-				continue
-			}
-			pl.walk(ctx, plan, sp, e, dp, root, depth+1, seen)
-			continue
-		}
-		pl.entry(ctx, plan, sp, e, dp, d)
+	if !within(pl.Dst, root, dp) {
+		pl.fail(plan, sp, dp, fmt.Errorf("%w: %q leaves the destination %s", wire.ErrUnsafeName, e.Name, root))
+		return
 	}
-	if pl.Delete && have != nil {
-		extras := make([]string, 0)
-		for name := range have {
-			if !names[name] {
-				extras = append(extras, name)
-			}
+	if names[e.Name] {
+		pl.fail(plan, sp, dp, fmt.Errorf("the source lists %q twice", e.Name))
+		return
+	}
+	names[e.Name] = true
+	if (pl.Src.Remote() || pl.Dst.Remote()) && strings.ContainsAny(e.Name, "\r\n") {
+		pl.fail(plan, sp, dp, ErrBadName)
+		return
+	}
+	var d *Info
+	if di, ok := have[e.Name]; ok {
+		d = &di
+	}
+	if e.Type == TypeDir && (e.Link == "" || pl.Links == LinksFollow) {
+		if e.Link != "" && pl.Src.Remote() && linkLoops(src, e.Link) {
+			pl.fail(plan, sp, dp, fmt.Errorf("symbolic link loop: %s points to %s", e.Name, e.Link))
+			return
 		}
-		slices.Sort(extras)
-		for _, name := range extras {
-			if p := pl.Dst.Join(dst, name); within(pl.Dst, root, p) {
-				pl.removeTree(ctx, plan, p, have[name], 0)
-			}
+		pl.walk(ctx, plan, sp, e, dp, root, depth+1, seen)
+		return
+	}
+	pl.entry(ctx, plan, sp, e, dp, d)
+}
+
+// planExtras plans the removal (-delete) of the entries of the
+// destination directory dst, listed in have, that the source lacks (not
+// in names), in name order; none outside root.
+func (pl *Planner) planExtras(ctx context.Context, plan *Plan, dst, root string, have map[string]Info, names map[string]bool) {
+	extras := make([]string, 0)
+	for name := range have {
+		if !names[name] {
+			extras = append(extras, name)
+		}
+	}
+	slices.Sort(extras)
+	for _, name := range extras {
+		if p := pl.Dst.Join(dst, name); within(pl.Dst, root, p) {
+			pl.removeTree(ctx, plan, p, have[name], 0)
 		}
 	}
 }

@@ -101,6 +101,9 @@ func (s *session) setTime(ctx context.Context, t time.Time, arg string) wire.Rep
 	if !capable {
 		return ok(502, "Setting times is not supported by this storage.")
 	}
+	if isPartName(s.abs(arg)) {
+		return partNameRefused(arg)
+	}
 	if err := ct.Chtimes(ctx, s.abs(arg), t); err != nil {
 		return fsError(s, err, arg)
 	}
@@ -108,6 +111,9 @@ func (s *session) setTime(ctx context.Context, t time.Time, arg string) wire.Rep
 }
 
 func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
+	if r := s.uploadBusy(s.abs(arg), arg); r.Code != 0 {
+		return r
+	}
 	if err := s.fs.Remove(ctx, s.abs(arg)); err != nil {
 		return fsError(s, err, arg)
 	}
@@ -126,6 +132,9 @@ func cmdMKD(ctx context.Context, s *session, arg string) wire.Reply {
 }
 
 func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
+	if r := s.uploadBusy(s.abs(arg), arg); r.Code != 0 {
+		return r
+	}
 	if err := s.fs.Rmdir(ctx, s.abs(arg)); err != nil {
 		return fsError(s, err, arg)
 	}
@@ -136,6 +145,9 @@ func cmdRNFR(ctx context.Context, s *session, arg string) wire.Reply {
 	p := s.abs(arg)
 	if isPartName(p) {
 		return partNameRefused(arg)
+	}
+	if r := s.uploadBusy(p, arg); r.Code != 0 {
+		return r
 	}
 	if _, err := s.fs.Stat(ctx, p); err != nil {
 		return fsError(s, err, arg)
@@ -152,6 +164,12 @@ func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	if isPartName(s.abs(arg)) {
 		return partNameRefused(arg)
+	}
+	// Checked again here: an upload may have begun since RNFR.
+	for _, p := range []string{from, s.abs(arg)} {
+		if r := s.uploadBusy(p, arg); r.Code != 0 {
+			return r
+		}
 	}
 	if err := s.fs.Rename(ctx, from, s.abs(arg)); err != nil {
 		return fsError(s, err, arg)
@@ -284,6 +302,9 @@ func siteCHMOD(ctx context.Context, s *session, arg string) wire.Reply {
 	cm, capable := s.fs.(dsi.Chmoder)
 	if !capable {
 		return ok(502, "SITE CHMOD is not supported by this storage.")
+	}
+	if isPartName(s.abs(f[1])) {
+		return partNameRefused(f[1])
 	}
 	if err := cm.Chmod(ctx, s.abs(f[1]), fileMode(mode)); err != nil {
 		return fsError(s, err, f[1])

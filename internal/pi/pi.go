@@ -130,10 +130,10 @@ type Config struct {
 	// AllowForeignDataAddress permits PORT/EPRT to a host other than the
 	// control peer (FTP bounce; RFC 2577). Off by default.
 	AllowForeignDataAddress bool
-	// Handshakes bounds the security handshake work in progress across
-	// sessions (an AUTH TLS handshake; each ADAT step of AUTH GSSAPI, not
-	// the client's time between tokens), in all and per source; beyond it
-	// AUTH or ADAT gets 431. Nil means no bound.
+	// Handshakes bounds the GSI handshake work in progress across
+	// sessions (each ADAT step, where a delegation makes a key; not the
+	// client's time between tokens), in all and per source; beyond it ADAT
+	// gets 431. Nil means no bound.
 	Handshakes *Slots
 	// LoginFailureDelay is how long a failed PASS waits before its 530;
 	// 0 means 1s, negative means none.
@@ -143,6 +143,9 @@ type Config struct {
 	LoginTimeout time.Duration
 	// OnLogin, when set, is told of each successful login.
 	OnLogin func(control net.Conn)
+	// Uploads, shared by the sessions of a server, keeps other sessions
+	// out of the files an upload is writing (450). Nil keeps nobody out.
+	Uploads *Uploads
 	// UploadInPlace makes STOR write straight into its target, as GCT
 	// does, instead of into a hidden part file renamed over the target
 	// once complete; an interrupted upload then leaves a truncated file

@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"syscall"
@@ -40,6 +41,19 @@ func TestWithoutAddress(t *testing.T) {
 	} {
 		if got := withoutAddress(in); got != want {
 			t.Errorf("withoutAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDataErrorText(t *testing.T) {
+	for in, want := range map[string]string{
+		"too many data connections were refused; the last one was refused: a connection from 127.0.0.5:35297: not the client's host 127.0.0.9": "too many data connections were refused; the last one was refused: a connection from (address): not the client's host (address)",
+		"no data connection within 1m0s":              "no data connection within 1m0s",
+		"peer [2001:db8::1]:2811 is not ours":         "peer (address) is not ours",
+		"mover 127.0.0.3:43303 closed the connection": "mover 127.0.0.3:43303 closed the connection",
+	} {
+		if got := dataErrorText(errors.New(in)); got != want {
+			t.Errorf("dataErrorText(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -150,12 +150,11 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 		if sec == nil || sec.tlsCert() == nil {
 			return ok(504, "TLS is not configured on this server.")
 		}
-		release, ok2 := s.cfg.Handshakes.TryAcquire(remoteAddrPort(s.conn).Addr())
-		if !ok2 {
-			s.log.Warn("AUTH refused: too many handshakes in progress")
-			return ok(431, "Too many authentications in progress; try again later.")
-		}
-		s.startTLS = release // the executor switches after writing 234
+		// No handshake slot: a TLS handshake costs the server a few
+		// milliseconds of work, and waiting for a client that stalls
+		// costs nothing; slots held across that wait were a lever
+		// (sessions, their login timeout and per-source limits bound it).
+		s.startTLS = true // the executor switches after writing 234
 		return ok(234, "Using authentication type %s.", strings.ToUpper(strings.TrimSpace(arg)))
 	}
 	return ok(504, "Unknown authentication type.")
@@ -353,8 +352,7 @@ func (s *session) unwrapLine(g *gss.Context, line string) (string, error) {
 // 234 reply, and hands the TLS connection to the reader. A client
 // certificate becomes the session's identity only once the handshake has
 // completed (and with it the check of the client's signature).
-func (s *session) switchTLS(ctx context.Context, release func()) {
-	defer release()
+func (s *session) switchTLS(ctx context.Context) {
 	sec := s.cfg.Security
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{*sec.tlsCert()},

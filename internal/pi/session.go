@@ -81,7 +81,7 @@ type session struct {
 	// security (security.go)
 	sec          secState                    // the one record of how the channel is protected and by whom
 	gssCtx       atomic.Pointer[gss.Context] // established GSI context; the reader unwraps with it
-	startTLS     func()                      // AUTH TLS accepted: switch after the 234; frees the handshake slot
+	startTLS     bool                        // AUTH TLS accepted: switch after the 234
 	switched     chan net.Conn               // executor → reader: the connection to read after AUTH TLS
 	adatDone     chan struct{}               // executor → reader: an ADAT was answered (the context may now exist)
 	authFailures int                         // failed ADAT exchanges and logins
@@ -273,30 +273,15 @@ func (s *session) readLoop(items chan<- item) {
 		}
 		conn.SetReadDeadline(deadline)
 		line, err := lr.ReadLine()
+		if errors.Is(err, wire.ErrLineTooLong) {
+			if !push(item{err: err}) {
+				return
+			}
+			continue
+		}
 		if err != nil {
-			switch {
-			case errors.Is(err, wire.ErrLineTooLong):
-				if !push(item{err: err}) {
-					return
-				}
+			if s.readGoesOn(err, idleBy, loginBy, idle) {
 				continue
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				if s.busy.Load() {
-					continue // transfers may outlast the idle timeout
-				}
-				if !s.loggedIn.Load() && !time.Now().Before(loginBy) {
-					s.reply(421, "Login timed out (%d seconds): closing control connection.", int(s.cfg.loginTimeout().Seconds()))
-					s.log.Info("session did not log in in time, closed")
-					return
-				}
-				if time.Now().Before(idleBy) {
-					continue // the login deadline passed after a login
-				}
-				s.reply(421, "Idle timeout (%d seconds): closing control connection.", int(idle.Seconds()))
-				s.log.Info("session idle, closed")
-			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-			default:
-				s.log.Debug("control read failed", "err", err)
 			}
 			return
 		}
@@ -323,33 +308,74 @@ func (s *session) readLoop(items chan<- item) {
 		if !push(item{cmd: cmd, wrapped: wrapped}) {
 			return
 		}
-		if cmd.Verb == "ADAT" {
-			// Its answer may establish the GSI context, after which every
-			// line must be unwrapped: read nothing more (lines a client
-			// sent along with it included) until the executor has
-			// answered it, or they would pass as clear text.
-			select {
-			case <-s.adatDone:
-			case <-s.done:
-				return
-			}
+		if cmd.Verb == "ADAT" && !s.awaitADAT() {
+			return
 		}
 		if isAuthTLS(cmd) {
-			// The executor answers and may switch the connection to TLS:
-			// read nothing more until it says which connection to read.
-			select {
-			case next := <-s.switched:
-				if next == nil {
-					return
-				}
-				if next != conn {
-					conn = next
-					lr = wire.NewLineReader(conn, s.cfg.maxLine())
-				}
-			case <-s.done:
+			next := s.awaitSwitch()
+			if next == nil {
 				return
 			}
+			if next != conn {
+				conn = next
+				lr = wire.NewLineReader(conn, s.cfg.maxLine())
+			}
 		}
+	}
+}
+
+// readGoesOn handles the error of a control read (other than a line too
+// long) and reports whether the reader goes on. Only a read deadline
+// lets it: during a transfer, or when the login deadline passed after a
+// login. Otherwise the session ends, after a 421 reply when it timed out
+// (the login one, or the idle one).
+func (s *session) readGoesOn(err error, idleBy, loginBy time.Time, idle time.Duration) bool {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if s.busy.Load() {
+			return true // transfers may outlast the idle timeout
+		}
+		if !s.loggedIn.Load() && !time.Now().Before(loginBy) {
+			s.reply(421, "Login timed out (%d seconds): closing control connection.", int(s.cfg.loginTimeout().Seconds()))
+			s.log.Info("session did not log in in time, closed")
+			return false
+		}
+		if time.Now().Before(idleBy) {
+			return true // the login deadline passed after a login
+		}
+		s.reply(421, "Idle timeout (%d seconds): closing control connection.", int(idle.Seconds()))
+		s.log.Info("session idle, closed")
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	default:
+		s.log.Debug("control read failed", "err", err)
+	}
+	return false
+}
+
+// awaitADAT waits until the executor has answered an ADAT, and reports
+// false when the executor stopped first. The answer may establish the
+// GSI context, after which every line must be unwrapped: the reader
+// reads nothing more (lines a client sent along with it included) until
+// then, or they would pass as clear text.
+func (s *session) awaitADAT() bool {
+	select {
+	case <-s.adatDone:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// awaitSwitch waits, after AUTH TLS, for the executor to answer and
+// perhaps switch the connection to TLS, and returns the connection to
+// read from now on; nil ends the reader (as does an executor that
+// stopped). The reader reads nothing more until then.
+func (s *session) awaitSwitch() net.Conn {
+	select {
+	case next := <-s.switched:
+		return next
+	case <-s.done:
+		return nil
 	}
 }
 
@@ -448,9 +474,9 @@ func (s *session) execute(ctx context.Context, it item) {
 		s.send(r)
 	}
 	if isAuthTLS(c) {
-		if release := s.startTLS; release != nil {
-			s.startTLS = nil
-			s.switchTLS(ctx, release)
+		if s.startTLS {
+			s.startTLS = false
+			s.switchTLS(ctx)
 		} else {
 			s.switched <- s.conn
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -99,8 +100,29 @@ func dataErrorText(err error) string {
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Op + ": " + op.Err.Error()
 	}
-	return reason(err)
+	return withoutSocketAddresses(reason(err))
 }
+
+// withoutSocketAddresses replaces the addresses in msg with "(address)",
+// except a data mover's, which a striped server names on purpose: the
+// operator's own host list, not a peer's connection.
+func withoutSocketAddresses(msg string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range socketAddress.FindAllStringIndex(msg, -1) {
+		if strings.HasSuffix(msg[:m[0]], "mover ") {
+			continue
+		}
+		b.WriteString(msg[last:m[0]])
+		b.WriteString("(address)")
+		last = m[1]
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
+// socketAddress matches IPv4 and bracketed IPv6 addresses, with a port.
+var socketAddress = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
 
 // streamRestart checks a REST list for stream mode, where the receiver can
 // only place a single range that starts at 0 (protocol.md §8.3).
@@ -206,20 +228,56 @@ func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset
 // existing file write in place, as does every upload with
 // Config.UploadInPlace (GCT's behaviour).
 func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) (wire.Reply, bool) {
+	up, refused := s.planStore(ctx, arg, kind, offset)
+	if up == nil {
+		return refused, false
+	}
+	defer up.done()
+	w, err := s.fs.Create(ctx, up.target, up.opts)
+	if err != nil {
+		return fsError(s, err, arg), false
+	}
+	start := time.Now()
+	n, started, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+		return s.dtp.Receive(ctx, up.req, w, notify)
+	})
+	if cerr := w.Close(); cerr != nil && err == nil {
+		err = &xfer.StorageError{Err: cerr}
+	}
+	err = s.checkStored(up, n, err)
+	return s.finishStore(ctx, arg, up, n, start, started, err), started
+}
+
+// storePlan is an upload as planStore prepared it.
+type storePlan struct {
+	kind          storeKind
+	p             string // the file uploaded to
+	target        string // where the bytes go: p, or its part file
+	hasRest       bool   // the upload was restarted (REST)
+	allo          int64  // the size the client announced (ALLO); -1: none
+	req           *xfer.Request
+	opts          dsi.CreateOptions
+	targetExisted bool   // target existed before the upload
+	done          func() // ends its record in Config.Uploads
+}
+
+// planStore takes the upload's REST and ALLO and decides where and how
+// it writes (see store), or returns nil and the reply refusing it.
+func (s *session) planStore(ctx context.Context, arg string, kind storeKind, offset int64) (*storePlan, wire.Reply) {
 	rest, hasRest := s.takeRest()
 	allo := s.allo
 	s.allo = -1
 	p := s.abs(arg)
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
-		return restNeedsModeE, false
+		return nil, restNeedsModeE
 	}
 	if isPartName(p) {
-		return partNameRefused(arg), false
+		return nil, partNameRefused(arg)
 	}
 	fi, statErr := s.fs.Stat(ctx, p)
 	existed := statErr == nil
 	if existed && fi.IsDir() {
-		return ok(550, "%s: Is a directory.", arg), false
+		return nil, ok(550, "%s: Is a directory.", arg)
 	}
 	target := p
 	if kind == storePlain && !s.cfg.UploadInPlace && !dsi.WritesInPlace(s.fs) && p != "/" && (!hasRest || !existed) {
@@ -243,51 +301,80 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 			req.StoreOffset += rs[0].End
 		}
 	}
+	done, free := s.cfg.Uploads.Begin(s.storagePath(p), s.storagePath(target))
+	if !free {
+		return nil, ok(450, "%s: another upload to this file is in progress; try again later.", arg)
+	}
 	targetExisted := existed
 	if target != p {
 		_, err := s.fs.Stat(ctx, target)
 		targetExisted = err == nil
+		// The part file is the server's own name: never written through
+		// a link planted there, and with the mode of the file it replaces.
+		opts.NoFollow = true
+		if existed {
+			opts.Perm = fi.Mode.Perm()
+		}
 	}
-	w, err := s.fs.Create(ctx, target, opts)
-	if err != nil {
-		return fsError(s, err, arg), false
+	return &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}, wire.Reply{}
+}
+
+// storagePath is where p of the session's storage lies in the server's
+// (under the account's home): the key of Config.Uploads.
+func (s *session) storagePath(p string) string {
+	return path.Join("/", s.acct.Home, p)
+}
+
+// uploadBusy answers a command that would change p while an upload
+// writes it or below it; the zero Reply when none does.
+func (s *session) uploadBusy(p, arg string) wire.Reply {
+	if s.cfg.Uploads.Busy(s.storagePath(p)) {
+		return ok(450, "%s: an upload in progress is writing it; try again later.", arg)
 	}
-	start := time.Now()
-	n, started, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
-		return s.dtp.Receive(ctx, req, w, notify)
-	})
-	if cerr := w.Close(); cerr != nil && err == nil {
-		err = &xfer.StorageError{Err: cerr}
-	}
-	if err == nil && s.mode == xfer.ModeStream && kind == storePlain && !hasRest && allo >= 0 && n < allo {
+	return wire.Reply{}
+}
+
+// checkStored returns the error of an upload whose data ended after n
+// bytes with err: also one that ended early in stream mode, or whose
+// client went away.
+func (s *session) checkStored(up *storePlan, n int64, err error) error {
+	if err == nil && s.mode == xfer.ModeStream && up.kind == storePlain && !up.hasRest && up.allo >= 0 && n < up.allo {
 		// In stream mode the end of the data is a closed connection,
 		// which a client that dies also produces: the size it announced
 		// tells the two apart.
-		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, allo)}
+		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.allo)}
 	}
 	if err == nil && s.lost.Load() {
 		// The client went away with its data: it never saw this upload
 		// complete, and may have been killed in the middle of it.
 		err = errControlLost
 	}
+	return err
+}
+
+// finishStore completes an upload of arg that moved n bytes and ended
+// with err: a complete part file is renamed over the file, an empty file
+// the upload created is removed, and the reply says what is left.
+func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n int64, start time.Time, started bool, err error) wire.Reply {
+	target, p := up.target, up.p
 	if err == nil && target != p {
 		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
 			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)
-			return fsError(s, rerr, arg), started
+			return fsError(s, rerr, arg)
 		}
 	}
 	s.logTransfer("STOR", p, n, start, err)
-	if err != nil && !started && !targetExisted {
+	if err != nil && !started && !up.targetExisted {
 		// Nothing arrived into a file we created: leave no trace.
 		if rerr := s.fs.Remove(context.WithoutCancel(ctx), target); rerr != nil {
 			s.log.Warn("could not remove empty file after failed STOR", "path", target, "err", rerr)
 		}
-		return s.transferReply(err, ""), started
+		return s.transferReply(err, "")
 	}
 	if target != p {
-		return s.transferReply(err, fmt.Sprintf(" %d bytes of %s are kept aside; restart (REST) to complete it, or DELE %s to drop them.", n, arg, path.Base(target))), started
+		return s.transferReply(err, fmt.Sprintf(" %d bytes of %s are kept aside; restart (REST) to complete it, or DELE %s to drop them.", n, arg, path.Base(target)))
 	}
-	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n)), started
+	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n))
 }
 
 // partName is the hidden file an upload to p is written to until it is

@@ -223,28 +223,8 @@ func (m *Msg) check() error {
 		return bad("buffer size")
 	}
 	if r := m.Job; r != nil {
-		switch {
-		case r.Mode != xfer.ModeStream && r.Mode != xfer.ModeEBlock:
-			return bad("mode")
-		case r.Type != xfer.TypeImage && r.Type != xfer.TypeASCII:
-			return bad("type")
-		case r.Layout != xfer.LayoutBlocked && r.Layout != xfer.LayoutPartitioned:
-			return bad("layout")
-		case len(r.Restart) > maxRestart:
-			return bad("too many restart ranges")
-		case r.Perf < 0 || r.Ranges < 0:
-			return bad("marker interval")
-		case r.Offset < 0 || r.StoreOffset < 0 || r.Parallelism < 0 || r.Parallelism > 64:
-			return bad("offsets or parallelism")
-		case r.Senders < 0 || r.Senders > 64 || r.Index < 0 || (r.Senders > 0 && r.Index >= r.Senders):
-			return bad("sender index")
-		case r.BlockSize < 0 || r.BlockSize > 64<<20 || r.StripeBlockSize < 0:
-			return bad("block size")
-		}
-		for _, rg := range r.Restart {
-			if rg.Start < 0 || rg.End < rg.Start {
-				return bad("restart range")
-			}
+		if what := r.problem(); what != "" {
+			return bad(what)
 		}
 	}
 	if m.Sec != nil {
@@ -264,6 +244,35 @@ func (m *Msg) check() error {
 		return bad("nonce too short")
 	}
 	return nil
+}
+
+// problem names the first value of a job from a peer that is out of
+// range (for check's error), or returns "" when there is none.
+func (r *Job) problem() string {
+	switch {
+	case r.Mode != xfer.ModeStream && r.Mode != xfer.ModeEBlock:
+		return "mode"
+	case r.Type != xfer.TypeImage && r.Type != xfer.TypeASCII:
+		return "type"
+	case r.Layout != xfer.LayoutBlocked && r.Layout != xfer.LayoutPartitioned:
+		return "layout"
+	case len(r.Restart) > maxRestart:
+		return "too many restart ranges"
+	case r.Perf < 0 || r.Ranges < 0:
+		return "marker interval"
+	case r.Offset < 0 || r.StoreOffset < 0 || r.Parallelism < 0 || r.Parallelism > 64:
+		return "offsets or parallelism"
+	case r.Senders < 0 || r.Senders > 64 || r.Index < 0 || (r.Senders > 0 && r.Index >= r.Senders):
+		return "sender index"
+	case r.BlockSize < 0 || r.BlockSize > 64<<20 || r.StripeBlockSize < 0:
+		return "block size"
+	}
+	for _, rg := range r.Restart {
+		if rg.Start < 0 || rg.End < rg.Start {
+			return "restart range"
+		}
+	}
+	return ""
 }
 
 // nonceSize is the length of a hello's nonce.

@@ -167,21 +167,7 @@ func ParseLISTLine(line string, now time.Time) (Entry, error) {
 	bad := func(what string) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %s in %q", errList, what, line)
 	}
-	var toks []token
-	for i := 0; i < len(line) && len(toks) < 12; {
-		for i < len(line) && line[i] == ' ' {
-			i++
-		}
-		if i == len(line) {
-			break
-		}
-		j := i
-		for j < len(line) && line[j] != ' ' {
-			j++
-		}
-		toks = append(toks, token{i, j})
-		i = j
-	}
+	toks := listTokens(line)
 	tok := func(k int) string { return line[toks[k].start:toks[k].end] }
 	if len(toks) < 6 {
 		return bad("too few fields")
@@ -210,21 +196,7 @@ func ParseLISTLine(line string, now time.Time) (Entry, error) {
 		}
 		e := NewEntry("")
 		e.Type, e.Mode, e.Size, e.Modify = typ, mode, size, t
-		mid := toks[1 : j-1]
-		if len(mid) > 0 && isDigits(line[mid[0].start:mid[0].end]) && len(mid) > 1 {
-			mid = mid[1:] // link count
-		}
-		if n := len(mid); n > 0 && strings.HasSuffix(line[mid[n-1].start:mid[n-1].end], ",") {
-			mid = mid[:n-1] // a device's major number; the size is its minor
-		}
-		switch len(mid) {
-		case 0:
-		case 1:
-			e.Owner = line[mid[0].start:mid[0].end]
-		case 2:
-			e.Owner = line[mid[0].start:mid[0].end]
-			e.Group = line[mid[1].start:mid[1].end]
-		default:
+		if e.Owner, e.Group, ok = listOwnerGroup(line, toks[1:j-1]); !ok {
 			return bad("owner and group")
 		}
 		// The name is everything after the one space following the date.
@@ -241,6 +213,51 @@ func ParseLISTLine(line string, now time.Time) (Entry, error) {
 		return e, nil
 	}
 	return bad("date")
+}
+
+// listTokens splits line into its space-separated fields, at most 12:
+// enough to reach the name, which may hold spaces of its own.
+func listTokens(line string) []token {
+	var toks []token
+	for i := 0; i < len(line) && len(toks) < 12; {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' {
+			j++
+		}
+		toks = append(toks, token{i, j})
+		i = j
+	}
+	return toks
+}
+
+// listOwnerGroup reads the owner and group from mid, the fields of line
+// between the mode and the size: an optional link count, the owner, an
+// optional group, and a device's major number (ending in ","). ok is
+// false when more fields are left.
+func listOwnerGroup(line string, mid []token) (owner, group string, ok bool) {
+	if len(mid) > 0 && isDigits(line[mid[0].start:mid[0].end]) && len(mid) > 1 {
+		mid = mid[1:] // link count
+	}
+	if n := len(mid); n > 0 && strings.HasSuffix(line[mid[n-1].start:mid[n-1].end], ",") {
+		mid = mid[:n-1] // a device's major number; the size is its minor
+	}
+	switch len(mid) {
+	case 0:
+	case 1:
+		owner = line[mid[0].start:mid[0].end]
+	case 2:
+		owner = line[mid[0].start:mid[0].end]
+		group = line[mid[1].start:mid[1].end]
+	default:
+		return "", "", false
+	}
+	return owner, group, true
 }
 
 // listDate interprets ls's "DD HH:MM" or "DD YYYY" date parts in UTC.

@@ -138,26 +138,54 @@ func (b bitSet) runs(from, to int64, set bool) []Range {
 	return out
 }
 
+// rangeOps makes the random operations of TestRangeSetReference over
+// [0, size).
+type rangeOps struct {
+	rng  *rand.Rand
+	size int64
+}
+
+// rangeAt is a random range: mostly short, now and then long (swallowing
+// several leaves) or empty.
+func (o rangeOps) rangeAt() Range {
+	a := o.rng.Int64N(o.size)
+	b := a + 1 + o.rng.Int64N(4)
+	switch o.rng.IntN(60) {
+	case 0:
+		b = a + o.rng.Int64N(5000)
+	case 1:
+		b = a // empty
+	case 2:
+		b = a - o.rng.Int64N(10) // backwards: empty
+	}
+	return Range{a, min(b, o.size)}
+}
+
+// adds are the ranges of one operation: one random range, or now and
+// then a run in order or in reverse, with gaps.
+func (o rangeOps) adds() []Range {
+	switch o.rng.IntN(40) {
+	case 0, 1:
+		var adds []Range
+		start, step := o.rng.Int64N(o.size-2000), 2+o.rng.Int64N(3)
+		for k := int64(0); k < 400; k++ {
+			adds = append(adds, Range{start + k*step, start + k*step + 1})
+		}
+		if o.rng.IntN(2) == 0 {
+			slices.Reverse(adds)
+		}
+		return adds
+	}
+	return []Range{o.rangeAt()}
+}
+
 // TestRangeSetReference drives a RangeSet big enough to have many leaves
 // with random Adds (mostly short ranges, some long ones that swallow
 // several leaves, some runs in order or in reverse) and compares every
 // answer with a byte map.
 func TestRangeSetReference(t *testing.T) {
 	const size = 1 << 15
-	rng := rand.New(rand.NewPCG(5, 6))
-	randRange := func() Range {
-		a := rng.Int64N(size)
-		b := a + 1 + rng.Int64N(4)
-		switch rng.IntN(60) {
-		case 0:
-			b = a + rng.Int64N(5000)
-		case 1:
-			b = a // empty
-		case 2:
-			b = a - rng.Int64N(10) // backwards: empty
-		}
-		return Range{a, min(b, size)}
-	}
+	ops := rangeOps{rng: rand.New(rand.NewPCG(5, 6)), size: size}
 	maxLeaves := 0
 	for round := range 6 {
 		var s RangeSet
@@ -165,19 +193,7 @@ func TestRangeSetReference(t *testing.T) {
 		var clone RangeSet
 		var cloneWant string
 		for op := range 3000 {
-			var adds []Range
-			switch rng.IntN(40) {
-			case 0, 1: // a run in order or in reverse, with gaps
-				start, step := rng.Int64N(size-2000), 2+rng.Int64N(3)
-				for k := int64(0); k < 400; k++ {
-					adds = append(adds, Range{start + k*step, start + k*step + 1})
-				}
-				if rng.IntN(2) == 0 {
-					slices.Reverse(adds)
-				}
-			default:
-				adds = []Range{randRange()}
-			}
+			adds := ops.adds()
 			for _, r := range adds {
 				s.Add(r)
 				if r.Start < r.End {
@@ -191,47 +207,16 @@ func TestRangeSetReference(t *testing.T) {
 			}
 			maxLeaves = max(maxLeaves, s.leaves())
 			for range 4 {
-				q := randRange()
-				if q.Start < 0 || q.End < q.Start {
-					continue
-				}
-				qs := ref[q.Start:q.End]
-				if got, want := s.Overlaps(q), slices.Contains(qs, true); got != want {
-					t.Fatalf("round %d op %d: Overlaps(%v) = %v", round, op, q, got)
-				}
-				if got, want := s.Covers(q), !slices.Contains(qs, false); got != want {
-					t.Fatalf("round %d op %d: Covers(%v) = %v", round, op, q, got)
-				}
-				if got, want := s.Contains(q.Start), q.Start < size && ref[q.Start]; got != want {
-					t.Fatalf("round %d op %d: Contains(%d) = %v", round, op, q.Start, got)
-				}
-				if got, want := s.Missing(q), ref.runs(q.Start, q.End, false); !reflect.DeepEqual(got, want) {
-					t.Fatalf("round %d op %d: Missing(%v) = %v, want %v", round, op, q, got, want)
-				}
+				checkRangeQuery(t, &s, ref, ops.rangeAt(), round, op)
 			}
 			if op%50 == 0 {
-				want := ref.runs(0, size, true)
-				if got := s.Ranges(); !reflect.DeepEqual(got, want) {
-					t.Fatalf("round %d op %d: %d ranges, want %d", round, op, len(got), len(want))
-				}
-				var total int64
-				for _, r := range want {
-					total += r.Len()
-				}
-				if s.Len() != len(want) || s.Total() != total {
-					t.Fatalf("round %d op %d: Len, Total = %d, %d; want %d, %d", round, op, s.Len(), s.Total(), len(want), total)
-				}
-				if p, err := ParseRangeList(s.String()); s.Len() > 0 && (err != nil || !reflect.DeepEqual(p.Ranges(), want)) {
-					t.Fatalf("round %d op %d: round trip: %v", round, op, err)
-				} else if err := p.check(); err != nil {
-					t.Fatalf("round %d op %d: parsed set: %v", round, op, err)
-				}
+				checkRangeSetWhole(t, &s, ref, round, op)
 			}
 			if op == 1500 {
 				clone, cloneWant = s.Clone(), s.String()
 			}
 			if op > 1500 && op%100 == 0 {
-				clone.Add(randRange()) // must not touch s
+				clone.Add(ops.rangeAt()) // must not touch s
 			}
 		}
 		if cloneWant != "" && clone.check() != nil {
@@ -245,6 +230,50 @@ func TestRangeSetReference(t *testing.T) {
 		t.Errorf("the sets had at most %d leaves", maxLeaves)
 	}
 	t.Logf("up to %d leaves", maxLeaves)
+}
+
+// checkRangeQuery compares s's answers about q (an empty or backwards q
+// is skipped) with the reference's, after op of round.
+func checkRangeQuery(t *testing.T, s *RangeSet, ref bitSet, q Range, round, op int) {
+	t.Helper()
+	if q.Start < 0 || q.End < q.Start {
+		return
+	}
+	qs := ref[q.Start:q.End]
+	if got, want := s.Overlaps(q), slices.Contains(qs, true); got != want {
+		t.Fatalf("round %d op %d: Overlaps(%v) = %v", round, op, q, got)
+	}
+	if got, want := s.Covers(q), !slices.Contains(qs, false); got != want {
+		t.Fatalf("round %d op %d: Covers(%v) = %v", round, op, q, got)
+	}
+	if got, want := s.Contains(q.Start), q.Start < int64(len(ref)) && ref[q.Start]; got != want {
+		t.Fatalf("round %d op %d: Contains(%d) = %v", round, op, q.Start, got)
+	}
+	if got, want := s.Missing(q), ref.runs(q.Start, q.End, false); !reflect.DeepEqual(got, want) {
+		t.Fatalf("round %d op %d: Missing(%v) = %v, want %v", round, op, q, got, want)
+	}
+}
+
+// checkRangeSetWhole compares the whole of s (its ranges, Len, Total and
+// its String parsed back) with the reference, after op of round.
+func checkRangeSetWhole(t *testing.T, s *RangeSet, ref bitSet, round, op int) {
+	t.Helper()
+	want := ref.runs(0, int64(len(ref)), true)
+	if got := s.Ranges(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("round %d op %d: %d ranges, want %d", round, op, len(got), len(want))
+	}
+	var total int64
+	for _, r := range want {
+		total += r.Len()
+	}
+	if s.Len() != len(want) || s.Total() != total {
+		t.Fatalf("round %d op %d: Len, Total = %d, %d; want %d, %d", round, op, s.Len(), s.Total(), len(want), total)
+	}
+	if p, err := ParseRangeList(s.String()); s.Len() > 0 && (err != nil || !reflect.DeepEqual(p.Ranges(), want)) {
+		t.Fatalf("round %d op %d: round trip: %v", round, op, err)
+	} else if err := p.check(); err != nil {
+		t.Fatalf("round %d op %d: parsed set: %v", round, op, err)
+	}
 }
 
 // TestAddInOrderAllocatesNothing: a receiver adds every block it stores,
