@@ -185,10 +185,23 @@ func TestGCTFileOps(t *testing.T) {
 	if _, ok := c.Features()["MLST"]; !ok {
 		t.Errorf("Features() lacks MLST: %v", c.Features())
 	}
+	sub := filepath.Join(dir, "sub")
+	fileOpsDirs(t, ctx, c, dir, sub)
+	fileOpsMetadata(t, ctx, c, dir, sub)
+	fileOpsListing(t, ctx, c, dir, sub)
+	fileOpsChecksum(t, ctx, c, filepath.Join(dir, "f.bin"), data)
+	fileOpsRemove(t, ctx, c, sub)
+	fileOpsInjection(t, ctx, c, dir)
+	fileOpsAfterFailure(t, ctx, c, dir)
+}
+
+// fileOpsDirs checks PWD, MKD and CWD: it makes sub and, with a relative
+// path from within it, sub/rel.txt, and returns to dir.
+func fileOpsDirs(t *testing.T, ctx context.Context, c *client.Conn, dir, sub string) {
+	t.Helper()
 	if wd, err := c.Pwd(ctx); err != nil || wd != dir {
 		t.Errorf("Pwd = %q, %v; want %q", wd, err, dir)
 	}
-	sub := filepath.Join(dir, "sub")
 	if err := c.Mkdir(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
@@ -205,37 +218,49 @@ func TestGCTFileOps(t *testing.T) {
 	if err := c.Cwd(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	st, err := c.Stat(ctx, filepath.Join(dir, "f.bin"))
+// fileOpsMetadata checks Stat, Size, SetModTime and ModTime, and Chmod
+// (seen on the disk), leaving dir/f.bin with mode 0644.
+func fileOpsMetadata(t *testing.T, ctx context.Context, c *client.Conn, dir, sub string) {
+	t.Helper()
+	f := filepath.Join(dir, "f.bin")
+	st, err := c.Stat(ctx, f)
 	if err != nil || st.Type != "file" || st.Size != 12345 || st.Name != "f.bin" || st.Modify.IsZero() {
 		t.Errorf("Stat(f.bin) = %+v, %v", st, err)
 	}
 	if st, err := c.Stat(ctx, sub); err != nil || st.Type != "dir" {
 		t.Errorf("Stat(sub) = %+v, %v", st, err)
 	}
+	var re *client.ReplyError
 	if _, err := c.Stat(ctx, filepath.Join(dir, "missing")); !errors.As(err, &re) {
 		t.Errorf("Stat(missing) = %v, want *ReplyError", err)
 	}
-	if n, err := c.Size(ctx, filepath.Join(dir, "f.bin")); err != nil || n != 12345 {
+	if n, err := c.Size(ctx, f); err != nil || n != 12345 {
 		t.Errorf("Size = %d, %v", n, err)
 	}
 	when := time.Date(2020, 2, 3, 4, 5, 6, 0, time.UTC)
-	if err := c.SetModTime(ctx, filepath.Join(dir, "f.bin"), when); err != nil {
+	if err := c.SetModTime(ctx, f, when); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.ModTime(ctx, filepath.Join(dir, "f.bin")); err != nil || !got.Equal(when) {
+	if got, err := c.ModTime(ctx, f); err != nil || !got.Equal(when) {
 		t.Errorf("ModTime = %v, %v; want %v", got, err, when)
 	}
-	if err := c.Chmod(ctx, filepath.Join(dir, "f.bin"), 0o600); err != nil {
+	if err := c.Chmod(ctx, f, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "f.bin")); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("after Chmod 0600: %v, %v", fi.Mode(), err)
 	}
-	if err := c.Chmod(ctx, filepath.Join(dir, "f.bin"), 0o644); err != nil {
+	if err := c.Chmod(ctx, f, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// fileOpsListing checks List of dir (f.bin and sub) and NameList of sub
+// (rel.txt).
+func fileOpsListing(t *testing.T, ctx context.Context, c *client.Conn, dir, sub string) {
+	t.Helper()
 	entries, err := c.List(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -252,19 +277,30 @@ func TestGCTFileOps(t *testing.T) {
 	if err != nil || len(nl) != 1 || filepath.Base(nl[0]) != "rel.txt" {
 		t.Errorf("NameList(sub) = %q, %v", nl, err)
 	}
+}
 
+// fileOpsChecksum checks the MD5 of the whole of name and of a part,
+// against data, its content.
+func fileOpsChecksum(t *testing.T, ctx context.Context, c *client.Conn, name string, data []byte) {
+	t.Helper()
 	sum := md5.Sum(data)
-	if got, err := c.Checksum(ctx, "MD5", filepath.Join(dir, "f.bin"), 0, -1); err != nil || got != hex.EncodeToString(sum[:]) {
+	if got, err := c.Checksum(ctx, "MD5", name, 0, -1); err != nil || got != hex.EncodeToString(sum[:]) {
 		t.Errorf("Checksum MD5 = %q, %v; want %x", got, err, sum)
 	}
 	sum = md5.Sum(data[100:1100])
-	if got, err := c.Checksum(ctx, "md5", filepath.Join(dir, "f.bin"), 100, 1000); err != nil || got != hex.EncodeToString(sum[:]) {
+	if got, err := c.Checksum(ctx, "md5", name, 100, 1000); err != nil || got != hex.EncodeToString(sum[:]) {
 		t.Errorf("Checksum MD5 100+1000 = %q, %v; want %x", got, err, sum)
 	}
+}
 
+// fileOpsRemove checks Rename, Delete and Rmdir, and their refusals, by
+// emptying and removing sub.
+func fileOpsRemove(t *testing.T, ctx context.Context, c *client.Conn, sub string) {
+	t.Helper()
 	if err := c.Rename(ctx, filepath.Join(sub, "rel.txt"), filepath.Join(sub, "moved.txt")); err != nil {
 		t.Fatal(err)
 	}
+	var re *client.ReplyError
 	if err := c.Rename(ctx, filepath.Join(sub, "nothere"), filepath.Join(sub, "x")); !errors.As(err, &re) {
 		t.Errorf("Rename of a missing file: %v, want *ReplyError", err)
 	}
@@ -280,17 +316,26 @@ func TestGCTFileOps(t *testing.T) {
 	if _, err := os.Stat(sub); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("sub still exists: %v", err)
 	}
+}
 
-	// A path that would inject a command is refused before sending.
+// fileOpsInjection checks that a path that would inject a command is
+// refused before sending.
+func fileOpsInjection(t *testing.T, ctx context.Context, c *client.Conn, dir string) {
+	t.Helper()
 	if _, err := c.Retrieve(ctx, "x\r\nDELE "+filepath.Join(dir, "f.bin"), io.Discard, nil); !errors.Is(err, client.ErrBadCommand) {
 		t.Errorf("Retrieve of a path with CRLF: %v, want ErrBadCommand", err)
 	}
 	if err := c.Delete(ctx, "x\nDELE y"); !errors.Is(err, client.ErrBadCommand) {
 		t.Errorf("Delete of a path with LF: %v, want ErrBadCommand", err)
 	}
+}
 
-	// A failed transfer is a *ReplyError and leaves the Conn usable.
-	_, err = c.Retrieve(ctx, filepath.Join(dir, "missing"), io.Discard, nil)
+// fileOpsAfterFailure checks that a failed transfer is a *ReplyError and
+// leaves the Conn usable, then that Quit closes it.
+func fileOpsAfterFailure(t *testing.T, ctx context.Context, c *client.Conn, dir string) {
+	t.Helper()
+	var re *client.ReplyError
+	_, err := c.Retrieve(ctx, filepath.Join(dir, "missing"), io.Discard, nil)
 	if !errors.As(err, &re) || re.Reply.Class() != 5 {
 		t.Fatalf("Retrieve(missing) = %v, want 5xx *ReplyError", err)
 	}

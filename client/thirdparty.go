@@ -239,48 +239,93 @@ func (l *leg) failed() bool { return l != nil && l.got && !l.ok() }
 // is the number of bytes the transfer should move (-1: unknown). The legs
 // are nil for a server whose transfer command was not accepted.
 func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
-	o, src, dst := t.o, t.src, t.dst
-	modeE := o.modeE()
-	src.dropCache()
-	dst.dropCache()
+	modeE := t.o.modeE()
+	t.src.dropCache()
+	t.dst.dropCache()
 
 	// The set-up commands that need no answer from the other server go
 	// out back to back on each (protocol.md §1.1), both servers at once:
 	// A: [MODE E] [SIZE] [SITE RETRBUFSIZE] [OPTS RETR]
 	// B: [MODE E] [STOR-DRAIN=OFF] [SITE STORBUFSIZE] [TREV] PASV|SPAS
 	size := int64(-1)
-	if o.KnownSize && o.Size >= 0 {
-		size = o.Size
+	if t.o.KnownSize && t.o.Size >= 0 {
+		size = t.o.Size
 	}
-	var srcSteps []step
-	srcSteps = append(srcSteps, src.modeStep(modeE)...)
-	if size < 0 {
-		srcSteps = append(srcSteps, step{line: "SIZE " + t.srcPath, check: func(r Reply) error {
+	var addrs []netip.AddrPort
+	srcSteps := t.sourcePrelude(modeE, &size)
+	dstSteps := t.destinationPrelude(modeE, &addrs)
+	var dstErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { dstErr = t.dst.burst(dstSteps) })
+	srcErr := t.src.burst(srcSteps)
+	wg.Wait()
+	if srcErr != nil {
+		return -1, nil, nil, srcErr
+	}
+
+	w, err := t.window(size)
+	if err != nil {
+		return -1, nil, nil, err
+	}
+	if dstErr != nil {
+		return w.want, nil, nil, dstErr
+	}
+	dstLeg, err = t.startStore(w)
+	if err != nil {
+		return w.want, nil, nil, err
+	}
+
+	// A: soft commands, [OPTS RETR], PORT or SPOR, [REST], RETR.
+	err = t.srcSetup(addrs, w.rest, w.retrCmd)
+	if err != nil {
+		return w.want, dstLeg, nil, err
+	}
+	srcLeg = startLeg(t.src, 0, nil)
+	waitFinals(dstLeg, srcLeg)
+	return w.want, dstLeg, srcLeg, nil
+}
+
+// sourcePrelude is the source's set-up burst: [MODE E] [SIZE]
+// [SITE RETRBUFSIZE] [OPTS RETR]. The SIZE reply, when there is one,
+// sets *size.
+func (t *thirdParty) sourcePrelude(modeE bool, size *int64) []step {
+	o, src := t.o, t.src
+	var steps []step
+	steps = append(steps, src.modeStep(modeE)...)
+	if *size < 0 {
+		steps = append(steps, step{line: "SIZE " + t.srcPath, check: func(r Reply) error {
 			if r.Code == 213 {
 				if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
-					size = n
+					*size = n
 				}
 			}
 			return nil
 		}})
 	}
-	srcSteps = append(srcSteps, src.softSteps(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))...)
+	steps = append(steps, src.softSteps(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))...)
 	if modeE {
 		n := max(o.Parallel, 1)
 		opts := fmt.Sprintf("Parallelism=%d,%d,%d;", n, n, n)
 		if o.StripeBlockSize > 0 {
 			opts = fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", o.StripeBlockSize) + opts
 		}
-		srcSteps = append(srcSteps, step{line: "OPTS RETR " + opts, check: wantClass(2)})
+		steps = append(steps, step{line: "OPTS RETR " + opts, check: wantClass(2)})
 	}
+	return steps
+}
 
-	var dstSteps []step
-	dstSteps = append(dstSteps, dst.modeStep(modeE)...)
+// destinationPrelude is the destination's set-up burst: [MODE E]
+// [STOR-DRAIN=OFF] [SITE STORBUFSIZE] [TREV] PASV|SPAS. The passive
+// reply sets *addrs.
+func (t *thirdParty) destinationPrelude(modeE bool, addrs *[]netip.AddrPort) []step {
+	o, dst := t.o, t.dst
+	var steps []step
+	steps = append(steps, dst.modeStep(modeE)...)
 	if dst.drainOn {
 		// With STOR-DRAIN on, a refused STOR would wait for the
 		// source's data, which comes only after RETR: the refusal of
 		// both would leave the destination waiting.
-		dstSteps = append(dstSteps, step{line: "OPTS PIPE STOR-DRAIN=OFF", check: func(r Reply) error {
+		steps = append(steps, step{line: "OPTS PIPE STOR-DRAIN=OFF", check: func(r Reply) error {
 			if r.Class() != 2 {
 				return &ReplyError{Reply: r}
 			}
@@ -292,121 +337,120 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 	if s := o.MarkerInterval / time.Second; modeE && s >= 1 {
 		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
 	}
-	dstSteps = append(dstSteps, dst.softSteps(soft)...)
-	var addrs []netip.AddrPort
-	dstSteps = append(dstSteps, step{line: passiveLine(o.Striped), check: func(r Reply) (err error) {
-		addrs, err = dst.parsePassive(o.Striped, r)
+	steps = append(steps, dst.softSteps(soft)...)
+	steps = append(steps, step{line: passiveLine(o.Striped), check: func(r Reply) (err error) {
+		*addrs, err = dst.parsePassive(o.Striped, r)
 		return err
 	}})
+	return steps
+}
 
-	var dstErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { dstErr = dst.burst(dstSteps) })
-	srcErr := src.burst(srcSteps)
-	wg.Wait()
-	if srcErr != nil {
-		return -1, nil, nil, srcErr
-	}
+// window is the part of the file that moves and the transfer commands
+// that move it.
+type window struct {
+	storCmd, retrCmd string
+	length           int64    // bytes from the offset on; -1: unknown
+	partial          bool     // Offset/Length copy: ESTO and ERET
+	rest             RangeSet // transfer offsets already at the destination
+	want             int64    // bytes still to move; -1: unknown
+}
 
-	// The window of the file that moves, and the transfer commands.
-	storCmd, retrCmd := "STOR "+t.dstPath, "RETR "+t.srcPath
-	length := int64(-1)
-	partial := o.Length > 0 || o.Offset > 0
-	if partial {
-		length = o.Length
-		if length <= 0 && size >= 0 {
-			length = max(size-o.Offset, 0)
+// window works out what moves, given the source's size (-1: unknown). It
+// sets t.base for a partial copy.
+func (t *thirdParty) window(size int64) (window, error) {
+	o := t.o
+	w := window{storCmd: "STOR " + t.dstPath, retrCmd: "RETR " + t.srcPath, length: -1, want: -1}
+	w.partial = o.Length > 0 || o.Offset > 0
+	if w.partial {
+		w.length = o.Length
+		if w.length <= 0 && size >= 0 {
+			w.length = max(size-o.Offset, 0)
 		}
-		if length < 0 {
-			return -1, nil, nil, fmt.Errorf("client: third party: SIZE %s refused; give a length", t.srcPath)
+		if w.length < 0 {
+			return w, fmt.Errorf("client: third party: SIZE %s refused; give a length", t.srcPath)
 		}
 		if size >= 0 {
-			length = min(length, max(size-o.Offset, 0))
+			w.length = min(w.length, max(size-o.Offset, 0))
 		}
 		t.base = o.Offset
-		storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
-		retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, length, t.srcPath)
+		w.storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
+		w.retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, w.length, t.srcPath)
 	} else if size >= 0 && !o.KnownSize {
 		// A size the caller planned earlier may be stale (a file still
 		// being written): announced with ALLO, it would make a Ferry
 		// destination refuse the grown file. Only a fresh SIZE is sent.
-		length = size
+		w.length = size
 	}
-	var rest RangeSet
-	want = -1
-	if length >= 0 {
-		window := Range{Start: t.base, End: t.base + length}
-		rest = shiftRanges(o.Restart, -t.base, Range{Start: 0, End: length})
-		want = 0
-		for _, g := range o.Restart.Missing(window) {
-			want += g.Len()
+	if w.length >= 0 {
+		span := Range{Start: t.base, End: t.base + w.length}
+		w.rest = shiftRanges(o.Restart, -t.base, Range{Start: 0, End: w.length})
+		w.want = 0
+		for _, g := range o.Restart.Missing(span) {
+			w.want += g.Len()
 		}
 	} else {
-		rest = o.Restart.Clone()
+		w.rest = o.Restart.Clone()
 	}
-	if !modeE && rest.Len() > 0 {
+	if !o.modeE() && w.rest.Len() > 0 {
 		// Stream mode can only skip a prefix (protocol.md §8.3).
-		p := prefixFrom(rest, 0)
-		rest = RangeSet{}
+		p := prefixFrom(w.rest, 0)
+		w.rest = RangeSet{}
 		if p > 0 {
-			rest.Add(Range{Start: 0, End: p})
+			w.rest.Add(Range{Start: 0, End: p})
 		}
 	}
+	return w, nil
+}
 
-	if dstErr != nil {
-		return want, nil, nil, dstErr
-	}
-	// B: [ALLO], [REST], STOR. ALLO is advice (a server may not know it),
-	// so it goes with the STOR and its reply is read by the leg; a REST
-	// must be accepted before the STOR, which would truncate without it.
+// startStore sends the destination's [ALLO], [REST], STOR and starts its
+// leg without waiting for the 150, which comes once the source connects.
+func (t *thirdParty) startStore(w window) (*leg, error) {
+	dst := t.dst
+	// ALLO is advice (a server may not know it), so it goes with the
+	// STOR and its reply is read by the leg; a REST must be accepted
+	// before the STOR, which would truncate without it.
 	allo := 0
-	if length >= 0 {
-		if !partial && rest.Len() > 0 {
-			if err := dst.burst([]step{{line: fmt.Sprintf("ALLO %d", length)}}); err != nil {
-				return want, nil, nil, err
+	if w.length >= 0 {
+		if !w.partial && w.rest.Len() > 0 {
+			if err := dst.burst([]step{{line: fmt.Sprintf("ALLO %d", w.length)}}); err != nil {
+				return nil, err
 			}
 		} else {
-			if err := dst.send(fmt.Sprintf("ALLO %d", length)); err != nil {
-				return want, nil, nil, &brokenError{err: fmt.Errorf("client: ALLO: %w", err)}
+			if err := dst.send(fmt.Sprintf("ALLO %d", w.length)); err != nil {
+				return nil, &brokenError{err: fmt.Errorf("client: ALLO: %w", err)}
 			}
 			allo = 1
 		}
 	}
-	if !partial {
+	if !w.partial {
 		// ESTO never truncates; STOR does unless REST says what is there.
-		if err := dst.restCommand(rest); err != nil {
-			return want, nil, nil, err
+		if err := dst.restCommand(w.rest); err != nil {
+			return nil, err
 		}
 	}
-	if err := dst.send(storCmd); err != nil {
-		return want, nil, nil, &brokenError{err: fmt.Errorf("client: %s: %w", verb(storCmd), err)}
+	if err := dst.send(w.storCmd); err != nil {
+		return nil, &brokenError{err: fmt.Errorf("client: %s: %w", verb(w.storCmd), err)}
 	}
-	// Do not wait for B's 150: it comes once A connects.
-	dstLeg = startLeg(dst, allo, t.markers)
+	return startLeg(dst, allo, t.markers), nil
+}
 
-	// A: soft commands, [OPTS RETR], PORT or SPOR, [REST], RETR.
-	err = t.srcSetup(addrs, rest, retrCmd)
-	if err != nil {
-		return want, dstLeg, nil, err
-	}
-	srcLeg = startLeg(src, 0, nil)
-
-	// Both final replies; the first failure stops waiting.
+// waitFinals waits for both legs' final replies; the first failure stops
+// waiting.
+func waitFinals(dstLeg, srcLeg *leg) {
 	for !dstLeg.got || !srcLeg.got {
 		select {
 		case f := <-dstLeg.fin:
 			dstLeg.last, dstLeg.got = f, true
 			if !dstLeg.ok() {
-				return want, dstLeg, srcLeg, nil
+				return
 			}
 		case f := <-srcLeg.fin:
 			srcLeg.last, srcLeg.got = f, true
 			if !srcLeg.ok() {
-				return want, dstLeg, srcLeg, nil
+				return
 			}
 		}
 	}
-	return want, dstLeg, srcLeg, nil
 }
 
 // srcSetup sends the source's commands up to the transfer command's

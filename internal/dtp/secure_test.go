@@ -257,154 +257,190 @@ func (w *memWriter) WriteAt(p []byte, off int64) (int, error) {
 
 func (w *memWriter) Close() error { return nil }
 
+// secStreams is the number of MODE E data connections of TestSecureEBlock.
+const secStreams = 4
+
 func TestSecureEBlock(t *testing.T) {
 	f := getSecFixture(t)
-	ctx := context.Background()
-	const p = 4
 	for _, level := range levels {
 		wantType := fmt.Sprintf("%T", &net.TCPConn{})
 		if level != dcsec.Clear {
 			wantType = fmt.Sprintf("%T", &tls.Conn{})
 		}
 		t.Run(fmt.Sprintf("RETR-PORT-%v", level), func(t *testing.T) {
-			d := newSecDTP(t, f.cfg(level, f.server))
-			ln, ap := listen(t)
-			if err := d.Active(ctx, []netip.AddrPort{ap}); err != nil {
-				t.Fatal(err)
-			}
-			// The peer accepts p connections, each with its own handshake.
-			conns := make(chan net.Conn, p)
-			go func() {
-				for range p {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						sc, err := dcsec.Secure(ctx, c, false, f.cfg(level, f.alice))
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						conns <- sc
-					}()
-				}
-			}()
-			var rcv0 []net.Conn // the peer's connections of the last round
-			for round, wantReused := range []bool{false, true} {
-				dst := &memWriter{}
-				rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{Limit: -1})
-				done := make(chan error, 1)
-				prev := rcv0
-				go func() {
-					if round == 0 {
-						for range p {
-							rcv.Add(<-conns)
-						}
-					}
-					// Later rounds: the cached connections carry the transfer.
-					for _, c := range prev {
-						if !rcv.Add(c) {
-							t.Error("reused connection refused")
-						}
-					}
-					_, err := rcv.Wait(ctx)
-					done <- err
-				}()
-				var reused bool
-				n, err := d.Send(ctx, &xfer.Request{Mode: xfer.ModeEBlock, Parallelism: p, BlockSize: 256 << 10, Length: -1},
-					f.open(t), func(e xfer.Event) {
-						if e.Kind == xfer.EventStarted {
-							reused = e.Reused
-						}
-					})
-				if err != nil || n != int64(len(f.data)) {
-					t.Fatalf("round %d Send: %d, %v", round, n, err)
-				}
-				if err := <-done; err != nil {
-					t.Fatalf("round %d peer: %v", round, err)
-				}
-				if !bytes.Equal(dst.b, f.data) {
-					t.Fatalf("round %d: peer stored %d bytes, want %d", round, len(dst.b), len(f.data))
-				}
-				if reused != wantReused {
-					t.Fatalf("round %d: reused %v", round, reused)
-				}
-				rcv0 = rcv.Reusable()
-				if len(rcv0) != p {
-					t.Fatalf("%d reusable connections", len(rcv0))
-				}
-				d.mu.Lock()
-				if len(d.cache) != 1 || len(d.cache[0]) != p || fmt.Sprintf("%T", d.cache[0][0]) != wantType {
-					t.Errorf("cache %v, want 1 stripe of %d %s", d.cache, p, wantType)
-				}
-				d.mu.Unlock()
-			}
-			// SetSecurity drops the cache: the peer sees its connections end.
-			d.SetSecurity(f.cfg(dcsec.Safe, f.server))
-			d.mu.Lock()
-			if len(d.cache) != 0 {
-				t.Errorf("%d connections still cached after SetSecurity", len(d.cache))
-			}
-			d.mu.Unlock()
-			for _, c := range rcv0 {
-				c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
-					t.Errorf("cached connection after SetSecurity: %d, %v", n, err)
-				}
-				c.Close()
-			}
+			secureEBlockSend(t, f, level, wantType)
 		})
 		t.Run(fmt.Sprintf("STOR-PASV-%v", level), func(t *testing.T) {
-			d := newSecDTP(t, f.cfg(level, f.server))
-			ap, err := d.Passive(ctx, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A stray that never handshakes must not hold up the others.
-			stray, err := net.Dial("tcp", ap.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stray.Close()
-			sent := make(chan error, 1)
-			go func() {
-				conns := make([]net.Conn, p)
-				errs := make([]error, p)
-				var wg sync.WaitGroup
-				for i := range p {
-					wg.Go(func() { conns[i], errs[i] = dialSecure(ctx, ap, f.cfg(level, f.alice)) })
-				}
-				wg.Wait()
-				for _, err := range errs {
-					if err != nil {
-						sent <- err
-						return
-					}
-				}
-				_, err := eblock.Send(ctx, conns, f.open(t), []xfer.Range{{Start: 0, End: int64(len(f.data))}}, eblock.SendConfig{BlockSize: 256 << 10})
-				sent <- err
-			}()
-			name := f.newName()
-			w := f.create(t, name)
-			n, err := d.Receive(ctx, &xfer.Request{Mode: xfer.ModeEBlock, Type: xfer.TypeImage, Length: -1, Size: -1}, w, func(xfer.Event) {})
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil || n != int64(len(f.data)) {
-				t.Fatalf("Receive: %d, %v", n, err)
-			}
-			if err := <-sent; err != nil {
-				t.Fatalf("peer: %v", err)
-			}
-			f.check(t, name)
-			d.mu.Lock()
-			if len(d.cache) != 1 || len(d.cache[0]) != p || fmt.Sprintf("%T", d.cache[0][0]) != wantType {
-				t.Errorf("cache %v, want 1 stripe of %d %s", d.cache, p, wantType)
-			}
-			d.mu.Unlock()
+			secureEBlockReceive(t, f, level, wantType)
 		})
 	}
+}
+
+// secureEBlockSend has an active DTP send twice in MODE E to a peer that
+// accepts secStreams connections: the second transfer reuses the cached
+// connections, and SetSecurity then drops them.
+func secureEBlockSend(t *testing.T, f *secFixture, level dcsec.Level, wantType string) {
+	ctx := context.Background()
+	d := newSecDTP(t, f.cfg(level, f.server))
+	ln, ap := listen(t)
+	if err := d.Active(ctx, []netip.AddrPort{ap}); err != nil {
+		t.Fatal(err)
+	}
+	conns := acceptSecureEach(t, ctx, ln, f, level)
+	var rcv0 []net.Conn // the peer's connections of the last round
+	for round, wantReused := range []bool{false, true} {
+		rcv0 = secureSendRound(t, ctx, d, f, round, wantReused, conns, rcv0)
+		checkSecureCache(t, d, wantType)
+	}
+	// SetSecurity drops the cache: the peer sees its connections end.
+	d.SetSecurity(f.cfg(dcsec.Safe, f.server))
+	d.mu.Lock()
+	if len(d.cache) != 0 {
+		t.Errorf("%d connections still cached after SetSecurity", len(d.cache))
+	}
+	d.mu.Unlock()
+	for _, c := range rcv0 {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
+			t.Errorf("cached connection after SetSecurity: %d, %v", n, err)
+		}
+		c.Close()
+	}
+}
+
+// acceptSecureEach has the peer accept secStreams connections on ln,
+// each with its own handshake (as Alice, at level), and delivers them as
+// they are secured.
+func acceptSecureEach(t *testing.T, ctx context.Context, ln *net.TCPListener, f *secFixture, level dcsec.Level) <-chan net.Conn {
+	conns := make(chan net.Conn, secStreams)
+	go func() {
+		for range secStreams {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				sc, err := dcsec.Secure(ctx, c, false, f.cfg(level, f.alice))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				conns <- sc
+			}()
+		}
+	}()
+	return conns
+}
+
+// secureSendRound has d send the fixture's data to an eblock receiver on
+// the peer's connections: those from conns in round 0, prev (the last
+// round's) after. It checks that the data arrived and whether d reused
+// its connections, and returns the peer's reusable connections.
+func secureSendRound(t *testing.T, ctx context.Context, d *Local, f *secFixture, round int, wantReused bool, conns <-chan net.Conn, prev []net.Conn) []net.Conn {
+	t.Helper()
+	dst := &memWriter{}
+	rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{Limit: -1})
+	done := make(chan error, 1)
+	go func() {
+		if round == 0 {
+			for range secStreams {
+				rcv.Add(<-conns)
+			}
+		}
+		// Later rounds: the cached connections carry the transfer.
+		for _, c := range prev {
+			if !rcv.Add(c) {
+				t.Error("reused connection refused")
+			}
+		}
+		_, err := rcv.Wait(ctx)
+		done <- err
+	}()
+	var reused bool
+	n, err := d.Send(ctx, &xfer.Request{Mode: xfer.ModeEBlock, Parallelism: secStreams, BlockSize: 256 << 10, Length: -1},
+		f.open(t), func(e xfer.Event) {
+			if e.Kind == xfer.EventStarted {
+				reused = e.Reused
+			}
+		})
+	if err != nil || n != int64(len(f.data)) {
+		t.Fatalf("round %d Send: %d, %v", round, n, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("round %d peer: %v", round, err)
+	}
+	if !bytes.Equal(dst.b, f.data) {
+		t.Fatalf("round %d: peer stored %d bytes, want %d", round, len(dst.b), len(f.data))
+	}
+	if reused != wantReused {
+		t.Fatalf("round %d: reused %v", round, reused)
+	}
+	reusable := rcv.Reusable()
+	if len(reusable) != secStreams {
+		t.Fatalf("%d reusable connections", len(reusable))
+	}
+	return reusable
+}
+
+// secureEBlockReceive has a passive DTP receive in MODE E from a peer
+// with secStreams secured connections, past a stray connection that
+// never handshakes.
+func secureEBlockReceive(t *testing.T, f *secFixture, level dcsec.Level, wantType string) {
+	ctx := context.Background()
+	d := newSecDTP(t, f.cfg(level, f.server))
+	ap, err := d.Passive(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stray that never handshakes must not hold up the others.
+	stray, err := net.Dial("tcp", ap.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stray.Close()
+	sent := make(chan error, 1)
+	go func() {
+		conns := make([]net.Conn, secStreams)
+		errs := make([]error, secStreams)
+		var wg sync.WaitGroup
+		for i := range secStreams {
+			wg.Go(func() { conns[i], errs[i] = dialSecure(ctx, ap, f.cfg(level, f.alice)) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				sent <- err
+				return
+			}
+		}
+		_, err := eblock.Send(ctx, conns, f.open(t), []xfer.Range{{Start: 0, End: int64(len(f.data))}}, eblock.SendConfig{BlockSize: 256 << 10})
+		sent <- err
+	}()
+	name := f.newName()
+	w := f.create(t, name)
+	n, err := d.Receive(ctx, &xfer.Request{Mode: xfer.ModeEBlock, Type: xfer.TypeImage, Length: -1, Size: -1}, w, func(xfer.Event) {})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || n != int64(len(f.data)) {
+		t.Fatalf("Receive: %d, %v", n, err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	f.check(t, name)
+	checkSecureCache(t, d, wantType)
+}
+
+// checkSecureCache checks that d caches one stripe of secStreams
+// connections of type wantType.
+func checkSecureCache(t *testing.T, d *Local, wantType string) {
+	t.Helper()
+	d.mu.Lock()
+	if len(d.cache) != 1 || len(d.cache[0]) != secStreams || fmt.Sprintf("%T", d.cache[0][0]) != wantType {
+		t.Errorf("cache %v, want 1 stripe of %d %s", d.cache, secStreams, wantType)
+	}
+	d.mu.Unlock()
 }
 
 // TestSecureHandshakeFailure: a peer with the wrong identity gets no data
