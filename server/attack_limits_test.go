@@ -3,14 +3,17 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/internal/gss"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/server"
@@ -215,4 +218,96 @@ func TestIdleUnauthenticatedSessions(t *testing.T) {
 	if el := time.Since(start); el > 8*time.Second {
 		t.Fatalf("a session that never logged in lived %v", el)
 	}
+}
+
+// TestEvictionSparesLoginsUnderWay: idle connections from many addresses
+// filling a server push out each other, not a client that is logging in.
+func TestEvictionSparesLoginsUnderWay(t *testing.T) {
+	pki := gsipki.New(t, "")
+	addr := gsiServer(t, pki, func(c *server.Config) { c.MaxSessions = 20 })
+	victim := func() *client {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}, Timeout: 5 * time.Second}
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		c := &client{t: t, c: conn, rr: wire.NewReplyReader(conn)}
+		c.read()
+		return c
+	}()
+	victim.expect("AUTH GSSAPI", 334)
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for i := range 60 {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("127.0.1.%d", 1+i))}, Timeout: 5 * time.Second}
+		if c, err := d.Dial("tcp", addr); err == nil {
+			idle = append(idle, c)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	// The victim's exchange goes on where it was.
+	g := gss.Initiate(&gss.InitiatorConfig{TLS: &tls.Config{
+		Certificates: []tls.Certificate{pki.User.TLSCertificate()}, InsecureSkipVerify: true,
+		MinVersion: tls.VersionTLS13,
+	}})
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var in []byte
+	for range 10 {
+		out, _, err := g.Step(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim.send("ADAT " + base64.StdEncoding.EncodeToString(out))
+		r := victim.readOrClosed()
+		if r == nil {
+			t.Fatal("the client that was logging in was closed to make room")
+		}
+		if r.Code == 235 {
+			return
+		}
+		if r.Code != 335 {
+			t.Fatalf("ADAT: %v", r)
+		}
+		tok, _ := strings.CutPrefix(r.Lines[len(r.Lines)-1], "ADAT=")
+		in, _ = base64.StdEncoding.DecodeString(strings.TrimSpace(tok))
+	}
+	t.Fatal("the exchange did not end")
+}
+
+// TestAuthRate: one source cannot make the server run handshakes as fast
+// as it can ask (each costs a signature); others are not held back.
+func TestAuthRate(t *testing.T) {
+	pki := gsipki.New(t, "")
+	addr := gsiServer(t, pki, nil)
+	refused := 0
+	for range 100 {
+		c := dial(t, addr)
+		c.read()
+		c.send("AUTH GSSAPI")
+		if r := c.read(); r.Code == 431 {
+			refused++
+		}
+		c.c.Close()
+	}
+	if refused == 0 {
+		t.Fatal("100 AUTH at once from one source: none refused")
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	c := &client{t: t, c: conn, rr: wire.NewReplyReader(conn)}
+	c.read()
+	c.expect("AUTH GSSAPI", 334)
 }

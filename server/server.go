@@ -57,6 +57,14 @@ var ErrLoginDenied = errors.New("server: login denied")
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
 
+// authBurst and authPerSecond bound how often one source starts AUTH
+// (TLS or GSI handshakes): enough for a client opening many sessions at
+// once, far below what would keep a core busy with signatures.
+const (
+	authBurst     = 64
+	authPerSecond = 10
+)
+
 // Defaults of the Config limits.
 const (
 	DefaultMaxSessions          = 1000
@@ -255,7 +263,9 @@ func New(cfg Config) (*Server, error) {
 		Handshakes:              pi.NewSlots(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes), max(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)/8, 1)),
 		LoginFailureDelay:       cfg.LoginFailureDelay,
 		LoginTimeout:            cfg.LoginTimeout,
+		AuthRate:                pi.NewRate(authBurst, authPerSecond),
 		OnLogin:                 s.loggedIn,
+		OnLoginStep:             s.loginStep,
 		UploadInPlace:           cfg.UploadInPlace,
 		Uploads:                 &pi.Uploads{},
 		Abort:                   abortCtx,
@@ -572,14 +582,17 @@ func (s *Server) start(conn net.Conn) {
 // connState is what the server knows of one control connection.
 type connState struct {
 	src      netip.Prefix
+	step     time.Time // the last step towards a login; zero: none yet
 	loggedIn bool
 }
 
 // evictableLocked picks the session to close for a newcomer on a full
 // server: one of those not logged in, from the source with the most of
-// them, chosen at random so that a flood from many addresses seldom hits
-// a given client that is still logging in (a queue order would let it
-// push out everyone in turn); nil when every session has logged in.
+// them; first one that has taken no step towards a login (AUTH, ADAT,
+// USER, PASS) at random, else the one whose last step is oldest. A client
+// in the middle of logging in keeps taking steps, so a flood of idle
+// connections from many addresses pushes out its own members first.
+// Nil when every session has logged in.
 func (s *Server) evictableLocked() net.Conn {
 	waiting := map[netip.Prefix]int{}
 	most := 0
@@ -590,17 +603,32 @@ func (s *Server) evictableLocked() net.Conn {
 		}
 	}
 	var victim net.Conn
-	seen := 0
+	var vst *connState
+	idle := 0
 	for c, st := range s.conns {
 		if st.loggedIn || waiting[st.src] < most {
 			continue
 		}
-		// Reservoir sampling: each candidate with the same chance.
-		if seen++; rand.IntN(seen) == 0 {
-			victim = c
+		switch {
+		case st.step.IsZero():
+			// Reservoir sampling among those that never took a step.
+			if idle++; rand.IntN(idle) == 0 {
+				victim, vst = c, st
+			}
+		case idle == 0 && (vst == nil || st.step.Before(vst.step)):
+			victim, vst = c, st
 		}
 	}
 	return victim
+}
+
+// loginStep notes that c's session took a step towards a login.
+func (s *Server) loginStep(c net.Conn) {
+	s.mu.Lock()
+	if st := s.conns[c]; st != nil {
+		st.step = time.Now()
+	}
+	s.mu.Unlock()
 }
 
 // loggedIn marks c's session as logged in (pi.Config.OnLogin).

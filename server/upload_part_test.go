@@ -205,6 +205,10 @@ func TestUploadInProgressIsOffLimits(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(root, "proj"), 0o777)
 	os.WriteFile(filepath.Join(root, "proj", "data.csv"), []byte("old"), 0o600)
+	// Another spelling of the same directory, as a local user may make.
+	os.Symlink("proj", filepath.Join(root, "alias"))
+	os.MkdirAll(filepath.Join(root, "h1"), 0o777)
+	os.Symlink("..", filepath.Join(root, "h1", "up"))
 	_, addr, _ := start(t, server.Config{Storage: st, Anonymous: true, AnonymousWrite: true})
 
 	victim, data := storeStream(t, addr, []string{"ALLO 10"}, "/proj/data.csv", []byte("GOOD"))
@@ -225,6 +229,10 @@ func TestUploadInProgressIsOffLimits(t *testing.T) {
 		{"RNFR /proj", 450},
 		{"RNFR /proj/data.csv", 450},
 		{"RMD /proj", 450},
+		{"REST 0", 350}, {"STOR /alias/data.csv", 450},
+		{"STOR /h1/up/proj/data.csv", 450},
+		{"DELE /alias/.data.csv.ferry-part", 450},
+		{"RNFR /h1/up/proj", 450},
 		{"SITE CHMOD 000 /proj/.data.csv.ferry-part", 553},
 		{"MFMT 20200101000000 /proj/.data.csv.ferry-part", 553},
 	} {

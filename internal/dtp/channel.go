@@ -206,10 +206,7 @@ func (a *Acceptor) Serve(acceptCtx, hsCtx context.Context, ln *net.TCPListener, 
 		ln.SetDeadline(time.Time{})
 	}()
 	log := a.log()
-	slots := make(chan struct{}, maxCandidates)
-	var perSourceMu sync.Mutex
-	perSource := map[netip.Prefix]int{} // handshakes under way; guarded by perSourceMu
-	control := candidateSource(a.Control)
+	cands := candidates{control: candidateSource(a.Control), bySrc: map[netip.Prefix][]net.Conn{}}
 	var handshakes sync.WaitGroup
 	defer handshakes.Wait() // they end with hsCtx or their timeout at the latest
 	stopped := func(err error) error {
@@ -244,37 +241,13 @@ func (a *Acceptor) Serve(acceptCtx, hsCtx context.Context, ln *net.TCPListener, 
 			continue
 		}
 		src := candidateSource(peer.Addr())
-		perSourceMu.Lock()
-		busy := perSource[src] >= maxCandidatesPerSource
-		if !busy {
-			perSource[src]++
-		}
-		perSourceMu.Unlock()
-		if busy {
+		if !cands.admit(src, c) {
 			log.Debug("closed a data connection: its host has too many handshakes under way", "from", peer)
 			c.Close()
 			continue
 		}
-		shared := src != control
-		if shared {
-			select {
-			case slots <- struct{}{}:
-			case <-acceptCtx.Done():
-				c.Close()
-				return stopped(nil)
-			}
-		}
 		handshakes.Go(func() {
-			defer func() {
-				if shared {
-					<-slots
-				}
-				perSourceMu.Lock()
-				if perSource[src]--; perSource[src] == 0 {
-					delete(perSource, src)
-				}
-				perSourceMu.Unlock()
-			}()
+			defer cands.release(src, c)
 			sc, err := a.Secure(hsCtx, c)
 			if err != nil {
 				if hsCtx.Err() == nil {
@@ -293,6 +266,70 @@ func (a *Acceptor) Serve(acceptCtx, hsCtx context.Context, ln *net.TCPListener, 
 		})
 	}
 	return errors.New("too many data connections were refused")
+}
+
+// candidates are the connections of one accept loop still in their
+// security handshake, by source. A source holds at most
+// maxCandidatesPerSource; all sources but the control peer's hold at most
+// maxCandidates together, and when they do, a newcomer takes the place of
+// the oldest candidate of the source holding most (never of a source
+// holding fewer than its own): strangers on a few hosts can neither fill
+// the listener nor keep out a peer on another. Safe for concurrent use.
+type candidates struct {
+	control netip.Prefix
+
+	mu     sync.Mutex
+	shared int                         // candidates of sources other than control; guarded by mu
+	bySrc  map[netip.Prefix][]net.Conn // oldest first; guarded by mu
+}
+
+// admit records c of src, making room as above; false means c must be
+// closed.
+func (cs *candidates) admit(src netip.Prefix, c net.Conn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.bySrc[src]) >= maxCandidatesPerSource {
+		return false
+	}
+	if src != cs.control && cs.shared >= maxCandidates {
+		var busiest netip.Prefix
+		for s, l := range cs.bySrc {
+			if s != cs.control && len(l) > len(cs.bySrc[busiest]) {
+				busiest = s
+			}
+		}
+		if len(cs.bySrc[busiest]) <= len(cs.bySrc[src])+1 {
+			return false // no source holds more than its share
+		}
+		oldest := cs.bySrc[busiest][0]
+		cs.bySrc[busiest] = cs.bySrc[busiest][1:]
+		cs.shared--
+		oldest.Close() // its handshake fails; its release finds it gone
+	}
+	cs.bySrc[src] = append(cs.bySrc[src], c)
+	if src != cs.control {
+		cs.shared++
+	}
+	return true
+}
+
+// release forgets c of src once its handshake has ended.
+func (cs *candidates) release(src netip.Prefix, c net.Conn) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	l := cs.bySrc[src]
+	for i, x := range l {
+		if x == c {
+			cs.bySrc[src] = append(l[:i:i], l[i+1:]...)
+			if len(cs.bySrc[src]) == 0 {
+				delete(cs.bySrc, src)
+			}
+			if src != cs.control {
+				cs.shared--
+			}
+			return
+		}
+	}
 }
 
 // lastError keeps the latest of a series of errors; safe for concurrent use.

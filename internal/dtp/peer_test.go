@@ -275,6 +275,14 @@ func TestStrangerFlood(t *testing.T) {
 			for range 2 * maxCandidatesPerSource {
 				defer connectStranger(t, f, stall, ap)()
 			}
+			// And more than the listener runs in all, from five hosts.
+			for i := range maxCandidates/maxCandidatesPerSource + 1 {
+				from := stall
+				from.from = fmt.Sprintf("127.0.0.%d", 20+i)
+				for range maxCandidatesPerSource {
+					defer connectStranger(t, f, from, ap)()
+				}
+			}
 			waitQueued()
 			defer runPeer(ctx, func(ctx context.Context) { peerSendStreamFrom(ctx, ap, f, peerHost) })()
 			w := &memWriter{}

@@ -111,7 +111,7 @@ func (s *session) setTime(ctx context.Context, t time.Time, arg string) wire.Rep
 }
 
 func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
-	if r := s.uploadBusy(s.abs(arg), arg); r.Code != 0 {
+	if r := s.uploadBusy(ctx, s.abs(arg), arg); r.Code != 0 {
 		return r
 	}
 	if err := s.fs.Remove(ctx, s.abs(arg)); err != nil {
@@ -132,7 +132,7 @@ func cmdMKD(ctx context.Context, s *session, arg string) wire.Reply {
 }
 
 func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
-	if r := s.uploadBusy(s.abs(arg), arg); r.Code != 0 {
+	if r := s.uploadBusy(ctx, s.abs(arg), arg); r.Code != 0 {
 		return r
 	}
 	if err := s.fs.Rmdir(ctx, s.abs(arg)); err != nil {
@@ -146,7 +146,7 @@ func cmdRNFR(ctx context.Context, s *session, arg string) wire.Reply {
 	if isPartName(p) {
 		return partNameRefused(arg)
 	}
-	if r := s.uploadBusy(p, arg); r.Code != 0 {
+	if r := s.uploadBusy(ctx, p, arg); r.Code != 0 {
 		return r
 	}
 	if _, err := s.fs.Stat(ctx, p); err != nil {
@@ -167,7 +167,7 @@ func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	// Checked again here: an upload may have begun since RNFR.
 	for _, p := range []string{from, s.abs(arg)} {
-		if r := s.uploadBusy(p, arg); r.Code != 0 {
+		if r := s.uploadBusy(ctx, p, arg); r.Code != 0 {
 			return r
 		}
 	}

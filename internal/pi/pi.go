@@ -135,14 +135,19 @@ type Config struct {
 	// client's time between tokens), in all and per source; beyond it ADAT
 	// gets 431. Nil means no bound.
 	Handshakes *Slots
+	// AuthRate bounds how often one source may start AUTH (each TLS or GSI
+	// handshake costs the server a signature or more); beyond it 431. Nil
+	// means no bound.
+	AuthRate *Rate
 	// LoginFailureDelay is how long a failed PASS waits before its 530;
 	// 0 means 1s, negative means none.
 	LoginFailureDelay time.Duration
 	// LoginTimeout closes a session that has not logged in this long after
 	// it connected (421), whatever it sends meanwhile; 0 means 60s.
 	LoginTimeout time.Duration
-	// OnLogin, when set, is told of each successful login.
-	OnLogin func(control net.Conn)
+	// OnLogin, when set, is told of each successful login, and
+	// OnLoginStep of each step towards one (AUTH, ADAT, USER, PASS).
+	OnLogin, OnLoginStep func(control net.Conn)
 	// Uploads, shared by the sessions of a server, keeps other sessions
 	// out of the files an upload is writing (450). Nil keeps nobody out.
 	Uploads *Uploads

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"syscall"
 	"testing"
 
@@ -55,5 +56,33 @@ func TestDataErrorText(t *testing.T) {
 		if got := dataErrorText(errors.New(in)); got != want {
 			t.Errorf("dataErrorText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRate(t *testing.T) {
+	r := NewRate(3, 0.000001) // no refill to speak of
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	for i := range 3 {
+		if !r.Allow(a) {
+			t.Fatalf("event %d of a burst of 3 refused", i+1)
+		}
+	}
+	if r.Allow(a) {
+		t.Error("a fourth event allowed")
+	}
+	if !r.Allow(b) {
+		t.Error("another source refused")
+	}
+	// An IPv6 /64 is one source.
+	v6a, v6b := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+	for range 3 {
+		r.Allow(v6a)
+	}
+	if r.Allow(v6b) {
+		t.Error("another address of the same /64 allowed past the burst")
+	}
+	var none *Rate
+	if !none.Allow(a) {
+		t.Error("a nil Rate refused")
 	}
 }

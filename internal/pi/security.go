@@ -138,6 +138,11 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 	if s.sec.mode != secNone || s.acct != nil {
 		return ok(503, "Already authenticated.")
 	}
+	if !s.cfg.AuthRate.Allow(remoteAddrPort(s.conn).Addr()) {
+		// Each handshake costs the server a signature or more.
+		s.log.Warn("AUTH refused: too many from this source")
+		return ok(431, "Too many authentications from your address; try again later.")
+	}
 	switch strings.ToUpper(strings.TrimSpace(arg)) {
 	case "GSSAPI":
 		if sec == nil || sec.Host == nil || sec.Trust == nil {

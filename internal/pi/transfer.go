@@ -301,7 +301,9 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 			req.StoreOffset += rs[0].End
 		}
 	}
-	done, free := s.cfg.Uploads.Begin(s.storagePath(p), s.storagePath(target))
+	keys := s.uploadKeys(ctx, p, true)
+	keys.files = append(keys.files, s.uploadKeys(ctx, target, false).files...)
+	done, free := s.cfg.Uploads.begin(keys)
 	if !free {
 		return nil, ok(450, "%s: another upload to this file is in progress; try again later.", arg)
 	}
@@ -319,16 +321,10 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	return &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}, wire.Reply{}
 }
 
-// storagePath is where p of the session's storage lies in the server's
-// (under the account's home): the key of Config.Uploads.
-func (s *session) storagePath(p string) string {
-	return path.Join("/", s.acct.Home, p)
-}
-
 // uploadBusy answers a command that would change p while an upload
 // writes it or below it; the zero Reply when none does.
-func (s *session) uploadBusy(p, arg string) wire.Reply {
-	if s.cfg.Uploads.Busy(s.storagePath(p)) {
+func (s *session) uploadBusy(ctx context.Context, p, arg string) wire.Reply {
+	if s.cfg.Uploads.busy(s.uploadKeys(ctx, p, false)) {
 		return ok(450, "%s: an upload in progress is writing it; try again later.", arg)
 	}
 	return wire.Reply{}

@@ -1,65 +1,115 @@
 package pi
 
 import (
+	"context"
 	"path"
 	"strings"
 	"sync"
 )
 
-// Uploads records the uploads in progress on a server, by the storage
-// paths they write (the target and its part file, under the account's
-// home), so that other sessions cannot take part in them: a second upload
-// to the same file, a rename, deletion or directory swap under it would
-// let one client slip bytes into another's upload, take them, or make
-// its final rename land elsewhere. The zero value is ready; nil records
-// nothing.
+// Uploads records the uploads in progress on a server, so that other
+// sessions cannot take part in them: a second upload to the same file, a
+// rename or deletion of it, its part file or a directory above it would
+// let one client slip bytes into another's upload, take them, or make its
+// final rename land elsewhere. Each upload is known by keys (see
+// session.uploadKeys): its files by path and by (directory, name) with the
+// directory's unique identity, so that another spelling of the path (a
+// symbolic link to a directory) finds the same upload; its directories by
+// path and identity. The zero value is ready; nil records nothing.
 type Uploads struct {
 	mu     sync.Mutex
-	active map[string]int // guarded by mu
+	files  map[string]int // keys of the files being written; guarded by mu
+	parent map[string]int // keys of the directories above them; guarded by mu
 }
 
-// Begin records an upload writing paths; ok is false, and nothing is
-// recorded, when another upload writes any of them.
-func (u *Uploads) Begin(paths ...string) (end func(), ok bool) {
+// uploadKeys are an upload's, or a command's, keys.
+type uploadKeys struct {
+	files, dirs []string
+}
+
+// begin records an upload; ok is false, and nothing is recorded, when
+// another upload writes any of its files.
+func (u *Uploads) begin(k uploadKeys) (end func(), ok bool) {
 	if u == nil {
 		return func() {}, true
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for _, p := range paths {
-		if u.active[p] > 0 {
+	for _, f := range k.files {
+		if u.files[f] > 0 {
 			return nil, false
 		}
 	}
-	if u.active == nil {
-		u.active = map[string]int{}
+	if u.files == nil {
+		u.files, u.parent = map[string]int{}, map[string]int{}
 	}
-	for _, p := range paths {
-		u.active[p]++
+	for _, f := range k.files {
+		u.files[f]++
+	}
+	for _, d := range k.dirs {
+		u.parent[d]++
 	}
 	return sync.OnceFunc(func() {
 		u.mu.Lock()
 		defer u.mu.Unlock()
-		for _, p := range paths {
-			if u.active[p]--; u.active[p] <= 0 {
-				delete(u.active, p)
+		for _, f := range k.files {
+			if u.files[f]--; u.files[f] <= 0 {
+				delete(u.files, f)
+			}
+		}
+		for _, d := range k.dirs {
+			if u.parent[d]--; u.parent[d] <= 0 {
+				delete(u.parent, d)
 			}
 		}
 	}), true
 }
 
-// Busy reports whether an upload writes p, or a path below it.
-func (u *Uploads) Busy(p string) bool {
+// busy reports whether an upload writes what k names, or lies below it.
+func (u *Uploads) busy(k uploadKeys) bool {
 	if u == nil {
 		return false
 	}
-	p = path.Clean(p)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for a := range u.active {
-		if a == p || p == "/" || strings.HasPrefix(a, p+"/") {
+	for _, f := range k.files {
+		if u.files[f] > 0 || u.parent[f] > 0 {
+			return true
+		}
+	}
+	for _, d := range k.dirs {
+		if u.files[d] > 0 || u.parent[d] > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// uploadKeys names p for Config.Uploads: by its path in the server's
+// storage, and by its directory's identity and its name. With dirs, the
+// directories above p (to the account's root) are named too, by path and
+// identity; for a command on p, p itself when it is a directory.
+func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKeys {
+	var k uploadKeys
+	k.files = append(k.files, "p:"+path.Join("/", s.acct.Home, p))
+	dir, base := path.Split(p)
+	if fi, err := s.fs.Stat(ctx, path.Clean("/"+dir)); err == nil && fi.Unique != "" {
+		k.files = append(k.files, "u:"+fi.Unique+"/"+base)
+	}
+	if !above {
+		if fi, err := s.fs.Stat(ctx, p); err == nil && fi.IsDir() && fi.Unique != "" {
+			k.dirs = append(k.dirs, "d:"+fi.Unique)
+		}
+		return k
+	}
+	for d := path.Dir(path.Clean("/" + p)); ; d = path.Dir(d) {
+		k.dirs = append(k.dirs, "p:"+path.Join("/", s.acct.Home, d))
+		if fi, err := s.fs.Stat(ctx, d); err == nil && fi.Unique != "" {
+			k.dirs = append(k.dirs, "d:"+fi.Unique)
+		}
+		if d == "/" || strings.Count(d, "/") > 64 {
+			break
+		}
+	}
+	return k
 }

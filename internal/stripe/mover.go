@@ -550,7 +550,9 @@ func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg)
 		}
 		return local.Send(ctx, req, src, notify)
 	}
-	w, err := st.Create(ctx, req.Path, dsi.CreateOptions{Size: -1})
+	// An upload's part file is a name the server chose: never written
+	// through a link planted there (the frontend made it, with its mode).
+	w, err := st.Create(ctx, req.Path, dsi.CreateOptions{Size: -1, NoFollow: xfer.IsPartName(req.Path)})
 	if err != nil {
 		return 0, &xfer.StorageError{Err: err}
 	}
