@@ -573,6 +573,12 @@ func (b *batch) run(n int, cmds func(i int) (lines []string, ok bool), data func
 			if b.unstarted != nil && len(lines) > 0 {
 				b.unstarted(i)
 			}
+			if cause := b.stopped(); cause != nil {
+				// The write failed because the batch was stopped (its
+				// deadline interrupts the connection): this file never
+				// started, and may be tried again.
+				err = stoppedError(cause)
+			}
 			b.finish(i, err)
 			i++
 			break

@@ -238,20 +238,6 @@ func TestEvictionSparesLoginsUnderWay(t *testing.T) {
 		return c
 	}()
 	victim.expect("AUTH GSSAPI", 334)
-	var idle []net.Conn
-	defer func() {
-		for _, c := range idle {
-			c.Close()
-		}
-	}()
-	for i := range 60 {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("127.0.1.%d", 1+i))}, Timeout: 5 * time.Second}
-		if c, err := d.Dial("tcp", addr); err == nil {
-			idle = append(idle, c)
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	// The victim's exchange goes on where it was.
 	g := gss.Initiate(&gss.InitiatorConfig{TLS: &tls.Config{
 		Certificates: []tls.Certificate{pki.User.TLSCertificate()}, InsecureSkipVerify: true,
 		MinVersion: tls.VersionTLS13,
@@ -260,7 +246,13 @@ func TestEvictionSparesLoginsUnderWay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var in []byte
-	for range 10 {
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for step := range 10 {
 		out, _, err := g.Step(ctx, in)
 		if err != nil {
 			t.Fatal(err)
@@ -278,6 +270,20 @@ func TestEvictionSparesLoginsUnderWay(t *testing.T) {
 		}
 		tok, _ := strings.CutPrefix(r.Lines[len(r.Lines)-1], "ADAT=")
 		in, _ = base64.StdEncoding.DecodeString(strings.TrimSpace(tok))
+		if step == 0 {
+			// Between its tokens, idle connections from 60 addresses
+			// fill the server (and some send USER, which costs nothing).
+			for i := range 60 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("127.0.1.%d", 1+i))}, Timeout: 5 * time.Second}
+				if c, err := d.Dial("tcp", addr); err == nil {
+					idle = append(idle, c)
+					if i%2 == 0 {
+						c.Write([]byte("USER x\r\n"))
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	t.Fatal("the exchange did not end")
 }

@@ -588,10 +588,11 @@ type connState struct {
 
 // evictableLocked picks the session to close for a newcomer on a full
 // server: one of those not logged in, from the source with the most of
-// them; first one that has taken no step towards a login (AUTH, ADAT,
-// USER, PASS) at random, else the one whose last step is oldest. A client
-// in the middle of logging in keeps taking steps, so a flood of idle
-// connections from many addresses pushes out its own members first.
+// them; first one that has taken no step of a GSI exchange (ADAT, which
+// costs the client a handshake's work) at random, else the one whose last
+// step is oldest. A client in the middle of a GSI login keeps taking
+// steps, so a flood of idle connections from many addresses pushes out its
+// own members first.
 // Nil when every session has logged in.
 func (s *Server) evictableLocked() net.Conn {
 	waiting := map[netip.Prefix]int{}

@@ -146,7 +146,7 @@ type Config struct {
 	// it connected (421), whatever it sends meanwhile; 0 means 60s.
 	LoginTimeout time.Duration
 	// OnLogin, when set, is told of each successful login, and
-	// OnLoginStep of each step towards one (AUTH, ADAT, USER, PASS).
+	// OnLoginStep of each step of a GSI exchange towards one (ADAT).
 	OnLogin, OnLoginStep func(control net.Conn)
 	// Uploads, shared by the sessions of a server, keeps other sessions
 	// out of the files an upload is writing (450). Nil keeps nobody out.

@@ -427,11 +427,10 @@ func (s *session) execute(ctx context.Context, it item) {
 	if it.cmd.Verb == "ADAT" {
 		defer func() { s.adatDone <- struct{}{} }()
 	}
-	if s.acct == nil && s.cfg.OnLoginStep != nil {
-		switch it.cmd.Verb {
-		case "AUTH", "ADAT", "USER", "PASS":
-			s.cfg.OnLoginStep(s.conn)
-		}
+	if s.acct == nil && s.cfg.OnLoginStep != nil && it.cmd.Verb == "ADAT" {
+		// Only a step that costs the client a handshake's work counts: a
+		// free one (USER) would let idle connections look busy.
+		s.cfg.OnLoginStep(s.conn)
 	}
 	switch {
 	case s.sec.mode == secGSI && !it.wrapped && !errors.Is(it.err, errUnprotected) && it.err == nil,

@@ -92,6 +92,10 @@ func (u *Uploads) busy(k uploadKeys) bool {
 func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKeys {
 	var k uploadKeys
 	k.files = append(k.files, "p:"+path.Join("/", s.acct.Home, p))
+	// The file's own identity, through any link to it (uploads in place).
+	if fi, err := s.fs.Stat(ctx, p); err == nil && !fi.IsDir() && fi.Unique != "" {
+		k.files = append(k.files, "f:"+fi.Unique)
+	}
 	dir, base := path.Split(p)
 	if fi, err := s.fs.Stat(ctx, path.Clean("/"+dir)); err == nil && fi.Unique != "" {
 		k.files = append(k.files, "u:"+fi.Unique+"/"+base)
