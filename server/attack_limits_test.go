@@ -145,18 +145,7 @@ func TestHandshakeSlots(t *testing.T) {
 		c.read()
 		c.expect("AUTH GSSAPI", 334)
 	}
-	from := func(ip string) *client {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		conn, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		c := &client{t: t, c: conn, rr: wire.NewReplyReader(conn)}
-		c.read()
-		return c
-	}
+	from := func(ip string) *client { return dialFrom(t, addr, ip) }
 	// AUTH TLS, then no ClientHello, from eight hosts.
 	for i := range server.DefaultMaxHandshakes + 8 {
 		c := from(fmt.Sprintf("127.0.0.%d", 20+i%8))
@@ -225,18 +214,7 @@ func TestIdleUnauthenticatedSessions(t *testing.T) {
 func TestEvictionSparesLoginsUnderWay(t *testing.T) {
 	pki := gsipki.New(t, "")
 	addr := gsiServer(t, pki, func(c *server.Config) { c.MaxSessions = 20 })
-	victim := func() *client {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}, Timeout: 5 * time.Second}
-		conn, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		c := &client{t: t, c: conn, rr: wire.NewReplyReader(conn)}
-		c.read()
-		return c
-	}()
+	victim := dialFrom(t, addr, "127.0.0.9")
 	victim.expect("AUTH GSSAPI", 334)
 	g := gss.Initiate(&gss.InitiatorConfig{TLS: &tls.Config{
 		Certificates: []tls.Certificate{pki.User.TLSCertificate()}, InsecureSkipVerify: true,
@@ -306,14 +284,21 @@ func TestAuthRate(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("100 AUTH at once from one source: none refused")
 	}
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	dialFrom(t, addr, "127.0.0.2").expect("AUTH GSSAPI", 334)
+}
+
+// dialFrom connects to addr from the local address ip (another host of
+// the loopback network) and reads the greeting.
+func dialFrom(t *testing.T, addr, ip string) *client {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	c := &client{t: t, c: conn, rr: wire.NewReplyReader(conn)}
 	c.read()
-	c.expect("AUTH GSSAPI", 334)
+	return c
 }

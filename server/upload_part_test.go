@@ -147,11 +147,7 @@ func TestInterruptedUploadLooksIncomplete(t *testing.T) {
 // upload part files, so one client cannot slip bytes into another's upload
 // or take them; names as long as the file system allows still upload.
 func TestPartFilesCannotBeHijacked(t *testing.T) {
-	root := t.TempDir()
-	st, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := posixTree(t)
 	w, _ := st.Create(context.Background(), "/.report.ferry-part", dsi.CreateOptions{Truncate: true, Size: -1})
 	w.WriteAt([]byte("a victim's bytes"), 0)
 	w.Close()
@@ -198,11 +194,7 @@ func TestPartFilesCannotBeHijacked(t *testing.T) {
 // file's mode or time; a part file name planted as a symbolic link is not
 // followed; and a replaced file keeps its mode.
 func TestUploadInProgressIsOffLimits(t *testing.T) {
-	root := t.TempDir()
-	st, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, st := posixTree(t)
 	os.MkdirAll(filepath.Join(root, "proj"), 0o777)
 	os.WriteFile(filepath.Join(root, "proj", "data.csv"), []byte("old"), 0o600)
 	// Another spelling of the same directory, as a local user may make.
@@ -282,4 +274,15 @@ func storeStreamRefused(t *testing.T, addr, name string) (*client, int) {
 		t.Errorf("STOR %s onto a planted link: %v, want a refusal", name, r)
 	}
 	return c, r.Code
+}
+
+// posixTree is a posix storage over a fresh directory, and that directory.
+func posixTree(t *testing.T) (string, dsi.Storage) {
+	t.Helper()
+	root := t.TempDir()
+	st, err := posix.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, st
 }

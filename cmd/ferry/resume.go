@@ -163,6 +163,12 @@ func readState(name string) (resumeState, error) {
 
 // writeState replaces the state file name atomically.
 func writeState(name string, st resumeState) error {
+	return writeFileAtomic(name, st.marshal())
+}
+
+// writeFileAtomic replaces the file name with data (mode 0600) through a
+// temporary file beside it, so that a reader never sees half of it.
+func writeFileAtomic(name string, data []byte) error {
 	dir, base := filepath.Split(name)
 	if dir == "" {
 		dir = "."
@@ -171,7 +177,7 @@ func writeState(name string, st resumeState) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(st.marshal())
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}

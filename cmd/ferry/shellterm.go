@@ -30,7 +30,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -248,26 +247,12 @@ func (h *history) load(name string) error {
 // save replaces the history file name (mode 0600: commands may name
 // private paths) with the lines kept, through a temporary file.
 func (h *history) save(name string) error {
-	f, err := os.CreateTemp(filepath.Dir(name), ".history-*")
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
+	var b strings.Builder
 	for _, l := range h.lines {
-		bw.WriteString(l)
-		bw.WriteByte('\n')
+		b.WriteString(l)
+		b.WriteByte('\n')
 	}
-	err = bw.Flush()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return writeFileAtomic(name, []byte(b.String()))
 }
 
 // completer proposes completions for the text before the cursor, head.
