@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/pi"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // checkLimiter bounds expensive checks (password hashing) running at once,
@@ -20,7 +21,7 @@ type checkLimiter struct {
 	perSrc int
 
 	mu   sync.Mutex
-	srcs map[netip.Prefix]*sourceSlots // guarded by mu (pi.Source)
+	srcs map[netip.Prefix]*sourceSlots // guarded by mu (xfer.Source)
 }
 
 type sourceSlots struct {
@@ -40,7 +41,7 @@ func newCheckLimiter(all, perSource int) *checkLimiter {
 
 // acquire waits for a slot of src and one of all; release frees both.
 func (l *checkLimiter) acquire(ctx context.Context, addr netip.Addr) (release func(), err error) {
-	src := pi.Source(addr)
+	src := xfer.Source(addr)
 	ctx, cancel := context.WithTimeoutCause(ctx, maxCheckWait, errChecksBusy)
 	defer cancel()
 	l.mu.Lock()

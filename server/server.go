@@ -34,6 +34,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/pi"
 	"github.com/ferrygrid/ferry/internal/stripe"
 	"github.com/ferrygrid/ferry/internal/version"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // Account is what Authenticate grants a user.
@@ -198,7 +199,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]*connState
-	perSource map[netip.Prefix]int // open sessions per source (pi.Source); guarded by mu
+	perSource map[netip.Prefix]int // open sessions per source (xfer.Source); guarded by mu
 	closed    bool
 	wg        sync.WaitGroup // one per session
 }
@@ -252,6 +253,7 @@ func New(cfg Config) (*Server, error) {
 	if sec != nil {
 		sec.Admit = s.admit
 	}
+	handshakes := cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
 	s.pi = pi.Config{
 		Banner:                  banner,
 		Version:                 "Ferry " + version.Version,
@@ -260,7 +262,7 @@ func New(cfg Config) (*Server, error) {
 		NewDTP:                  s.newDTP,
 		IdleTimeout:             cfg.IdleTimeout,
 		AllowForeignDataAddress: cfg.AllowForeignDataAddress,
-		Handshakes:              pi.NewSlots(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes), max(cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)/8, 1)),
+		Handshakes:              pi.NewSlots(handshakes, max(handshakes/8, 1)),
 		LoginFailureDelay:       cfg.LoginFailureDelay,
 		LoginTimeout:            cfg.LoginTimeout,
 		AuthRate:                pi.NewRate(authBurst, authPerSecond),
@@ -544,14 +546,14 @@ func (s *Server) start(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	src := pi.Source(remoteAddr(conn))
-	max, maxPer := limit(s.cfg.MaxSessions, DefaultMaxSessions), limit(s.cfg.MaxSessionsPerSource, DefaultMaxSessionsPerSource)
+	src := xfer.Source(remoteAddr(conn))
+	maxAll, maxPer := limit(s.cfg.MaxSessions, DefaultMaxSessions), limit(s.cfg.MaxSessionsPerSource, DefaultMaxSessionsPerSource)
 	var refuse string
 	var evict net.Conn
 	switch {
 	case maxPer > 0 && s.perSource[src] >= maxPer:
 		refuse = "too many sessions from this address"
-	case max > 0 && len(s.conns) >= max:
+	case maxAll > 0 && len(s.conns) >= maxAll:
 		// A full server makes room by closing a session that has not
 		// logged in, from the source that holds the most of those: idle
 		// connections from a few hosts cannot keep everyone else out.
@@ -561,7 +563,7 @@ func (s *Server) start(conn net.Conn) {
 	}
 	if refuse != "" {
 		s.mu.Unlock()
-		s.log.Warn("session refused: "+refuse, "remote", conn.RemoteAddr().String(), "max", max, "max-per-source", maxPer)
+		s.log.Warn("session refused: "+refuse, "remote", conn.RemoteAddr().String(), "max", maxAll, "max-per-source", maxPer)
 		conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		conn.Write([]byte("421 " + strings.ToUpper(refuse[:1]) + refuse[1:] + "; try again later.\r\n"))
 		conn.Close()
@@ -666,7 +668,7 @@ func (s *Server) handle(conn net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, conn)
-		src := pi.Source(remoteAddr(conn))
+		src := xfer.Source(remoteAddr(conn))
 		if s.perSource[src]--; s.perSource[src] <= 0 {
 			delete(s.perSource, src)
 		}

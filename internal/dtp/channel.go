@@ -102,16 +102,6 @@ const (
 	maxCandidatesPerSource = 64
 )
 
-// candidateSource is what maxCandidatesPerSource counts by.
-func candidateSource(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
 // Acceptor admits and secures the connections a data listener receives,
 // for a server's passive listener and a client's active one alike. Every
 // connection Allow admits is a candidate: without Secure it is taken at
@@ -206,7 +196,7 @@ func (a *Acceptor) Serve(acceptCtx, hsCtx context.Context, ln *net.TCPListener, 
 		ln.SetDeadline(time.Time{})
 	}()
 	log := a.log()
-	cands := candidates{control: candidateSource(a.Control), bySrc: map[netip.Prefix][]net.Conn{}}
+	cands := candidates{control: xfer.Source(a.Control), bySrc: map[netip.Prefix][]net.Conn{}}
 	var handshakes sync.WaitGroup
 	defer handshakes.Wait() // they end with hsCtx or their timeout at the latest
 	stopped := func(err error) error {
@@ -240,7 +230,7 @@ func (a *Acceptor) Serve(acceptCtx, hsCtx context.Context, ln *net.TCPListener, 
 			}
 			continue
 		}
-		src := candidateSource(peer.Addr())
+		src := xfer.Source(peer.Addr())
 		if !cands.admit(src, c) {
 			log.Debug("closed a data connection: its host has too many handshakes under way", "from", peer)
 			c.Close()

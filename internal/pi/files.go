@@ -101,7 +101,7 @@ func (s *session) setTime(ctx context.Context, t time.Time, arg string) wire.Rep
 	if !capable {
 		return ok(502, "Setting times is not supported by this storage.")
 	}
-	if isPartName(s.abs(arg)) {
+	if xfer.IsPartName(s.abs(arg)) {
 		return partNameRefused(arg)
 	}
 	if err := ct.Chtimes(ctx, s.abs(arg), t); err != nil {
@@ -122,7 +122,7 @@ func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
 
 func cmdMKD(ctx context.Context, s *session, arg string) wire.Reply {
 	p := s.abs(arg)
-	if isPartName(p) {
+	if xfer.IsPartName(p) {
 		return partNameRefused(arg)
 	}
 	if err := s.fs.Mkdir(ctx, p, 0o755); err != nil {
@@ -143,7 +143,7 @@ func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
 
 func cmdRNFR(ctx context.Context, s *session, arg string) wire.Reply {
 	p := s.abs(arg)
-	if isPartName(p) {
+	if xfer.IsPartName(p) {
 		return partNameRefused(arg)
 	}
 	if r := s.uploadBusy(ctx, p, arg); r.Code != 0 {
@@ -162,7 +162,7 @@ func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
 	if from == "" {
 		return ok(503, "Bad sequence of commands: send RNFR first.")
 	}
-	if isPartName(s.abs(arg)) {
+	if xfer.IsPartName(s.abs(arg)) {
 		return partNameRefused(arg)
 	}
 	// Checked again here: an upload may have begun since RNFR.
@@ -303,7 +303,7 @@ func siteCHMOD(ctx context.Context, s *session, arg string) wire.Reply {
 	if !capable {
 		return ok(502, "SITE CHMOD is not supported by this storage.")
 	}
-	if isPartName(s.abs(f[1])) {
+	if xfer.IsPartName(s.abs(f[1])) {
 		return partNameRefused(f[1])
 	}
 	if err := cm.Chmod(ctx, s.abs(f[1]), fileMode(mode)); err != nil {

@@ -85,7 +85,6 @@ const (
 type secState struct {
 	mode    secMode
 	pending *gsiPending   // secGSIPending only
-	gss     *gss.Context  // secGSI only
 	peer    *gsi.Identity // secGSI, or secTLS with a client certificate
 	// delegated is the credential the client delegated (secGSI only).
 	delegated *gsi.Credential
@@ -282,7 +281,7 @@ func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
 		return s.gsiFailed(p, err, "GSSAPI authentication failed.", 535)
 	}
 	p.timer.Stop()
-	s.sec = secState{mode: secGSI, gss: p.ctx, peer: id, delegated: p.delegated}
+	s.sec = secState{mode: secGSI, peer: id, delegated: p.delegated}
 	s.gssCtx.Store(p.ctx)
 	s.log = s.log.With("dn", id.DN)
 	s.log.Info("GSI authenticated", "delegated", p.delegated != nil, "tls", tlsVersion(p.ctx.ConnectionState().Version))

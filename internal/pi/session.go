@@ -426,15 +426,14 @@ func (s *session) execute(ctx context.Context, it item) {
 	}()
 	if it.cmd.Verb == "ADAT" {
 		defer func() { s.adatDone <- struct{}{} }()
-	}
-	if s.acct == nil && s.cfg.OnLoginStep != nil && it.cmd.Verb == "ADAT" {
-		// Only a step that costs the client a handshake's work counts: a
-		// free one (USER) would let idle connections look busy.
-		s.cfg.OnLoginStep(s.conn)
+		if s.acct == nil && s.cfg.OnLoginStep != nil {
+			// Only a step that costs the client a handshake's work counts:
+			// a free one (USER) would let idle connections look busy.
+			s.cfg.OnLoginStep(s.conn)
+		}
 	}
 	switch {
-	case s.sec.mode == secGSI && !it.wrapped && !errors.Is(it.err, errUnprotected) && it.err == nil,
-		errors.Is(it.err, errUnprotected):
+	case errors.Is(it.err, errUnprotected), s.sec.mode == secGSI && !it.wrapped && it.err == nil:
 		s.reply(533, "Command protection level denied: send commands in ENC after GSSAPI authentication.")
 		return
 	case it.err != nil && s.gssCtx.Load() != nil && !errors.Is(it.err, wire.ErrLineTooLong) && !errors.Is(it.err, wire.ErrEmptyCommand) && !errors.Is(it.err, wire.ErrBadCommand):

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // Slots bounds work in progress: in all, and per source (one IPv4 address
@@ -23,24 +25,13 @@ func NewSlots(all, perSource int) *Slots {
 	return &Slots{all: max(all, 1), perSource: max(perSource, 1), bySrcs: map[netip.Prefix]int{}}
 }
 
-// Source is the unit per-source limits count by: the address for IPv4,
-// its /64 for IPv6 (a host usually has a whole /64).
-func Source(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	if a.Is4() || !a.IsValid() {
-		return netip.PrefixFrom(a, a.BitLen())
-	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
 // TryAcquire takes a slot for src if one is free; release (idempotent)
 // gives it back.
 func (l *Slots) TryAcquire(src netip.Addr) (release func(), ok bool) {
 	if l == nil || l.all == 0 {
 		return func() {}, true
 	}
-	key := Source(src)
+	key := xfer.Source(src)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inUse >= l.all || l.bySrcs[key] >= l.perSource {
@@ -88,7 +79,7 @@ func (r *Rate) Allow(src netip.Addr) bool {
 		return true
 	}
 	now := time.Now()
-	key := Source(src)
+	key := xfer.Source(src)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := r.buckets[key]

@@ -271,7 +271,7 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
 		return nil, restNeedsModeE
 	}
-	if isPartName(p) {
+	if xfer.IsPartName(p) {
 		return nil, partNameRefused(arg)
 	}
 	fi, statErr := s.fs.Stat(ctx, p)
@@ -281,7 +281,7 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	}
 	target := p
 	if kind == storePlain && !s.cfg.UploadInPlace && !dsi.WritesInPlace(s.fs) && p != "/" && (!hasRest || !existed) {
-		target = partName(p)
+		target = xfer.PartName(p)
 	}
 	req := s.newRequest(target)
 	req.Size = allo
@@ -302,7 +302,9 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		}
 	}
 	keys := s.uploadKeys(ctx, p, true)
-	keys.files = append(keys.files, s.uploadKeys(ctx, target, false).files...)
+	if target != p {
+		keys.files = append(keys.files, s.uploadKeys(ctx, target, false).files...)
+	}
 	done, free := s.cfg.Uploads.begin(keys)
 	if !free {
 		return nil, ok(450, "%s: another upload to this file is in progress; try again later.", arg)
@@ -373,15 +375,10 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 	return s.transferReply(err, fmt.Sprintf(" %s is incomplete: %d bytes stored; restart to complete it.", arg, n))
 }
 
-// partName is the hidden file an upload to p is written to until it is
-// complete (docs/extensions.md).
-func partName(p string) string { return xfer.PartName(p) }
-
-// isPartName reports whether p names an upload's part file. Clients may
-// list, read and delete those, but not write, rename or create them: one
-// client must not slip bytes into another's upload, or take them.
-func isPartName(p string) bool { return xfer.IsPartName(p) }
-
+// partNameRefused answers a client's attempt to create, write, rename or
+// change an upload's part file (xfer.IsPartName): clients may list, read
+// and delete those, but one client must not slip bytes into another's
+// upload, or take them.
 func partNameRefused(arg string) wire.Reply {
 	return ok(553, "%s: File name not allowed: names ending in %s are kept for uploads in progress.", arg, xfer.PartSuffix)
 }

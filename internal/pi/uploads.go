@@ -92,24 +92,30 @@ func (u *Uploads) busy(k uploadKeys) bool {
 func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKeys {
 	var k uploadKeys
 	k.files = append(k.files, "p:"+path.Join("/", s.acct.Home, p))
+	fi, err := s.fs.Stat(ctx, p)
 	// The file's own identity, through any link to it (uploads in place).
-	if fi, err := s.fs.Stat(ctx, p); err == nil && !fi.IsDir() && fi.Unique != "" {
+	if err == nil && !fi.IsDir() && fi.Unique != "" {
 		k.files = append(k.files, "f:"+fi.Unique)
 	}
 	dir, base := path.Split(p)
-	if fi, err := s.fs.Stat(ctx, path.Clean("/"+dir)); err == nil && fi.Unique != "" {
-		k.files = append(k.files, "u:"+fi.Unique+"/"+base)
+	dir = path.Clean("/" + dir)
+	parent, perr := s.fs.Stat(ctx, dir)
+	if perr == nil && parent.Unique != "" {
+		k.files = append(k.files, "u:"+parent.Unique+"/"+base)
 	}
 	if !above {
-		if fi, err := s.fs.Stat(ctx, p); err == nil && fi.IsDir() && fi.Unique != "" {
+		if err == nil && fi.IsDir() && fi.Unique != "" {
 			k.dirs = append(k.dirs, "d:"+fi.Unique)
 		}
 		return k
 	}
-	for d := path.Dir(path.Clean("/" + p)); ; d = path.Dir(d) {
+	for d := dir; ; d = path.Dir(d) {
 		k.dirs = append(k.dirs, "p:"+path.Join("/", s.acct.Home, d))
-		if fi, err := s.fs.Stat(ctx, d); err == nil && fi.Unique != "" {
-			k.dirs = append(k.dirs, "d:"+fi.Unique)
+		if d != dir {
+			parent, perr = s.fs.Stat(ctx, d)
+		}
+		if perr == nil && parent.Unique != "" {
+			k.dirs = append(k.dirs, "d:"+parent.Unique)
 		}
 		if d == "/" || strings.Count(d, "/") > 64 {
 			break
