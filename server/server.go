@@ -377,7 +377,7 @@ func (s *Server) userStorage(ctx context.Context, name string) (dsi.Storage, err
 	u, lookupErr := user.Lookup(name)
 	switch {
 	case lookupErr != nil && (root || s.cfg.UserStorage != nil):
-		return nil, fmt.Errorf("%w: mapped account %q is not a user of this host", pi.ErrLoginDenied, name)
+		return nil, fmt.Errorf("%w: mapped account %q is not a user of this host (create the account, or map the DN to one that exists)", pi.ErrLoginDenied, name)
 	case lookupErr == nil && u.Uid == "0":
 		return nil, fmt.Errorf("%w: mapping to %s (uid 0) is refused", pi.ErrLoginDenied, name)
 	case s.cfg.UserStorage != nil:

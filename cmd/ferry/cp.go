@@ -21,6 +21,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 func init() {
@@ -845,8 +846,8 @@ func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, erro
 			os.Remove(saver.name)
 			return n, c.leftOnServer(ctx, dst, n, size, err)
 		}
-		return n, &leftError{err: err, note: fmt.Sprintf("%s on the server is incomplete: %s acknowledged; run the same command again to resume, or remove it with: ferry rm %s",
-			dst, ofSize(kept, size), dst)}
+		return n, &leftError{err: err, note: fmt.Sprintf("%s on the server is incomplete: %s acknowledged; run the same command again to resume, or remove it with: %s",
+			dst, ofSize(kept, size), removeHint(dst))}
 	}
 	if saver != nil {
 		os.Remove(saver.name)
@@ -888,8 +889,23 @@ func (c *copier) leftOnServer(ctx context.Context, dst location, n, size int64, 
 	if n > 0 {
 		sent = " (" + ofSize(n, size) + " sent)"
 	}
-	return &leftError{err: err, note: fmt.Sprintf("the server may keep a partial %s%s; run the same command again to replace it, or remove it with: ferry rm %s",
-		dst, sent, dst)}
+	return &leftError{err: err, note: fmt.Sprintf("the server may keep a partial %s%s; run the same command again to replace it, or remove it with: %s",
+		dst, sent, removeHint(dst))}
+}
+
+// removeHint says how to remove what an interrupted upload to dst left:
+// the file itself (GCT, or a Ferry server with -upload-in-place), or the
+// hidden part file a Ferry server keeps until an upload completes
+// (docs/extensions.md).
+func removeHint(dst location) string {
+	shown := dst.String()
+	i := strings.LastIndexByte(shown, '/')
+	base := shown[i+1:]
+	if i < 0 || base == "" || len(base) > 200 {
+		return "ferry rm " + shown
+	}
+	part := shown[:i+1] + "." + base + xfer.PartSuffix
+	return "ferry rm " + shown + " (a Ferry server keeps it as " + part + " until it is complete: ferry rm " + part + ")"
 }
 
 // verify compares the server's checksum of length bytes of remote from

@@ -35,6 +35,11 @@ func runPasswd(ctx context.Context, e *env, args []string) error {
 		return usagef("want FILE USER")
 	}
 	file, user := fs.Arg(0), fs.Arg(1)
+	if strings.Contains("/"+*home+"/", "/../") {
+		// "../.." would clean to the whole tree: the confinement asked
+		// for would be silently lost.
+		return usagef("-home %q climbs out of the served root: give a directory below it", *home)
+	}
 	pass, err := readPassword(e)
 	if err != nil {
 		return err

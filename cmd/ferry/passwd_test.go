@@ -28,3 +28,15 @@ func TestPasswdHomeCheck(t *testing.T) {
 		t.Errorf("home without -root: exit %d, stderr %q; want a note", r.code, r.stderr)
 	}
 }
+
+// TestPasswdHomeClimbsOut: a -home that climbs out of the served root
+// would clean to the whole tree; it is refused, not silently widened.
+func TestPasswdHomeClimbsOut(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users")
+	for _, home := range []string{"../..", "a/../../b", ".."} {
+		r := ferry(t, []byte("pw\n"), "passwd", "-home", home, file, "eve")
+		if r.code != 2 || !strings.Contains(r.stderr, "climbs out") {
+			t.Errorf("-home %s: exit %d, stderr %q; want a refusal", home, r.code, r.stderr)
+		}
+	}
+}
