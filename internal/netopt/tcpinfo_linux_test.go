@@ -1,0 +1,57 @@
+package netopt
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"testing"
+)
+
+func TestReadTCPStats(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 1 << 20
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(make([]byte, size))
+		werr <- err
+	}()
+	if _, err := io.ReadFull(s, make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	for name, conn := range map[string]net.Conn{"sender": c, "receiver": s} {
+		st, ok := ReadTCPStats(conn)
+		if !ok {
+			t.Fatalf("%s: no TCP_INFO", name)
+		}
+		if st.RTT <= 0 || st.MSS <= 0 || st.Cwnd <= 0 || st.SndBuf <= 0 || st.RcvBuf <= 0 || st.SegsIn <= 0 || st.SegsOut <= 0 {
+			t.Errorf("%s: implausible %+v", name, st)
+		}
+		if st.MinRTT > st.RTT*100 {
+			t.Errorf("%s: MinRTT %v against RTT %v", name, st.MinRTT, st.RTT)
+		}
+	}
+	if _, ok := ReadTCPStats(tls.Client(s, &tls.Config{})); ok {
+		t.Error("a TLS connection gave TCP_INFO without unwrapping")
+	}
+	s.Close()
+	if _, ok := ReadTCPStats(s); ok {
+		t.Error("a closed connection gave TCP_INFO")
+	}
+}
