@@ -47,6 +47,11 @@ type ReceiveConfig struct {
 	// ConnReceived, when longer than k, is increased by the size of each
 	// block stored from the k-th connection added (per-stream progress).
 	ConnReceived []atomic.Int64
+	// BeforeClose, when not nil, is called with k and the k-th connection
+	// added just before the receiver closes it after the sender's CLOSE:
+	// the last moment its socket can be read (TCP_INFO). It runs once per
+	// such connection, on its reading goroutine, with no lock held.
+	BeforeClose func(k int, c net.Conn)
 }
 
 // ErrProtocol reports a sender that broke the MODE E rules.
@@ -214,7 +219,11 @@ func (r *Receiver) read(c net.Conn, idx int) {
 			}
 		}
 		if h.Desc&DescEOD != 0 {
-			r.gotEOD(c, h.Desc&DescClose != 0)
+			closing := h.Desc&DescClose != 0
+			if closing && r.cfg.BeforeClose != nil {
+				r.cfg.BeforeClose(idx, c)
+			}
+			r.gotEOD(c, closing)
 			return
 		}
 	}

@@ -39,6 +39,11 @@ type SendConfig struct {
 	// NoEOF leaves the EOF to another sender of the same receiving stripe;
 	// every connection ends with EOD only.
 	NoEOF bool
+	// BeforeClose, when not nil and Close is set, is called with i and
+	// conns[i] just before Send closes that connection: the last moment
+	// its socket can be read (TCP_INFO). It runs once per connection, on
+	// the connection's sending goroutine.
+	BeforeClose func(i int, c net.Conn)
 }
 
 // blockQueue hands out the blocks of ranges to the sending goroutines.
@@ -223,6 +228,9 @@ func sendConn(c net.Conn, idx int, src io.ReaderAt, q *blockQueue, bs int64, cfg
 		}
 	}
 	if cfg.Close {
+		if cfg.BeforeClose != nil {
+			cfg.BeforeClose(idx, c)
+		}
 		c.Close()
 	}
 	return nil
