@@ -242,12 +242,17 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	defer cancel(nil)
 	counters := make([]atomic.Int64, eblock.DefaultMaxConns)
 	var received atomic.Int64
-	rcv := eblock.NewReceiver(destination(dst), eblock.ReceiveConfig{
+	cw := newConnWatch(o.Progress)
+	cfg := eblock.ReceiveConfig{
 		Base:         base,
 		Limit:        limit,
 		Received:     &received,
 		ConnReceived: counters,
-	})
+	}
+	if cw != nil {
+		cfg.BeforeClose = cw.closing
+	}
+	rcv := eblock.NewReceiver(destination(dst), cfg)
 	var wg sync.WaitGroup
 	// The server's connections are accepted (and secured) from before the
 	// transfer command on: GCT finishes a data channel's security
@@ -303,6 +308,8 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 			for i := range k {
 				p.Streams[i] = counters[i].Load()
 			}
+			cw.set(rcv.All())
+			cw.fill(&p)
 			o.Progress(p)
 		}
 	}
@@ -619,11 +626,14 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 			o.Acknowledged(all)
 		}
 	}
+	cw := newConnWatch(o.Progress)
+	cw.set(conns)
 	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
 		p := Progress{Streams: make([]int64, len(counters)), Bytes: sent.Load()}
 		for i := range counters {
 			p.Streams[i] = counters[i].Load()
 		}
+		cw.fill(&p)
 		return p
 	})
 
@@ -644,13 +654,17 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 			sets[i] = conns[i*per : (i+1)*per]
 		}
 		_, errs := dtp.SendStripes(tctx, cancel, sets, src, func(i int) ([]xfer.Range, eblock.SendConfig) {
-			return parts[i], eblock.SendConfig{
+			cfg := eblock.SendConfig{
 				BlockSize: o.BlockSize,
 				Base:      base,
 				Close:     !o.Reuse,
 				Sent:      &sent,
 				ConnSent:  counters[i*per : (i+1)*per],
 			}
+			if cw != nil {
+				cfg.BeforeClose = func(j int, c net.Conn) { cw.closing(i*per+j, c) }
+			}
+			return parts[i], cfg
 		})
 		sendErr = errors.Join(errs...)
 	})

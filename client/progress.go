@@ -35,6 +35,35 @@ type Progress struct {
 
 	// Attempt counts the retries of a Session: 0 for the first attempt.
 	Attempt int
+
+	// Conns holds, in the order of Streams, what the kernel reports of each
+	// data connection of the current attempt (Linux TCP_INFO); empty where
+	// unknown (another OS, a TLS-wrapped or non-TCP connection whose socket
+	// is unreachable, a third-party transfer, whose data connections are
+	// the servers'). When some connections are known and others not, it
+	// has an entry for every stream and the unknown ones hold only Bytes.
+	Conns []ConnStats
+}
+
+// ConnStats is the kernel's view of one data connection (Linux TCP_INFO,
+// SO_SNDBUF and SO_RCVBUF), read when a Progress is taken, or just before
+// the transfer closed the connection. The kernel's counters run from the
+// connection's start, which for a MODE E connection kept from the
+// previous transfer (Reuse) lies before this one. A field the kernel does
+// not have is zero.
+type ConnStats struct {
+	Bytes        int64         // bytes moved on this connection (same as Streams[i])
+	RTT          time.Duration // smoothed RTT (tcpi_rtt)
+	MinRTT       time.Duration // tcpi_min_rtt where the kernel has it, else 0
+	Retransmits  int64         // segments this end retransmitted (tcpi_total_retrans)
+	SegsOut      int64         // segments sent (tcpi_segs_out)
+	SegsIn       int64         // segments received (tcpi_segs_in)
+	ReorderSeen  int64         // reordering events this end saw (tcpi_reord_seen) where the kernel has it, else 0
+	Cwnd         int           // congestion window, segments (tcpi_snd_cwnd)
+	MSS          int           // sending maximum segment size (tcpi_snd_mss)
+	DeliveryRate float64       // tcpi_delivery_rate, bytes per second (sender side)
+
+	SndBuf, RcvBuf int // SO_SNDBUF / SO_RCVBUF the socket ended with, bytes
 }
 
 // meter calls a function periodically from its own goroutine until

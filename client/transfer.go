@@ -193,10 +193,12 @@ func (c *Conn) retrieveStream(ctx context.Context, path string, w io.Writer, o *
 	if moved == nil {
 		moved = &streams[0]
 	}
+	cw := newConnWatch(o.Progress)
 	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
-		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
+		return streamProgress(moved.Load(), cw)
 	})
 	n, err := c.transfer(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn net.Conn) (int64, error) {
+		defer watchStream(cw, conn)()
 		return copyCounted(w, conn, limit, moved)
 	})
 	m.stop()
@@ -233,13 +235,33 @@ func (c *Conn) storeStream(ctx context.Context, path string, r io.Reader, o *Sto
 		command = "APPE " + path
 	}
 	var moved atomic.Int64
+	cw := newConnWatch(o.Progress)
 	m := startMeter(o.Progress, o.ProgressInterval, func() Progress {
-		return Progress{Streams: []int64{moved.Load()}, Bytes: moved.Load()}
+		return streamProgress(moved.Load(), cw)
 	})
 	defer m.stop()
 	return c.transfer(ctx, bufferCommand("SITE STORBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn net.Conn) (int64, error) {
+		defer watchStream(cw, conn)()
 		return copyCounted(conn, r, -1, &moved)
 	})
+}
+
+// streamProgress is the Progress of a stream-mode transfer that has moved
+// n bytes over the connection cw watches.
+func streamProgress(n int64, cw *connWatch) Progress {
+	p := Progress{Streams: []int64{n}, Bytes: n}
+	cw.fill(&p)
+	return p
+}
+
+// watchStream has cw watch a stream-mode data connection; the function
+// it returns takes the last reading, before the connection closes.
+func watchStream(cw *connWatch, conn net.Conn) (closing func()) {
+	if cw == nil {
+		return func() {}
+	}
+	cw.set([]net.Conn{conn})
+	return func() { cw.closing(0, conn) }
 }
 
 // bufferCommand returns the SITE command announcing a TCP buffer size, or

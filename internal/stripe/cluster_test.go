@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -220,6 +221,7 @@ func TestStripedRoundTrip(t *testing.T) {
 			t.Fatalf("OPTS RETR %s: %v %v", opts, r, err)
 		}
 		var stripes sync.Map
+		var last client.Progress
 		out := filepath.Join(t.TempDir(), "down.bin")
 		f, _ := os.Create(out)
 		_, err := conn.RetrieveAt(ctx, "/src.bin", f, &client.RetrieveOptions{Parallel: 2, Progress: func(p client.Progress) {
@@ -228,6 +230,7 @@ func TestStripedRoundTrip(t *testing.T) {
 					stripes.Store(i, true)
 				}
 			}
+			last = p
 		}})
 		f.Close()
 		if err != nil {
@@ -236,12 +239,25 @@ func TestStripedRoundTrip(t *testing.T) {
 		if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
 			t.Fatalf("download (%s): contents differ", opts)
 		}
+		// The movers close their connections (CLOSE): what the client
+		// read of each before closing it stands in the last report.
+		checkConns(t, "download "+opts, last, 6, int64(len(want)))
 	}
-	if _, err := conn.StoreAt(ctx, "/up.bin", bytes.NewReader(want), int64(len(want)), &client.StoreOptions{Parallel: 2}); err != nil {
-		t.Fatalf("upload: %v", err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(c.root, "up.bin")); !bytes.Equal(got, want) {
-		t.Fatal("upload: contents differ")
+	for _, striped := range []bool{false, true} {
+		var last client.Progress
+		if _, err := conn.StoreAt(ctx, "/up.bin", bytes.NewReader(want), int64(len(want)), &client.StoreOptions{
+			Parallel: 2, Striped: striped, Progress: func(p client.Progress) { last = p },
+		}); err != nil {
+			t.Fatalf("upload (striped %v): %v", striped, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(c.root, "up.bin")); !bytes.Equal(got, want) {
+			t.Fatalf("upload (striped %v): contents differ", striped)
+		}
+		conns := 2
+		if striped {
+			conns = 6
+		}
+		checkConns(t, fmt.Sprintf("upload (striped %v)", striped), last, conns, int64(len(want)))
 	}
 	r, err := conn.Do(ctx, "SITE STRIPES")
 	if err != nil || r.Code != 200 || strings.Count(r.Text(), " up since") != 3 || strings.Contains(r.Text(), "127.0.0.1:") {
@@ -250,6 +266,28 @@ func TestStripedRoundTrip(t *testing.T) {
 	names, err := conn.NameList(ctx, "/")
 	if err != nil || len(names) != 2 {
 		t.Errorf("listing through the first mover: %q %v", names, err)
+	}
+}
+
+// checkConns checks that the last Progress p of a transfer of size bytes
+// reports the kernel's view of its n data connections (Linux only).
+func checkConns(t *testing.T, what string, p client.Progress, n int, size int64) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if len(p.Streams) != n || len(p.Conns) != n {
+		t.Fatalf("%s: %d streams and %d conns, want %d", what, len(p.Streams), len(p.Conns), n)
+	}
+	var sum int64
+	for i, cs := range p.Conns {
+		if cs.Bytes != p.Streams[i] || cs.RTT <= 0 || cs.MSS <= 0 || cs.SndBuf <= 0 || cs.RcvBuf <= 0 {
+			t.Errorf("%s: conn %d (stream %d bytes): %+v", what, i, p.Streams[i], cs)
+		}
+		sum += cs.Bytes
+	}
+	if sum != size {
+		t.Errorf("%s: conns moved %d bytes, want %d", what, sum, size)
 	}
 }
 
