@@ -16,8 +16,9 @@ build:
 install: build
 	install -D -m 0755 bin/ferry $(DESTDIR)$(PREFIX)/bin/ferry
 
-# Installs globus-gridftp-server, globus-url-copy, curl, lftp and iperf3
-# with apt-get when any is missing (sudo if not root), then the Go modules.
+# Installs globus-gridftp-server, globus-url-copy, curl, lftp, iperf3,
+# PostgreSQL and the rest scripts/deps.sh lists with apt-get when any is
+# missing (sudo if not root), then the Go modules.
 deps:
 	scripts/deps.sh
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run against (the GCT GridFTP server,
-# globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2) on Debian/Ubuntu when any is
-# missing, then downloads the Go modules. Used by "make deps".
+# globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
+# and PostgreSQL, whose private clusters the history tests start) on
+# Debian/Ubuntu when any is missing, then downloads the Go modules. Used by
+# "make deps".
 set -euo pipefail
 
 missing=()
@@ -15,6 +17,8 @@ command -v openssl >/dev/null || missing+=(openssl)
 { command -v ip && command -v tc; } >/dev/null || missing+=(iproute2)
 command -v grid-proxy-init >/dev/null || missing+=(globus-proxy-utils)
 command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
+# initdb and pg_ctl, for internal/testutil/postgres (Debian keeps them off $PATH).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -34,7 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl and iproute2 are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2 and PostgreSQL are installed"
 fi
 
 go mod download

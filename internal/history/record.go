@@ -3,6 +3,16 @@
 // worked before. A Store keeps them in SQLite (the default, a file under
 // $XDG_DATA_HOME/ferry/) or in PostgreSQL for a site whose hosts and users
 // share one history.
+//
+// Open chooses the back-end from a DSN: "" (the default file), a path,
+// a postgres:// URL, or "off". It creates or migrates the schema (the
+// numbered files of migrations/). History is never worth a transfer:
+// the copy engine opens its store with OpenOrOff, which logs a warning
+// and returns Off, a store that records nothing, when the database
+// cannot be opened (a PostgreSQL server that cannot be reached within
+// ConnectTimeout, a directory that cannot be written), and goes on
+// without history. A corrupt SQLite file is moved aside and replaced by
+// a new one.
 package history
 
 import (
@@ -119,11 +129,26 @@ type LinkSummary struct {
 
 // Store keeps records and probes. Implementations are safe for concurrent
 // use, by goroutines and by processes sharing the database.
+//
+// Times read back in UTC, to the microsecond; an empty StreamRates or
+// Features reads back nil. A Filter's Since is inclusive and Until
+// exclusive (of Record.Start, Probe.Time); Host matches either end,
+// whatever its case; Outcome does not apply to probes.
 type Store interface {
+	// Add stores r (its ID is ignored, r is not changed) and returns
+	// the new record's ID.
 	Add(ctx context.Context, r *Record) (int64, error)
+	// AddProbe stores p and returns its ID, as Add.
 	AddProbe(ctx context.Context, p *Probe) (int64, error)
+	// Records returns the records f selects, newest first.
 	Records(ctx context.Context, f Filter) ([]Record, error)
+	// Probes returns the probes f selects, newest first.
 	Probes(ctx context.Context, f Filter) ([]Probe, error)
+	// Links sums the records f selects per (source host, destination
+	// host), the pair used last first; f.Limit bounds the pairs. The
+	// ends' scheme, port and domain are those of the pair's newest
+	// record; Failures counts outcome Failed; MeanRate is the bytes of
+	// the successful transfers over their summed durations.
 	Links(ctx context.Context, f Filter) ([]LinkSummary, error)
 	Close() error
 }
