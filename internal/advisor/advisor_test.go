@@ -86,8 +86,8 @@ func TestAdviseBasis(t *testing.T) {
 			basis: Model, reasonHas: []string{"bandwidth-delay product", "Mathis"},
 		},
 		{
-			name: "stored probe of the source host",
-			in: Input{Src: srvA, Dst: local, Size: G, Probes: []history.Probe{probe(7, srvA, wan, 0), probe(8, srvB, lan, 0)}},
+			name:  "stored probe of the source host",
+			in:    Input{Src: srvA, Dst: local, Size: G, Probes: []history.Probe{probe(7, srvA, wan, 0), probe(8, srvB, lan, 0)}},
 			basis: Model, reasonHas: []string{"probe #7"},
 		},
 		{

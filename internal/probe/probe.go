@@ -388,55 +388,59 @@ func burstSize(rate float64, o Options) int64 {
 // download times partial retrieves of file: a small warm-up to size the
 // burst, then one that should take about o.Duration.
 func download(ctx context.Context, c *client.Conn, file string, size int64, o Options) (Burst, error) {
-	run := func(n int64) (Burst, error) {
-		b := Burst{Direction: "download", Path: file, Streams: o.Streams}
-		var s sampler
-		ctx, cancel := context.WithTimeout(ctx, 2*o.Duration+5*time.Second)
-		defer cancel()
-		t := time.Now()
-		got, err := c.RetrieveAt(ctx, file, discard{}, &client.RetrieveOptions{
-			Length: n, Parallel: o.Streams, ModeE: true,
-			Progress: s.add, ProgressInterval: 50 * time.Millisecond,
-		})
-		s.fill(&b, got, time.Since(t))
-		return b, err
-	}
-	n := min(size, o.MaxBytes, warmBytes)
-	b, err := run(n)
-	if err != nil || n >= size || n >= o.MaxBytes {
-		return b, err
-	}
-	return run(min(size, burstSize(b.Rate, o)))
+	return timed(ctx, c, "download", file, size, o.Streams, 0, o)
 }
 
 // upload times partial stores of zeros to p, then deletes p.
 func upload(ctx context.Context, c *client.Conn, p string, o Options) (Burst, error) {
-	run := func(n int64) (Burst, error) {
-		b := Burst{Direction: "upload", Path: p, Streams: o.Streams}
-		var s sampler
-		ctx, cancel := context.WithTimeout(ctx, 2*o.Duration+5*time.Second)
-		defer cancel()
-		t := time.Now()
-		got, err := c.StoreAt(ctx, p, zeros{n}, n, &client.StoreOptions{
-			Parallel: o.Streams, ModeE: true,
-			Progress: s.add, ProgressInterval: 50 * time.Millisecond,
-		})
-		s.fill(&b, got, time.Since(t))
-		return b, err
-	}
-	b, err := run(min(o.MaxBytes, warmBytes))
-	if err == nil && o.MaxBytes > warmBytes {
-		var b2 Burst
-		if b2, err = run(burstSize(b.Rate, o)); b2.Bytes > 0 {
-			b = b2
-		}
-	}
+	b, err := timed(ctx, c, "upload", p, o.MaxBytes, o.Streams, 0, o)
 	if derr := c.Delete(ctx, p); err == nil && derr != nil {
 		var re *client.ReplyError
 		if !errors.As(derr, &re) {
 			err = derr
 		}
 	}
+	return b, err
+}
+
+// timed runs a warm-up transfer of at most warmBytes, then, when more
+// is allowed, one sized by the warm-up's rate to last about o.Duration,
+// and returns the last. size bounds a download (the file's size); an
+// upload writes zeros to p.
+func timed(ctx context.Context, c *client.Conn, dir, p string, size int64, streams, buffer int, o Options) (Burst, error) {
+	n := min(size, o.MaxBytes, warmBytes)
+	b, err := once(ctx, c, dir, p, n, streams, buffer, o)
+	if err != nil || n >= size || n >= o.MaxBytes {
+		return b, err
+	}
+	b2, err := once(ctx, c, dir, p, min(size, burstSize(b.Rate, o)), streams, buffer, o)
+	if b2.Bytes > 0 {
+		b = b2
+	}
+	return b, err
+}
+
+// once times one transfer of n bytes, cut off at 2 × o.Duration + 5 s.
+func once(ctx context.Context, c *client.Conn, dir, p string, n int64, streams, buffer int, o Options) (Burst, error) {
+	b := Burst{Direction: dir, Path: p, Streams: streams}
+	var s sampler
+	ctx, cancel := context.WithTimeout(ctx, 2*o.Duration+5*time.Second)
+	defer cancel()
+	t := time.Now()
+	var got int64
+	var err error
+	if dir == "download" {
+		got, err = c.RetrieveAt(ctx, p, discard{}, &client.RetrieveOptions{
+			Length: n, Parallel: streams, ModeE: true, TCPBuffer: buffer,
+			Progress: s.add, ProgressInterval: 50 * time.Millisecond,
+		})
+	} else {
+		got, err = c.StoreAt(ctx, p, zeros{n}, n, &client.StoreOptions{
+			Parallel: streams, ModeE: true, TCPBuffer: buffer,
+			Progress: s.add, ProgressInterval: 50 * time.Millisecond,
+		})
+	}
+	s.fill(&b, got, time.Since(t))
 	return b, err
 }
 

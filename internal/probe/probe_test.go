@@ -204,3 +204,36 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+func TestCalibrate(t *testing.T) {
+	t.Setenv(history.EnvDSN, history.OffDSN)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c := login(t, ctx, serve(t, null.New()))
+	srv := history.NewEndpoint("ftp", "127.0.0.1", 2121)
+	local := history.Endpoint{Scheme: "file"}
+	g := Grid(advisor.Kernel{RmemMax: 4 << 20, WmemMax: 8 << 20})
+	if len(g) != 8 || g[1].TCPBuffer != 4<<20 || g[6].Parallel != 16 {
+		t.Fatalf("grid %v", g)
+	}
+	if g0 := Grid(advisor.Kernel{}); g0[1].TCPBuffer != 0 {
+		t.Errorf("unknown kernel: big buffer %d, want autotuning", g0[1].TCPBuffer)
+	}
+	recs, err := Calibrate(ctx, c, CalibrateOptions{Src: srv, Dst: local, Path: "/1G", Grid: g[:4], PerCell: 100 * time.Millisecond, MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for i, r := range recs {
+		if r.Outcome != history.OK || r.Tool != "calibrate" || r.Params.Auto || r.Rate() <= 0 || r.Params.Parallel != g[i].Parallel || r.Src != srv {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	// Upload cells write and then delete.
+	up, err := Calibrate(ctx, c, CalibrateOptions{Src: local, Dst: srv, Path: "/x", Upload: true, Grid: g[2:3], PerCell: 100 * time.Millisecond, MaxBytes: 8 << 20})
+	if err != nil || len(up) != 1 || up[0].Kind != "upload" || up[0].Bytes <= 0 {
+		t.Fatalf("upload: %+v, %v", up, err)
+	}
+}
