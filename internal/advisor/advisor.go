@@ -133,6 +133,9 @@ const (
 	// asked for: Linux doubles the request and keeps about a third of it
 	// for its own overhead (tcp_adv_win_scale), measured 1.32.
 	windowFactor = 1.32
+	// autotuneFactor is the send window per byte of tcp_rmem's maximum
+	// when the kernel tunes the buffer itself, measured 0.66.
+	autotuneFactor = 0.66
 	// minBuffer is the smallest explicit buffer the model suggests.
 	minBuffer = 64 << 10
 )
@@ -586,8 +589,19 @@ func fromModel(in Input, p *history.Probe) Advice {
 	bdp := bw * rtt
 	fmt.Fprintf(&b, "bandwidth-delay product %s", FormatBytes(int64(bdp)))
 
+	// Each stream's window: autotuned up to autotuneFactor × the
+	// tcp_rmem (tcp_wmem) maximum, or windowFactor × an explicit buffer,
+	// which net.core.rmem_max (wmem_max) caps.
+	autoMax, autoName := autotuneMax(in)
+	winAuto := autotuneFactor * float64(autoMax)
+	winExplicit := math.Inf(1)
+	if bufCap > 0 {
+		winExplicit = windowFactor * float64(bufCap)
+	}
+	bestWin := max(winAuto, winExplicit)
+
 	// Streams: enough for the loss (each stream is held to the Mathis
-	// bound) and for the windows (each stream to windowFactor × cap).
+	// bound) and for the windows.
 	par := 1
 	perLoss := math.Inf(1)
 	if p.Link.LossRate > 0 {
@@ -596,11 +610,10 @@ func fromModel(in Input, p *history.Probe) Advice {
 		fmt.Fprintf(&b, "; loss %.2g%% holds a stream to %s (Mathis), so %d stream(s) to fill the link",
 			100*p.Link.LossRate, FormatBits(8*perLoss), int(math.Ceil(bw/perLoss)))
 	}
-	if bufCap > 0 {
-		need := int(math.Ceil(bdp / (windowFactor * float64(bufCap))))
-		if need > par {
+	if !math.IsInf(bestWin, 1) {
+		if need := int(math.Ceil(bdp / bestWin)); need > par {
 			par = need
-			fmt.Fprintf(&b, "; %s caps a buffer at %s, so %d stream(s) to cover it", capName, FormatBytes(int64(bufCap)), need)
+			fmt.Fprintf(&b, "; a stream's window is at most %s here, so %d stream(s) to cover it", FormatBytes(int64(bestWin)), need)
 		}
 	}
 	if par > MaxParallel {
@@ -608,20 +621,31 @@ func fromModel(in Input, p *history.Probe) Advice {
 		par = MaxParallel
 	}
 	par = max(par, 1)
-	// The buffer each stream needs: its share of the BDP over this
-	// kernel's window per byte of buffer, with a quarter in reserve,
-	// rounded up to a power of two.
-	buf := pow2(int(1.25 * bdp / float64(par) / windowFactor))
-	buf = max(buf, minBuffer)
-	capped := ""
-	if bufCap > 0 && buf > bufCap {
-		buf, capped = bufCap, capName
+	perStream := bdp / float64(par)
+	buf, capped := 0, ""
+	var window float64
+	if autoMax > 0 && (winAuto >= 1.25*perStream || winAuto >= winExplicit) {
+		// Autotuning covers the BDP (or beats what an explicit buffer
+		// may have): leave the buffer to the kernel.
+		window = winAuto
+		fmt.Fprintf(&b, "; -p %d with autotuned buffers (%s max %s)", par, autoName, FormatBytes(int64(autoMax)))
+		if winAuto < perStream {
+			capped = autoName
+		}
+	} else {
+		// The buffer each stream needs: its share of the BDP over this
+		// kernel's window per byte of buffer, with a quarter in
+		// reserve, rounded up to a power of two.
+		buf = max(pow2(int(1.25*perStream/windowFactor)), minBuffer)
+		if bufCap > 0 && buf > bufCap {
+			buf, capped = bufCap, capName
+		}
+		window = windowFactor * float64(buf)
+		fmt.Fprintf(&b, "; -p %d with -tcp-bs %s", par, FormatBytes(int64(buf)))
 	}
-	fmt.Fprintf(&b, "; -p %d with -tcp-bs %s", par, FormatBytes(int64(buf)))
-	window := float64(par) * windowFactor * float64(buf) / rtt
 	rate, limit := bw, "link"
-	if window < rate {
-		rate, limit = window, "window"
+	if w := float64(par) * window / rtt; w < rate {
+		rate, limit = w, "window"
 	}
 	if l := float64(par) * perLoss; l < rate {
 		rate, limit = l, "loss"
@@ -632,7 +656,7 @@ func fromModel(in Input, p *history.Probe) Advice {
 			Mode:      "E",
 			Parallel:  par,
 			TCPBuffer: buf,
-			BlockSize: blockSize(buf),
+			BlockSize: blockSize(max(buf, int(min(window, perStream)))),
 		},
 		PredictedRate: rate,
 		Basis:         Model,
@@ -647,6 +671,19 @@ func fromModel(in Input, p *history.Probe) Advice {
 		a.Params.Mode = "S"
 	}
 	return a
+}
+
+// autotuneMax returns the autotuning limit of this end's buffer and its
+// sysctl: tcp_rmem's maximum when receiving (a download), tcp_wmem's
+// when sending (an upload); 0 for a third-party transfer or when unknown.
+func autotuneMax(in Input) (int, string) {
+	switch {
+	case isLocal(in.Dst) && !isLocal(in.Src):
+		return in.Kernel.TCPRmem[2], "net.ipv4.tcp_rmem"
+	case isLocal(in.Src) && !isLocal(in.Dst):
+		return in.Kernel.TCPWmem[2], "net.ipv4.tcp_wmem"
+	}
+	return 0, ""
 }
 
 // blockSize suggests a MODE E block size for a stream buffer: the
@@ -698,8 +735,11 @@ func capBuffer(a *Advice, in Input, p *history.Probe) {
 		a.Params.TCPBuffer = c
 		a.BufferCap = name
 	}
-	if a.BufferCap != "" && strings.HasPrefix(a.BufferCap, "net.") {
+	switch {
+	case strings.HasPrefix(a.BufferCap, "net.core."):
 		a.Reason += fmt.Sprintf(" (this kernel's %s limits the buffer; raise it with sysctl -w %s=N for more per stream)", a.BufferCap, a.BufferCap)
+	case strings.HasPrefix(a.BufferCap, "net.ipv4."):
+		a.Reason += fmt.Sprintf(" (this kernel's %s maximum limits the autotuned buffer; raise its third value for more per stream)", a.BufferCap)
 	}
 }
 

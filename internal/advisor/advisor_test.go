@@ -334,3 +334,33 @@ func BenchmarkAdvise10k(b *testing.B) {
 		Advise(in)
 	}
 }
+
+func TestModelPrefersAutotuning(t *testing.T) {
+	k := Kernel{RmemMax: 4 << 20, WmemMax: 4 << 20, TCPRmem: [3]int{4096, 131072, 32 << 20}}
+	mk := func(rtt time.Duration, bw float64, k Kernel) Advice {
+		return Advise(Input{Src: srvA, Dst: local, Size: 1 << 30, Kernel: k, Probe: &history.Probe{Link: history.Link{RTT: rtt, Bandwidth: bw}}})
+	}
+	// 1 Gbit/s × 50 ms = 6.25 MB: tcp_rmem's 32 MiB covers it, an
+	// explicit buffer (capped at 4 MiB by rmem_max) would not.
+	a := mk(50*time.Millisecond, 1e9, k)
+	if a.Params.TCPBuffer != 0 || a.Params.Parallel != 1 || a.Limit != "link" {
+		t.Errorf("-tcp-bs %d -p %d limit %s: want autotuning, one stream (%s)", a.Params.TCPBuffer, a.Params.Parallel, a.Limit, a.Reason)
+	}
+	// 10 Gbit/s × 100 ms = 125 MB: several autotuned streams.
+	a = mk(100*time.Millisecond, 10e9, k)
+	if a.Params.TCPBuffer != 0 || a.Params.Parallel < 5 {
+		t.Errorf("-tcp-bs %d -p %d: want autotuning and ≥ 5 streams (%s)", a.Params.TCPBuffer, a.Params.Parallel, a.Reason)
+	}
+	// A small tcp_rmem and a large rmem_max: explicit buffers.
+	k2 := Kernel{RmemMax: 64 << 20, TCPRmem: [3]int{4096, 131072, 1 << 20}}
+	a = mk(50*time.Millisecond, 1e9, k2)
+	if a.Params.TCPBuffer < 4<<20 {
+		t.Errorf("-tcp-bs %d: want an explicit buffer ≥ 4 MiB (%s)", a.Params.TCPBuffer, a.Reason)
+	}
+	// Both small: the stream cap, and the reason names a sysctl.
+	k3 := Kernel{RmemMax: 256 << 10, TCPRmem: [3]int{4096, 131072, 256 << 10}}
+	a = mk(200*time.Millisecond, 10e9, k3)
+	if a.Params.Parallel != MaxParallel || a.BufferCap == "" || !strings.Contains(a.Reason, "sysctl") && !strings.Contains(a.Reason, "third value") {
+		t.Errorf("-p %d BufferCap %q: %s", a.Params.Parallel, a.BufferCap, a.Reason)
+	}
+}
