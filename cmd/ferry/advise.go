@@ -122,6 +122,11 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 		}
 		c, err := connect(ctx, loc, clientOptions{active: *active, gsi: &g})
 		if err != nil {
+			if !*doProbe && !*calibrate {
+				// Only the size was wanted: advise without it.
+				fmt.Fprintf(e.stderr, "ferry advise: size of %s unknown (%v): give -size for an ETA\n", loc, err)
+				continue
+			}
 			return err
 		}
 		err = adviseSession(ctx, e, c, loc, loc == src, &in, st, *doProbe, *calibrate, &fresh, &calib, log)

@@ -137,3 +137,14 @@ func TestAdviseUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseUnreachableSource advises without the size when the source
+// cannot be reached only for SIZE.
+func TestAdviseUnreachableSource(t *testing.T) {
+	t.Setenv(hist.EnvDSN, hist.OffDSN)
+	t.Setenv("NETRC", filepath.Join(t.TempDir(), "no-netrc"))
+	r := ok(t, "advise", "ftp://127.0.0.1:1/f", filepath.Join(t.TempDir(), "out"))
+	if !strings.Contains(r.stdout, "ETA         unknown: give -size") || !strings.Contains(r.stderr, "give -size") {
+		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
