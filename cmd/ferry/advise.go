@@ -59,6 +59,7 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	files := fs.Int("n", 1, "the number of files `N` of that size")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	calibrate := fs.Bool("calibrate", false, "first run a short grid of test transfers and record them")
+	stripes := fs.Int("stripes", 0, "the servers stripe over `N` data movers (ferry cp -stripe)")
 	doProbe := fs.Bool("probe", false, "first probe the remote ends (and record the probes)")
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
 	var g gsiFlags
@@ -71,6 +72,9 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() != 2 {
 		return usagef("want SRC and DST")
+	}
+	if *stripes < 0 {
+		return usagef("-stripes must not be negative")
 	}
 	if *files < 1 {
 		return usagef("-n must be at least 1")
@@ -105,7 +109,7 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
-	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: size, Files: *files, Kernel: k}
+	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: size, Files: *files, Stripes: *stripes, Kernel: k}
 	var fresh []hist.Probe
 	var calib []hist.Record
 	if size == 0 && src.kind == locLocal {

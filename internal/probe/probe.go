@@ -460,8 +460,8 @@ func serverBuffer(ctx context.Context, c *client.Conn) (int, error) {
 			got = n
 			break
 		}
-		if rep.Code == 500 || rep.Code == 502 && n == sbufTries[len(sbufTries)-1] {
-			break // not implemented, or no size taken
+		if rep.Code == 500 {
+			break // not implemented (GCT says 502 for a size it will not take)
 		}
 	}
 	if got > 0 {
