@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/advisor"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
@@ -82,32 +83,54 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	k := probe.KernelLimits()
 	var out []probeReport
+	emit := func(o probeReport) {
+		if *asJSON {
+			out = append(out, o)
+		} else {
+			o.print(e.stdout)
+		}
+	}
+	var conns []*client.Conn
+	var results []*probe.Result
 	for _, loc := range locs {
 		start := time.Now()
 		c, err := connect(ctx, loc, clientOptions{active: *active, gsi: &g})
 		if err != nil {
 			return err
 		}
+		defer hangUp(ctx, c)
 		r, err := probe.Run(ctx, c, probe.Options{
 			Endpoint: locEndpoint(loc), Path: loc.path, Streams: *par,
 			MaxBytes: int64(maxBytes), Duration: *dur, UploadPath: *upload, Kernel: &k,
 		})
 		if err != nil {
-			c.Close()
 			return &opError{what: "probe of " + loc.String(), err: err}
 		}
-		hangUp(ctx, c)
-		id, err := st.AddProbe(ctx, &r.Probe)
-		if err != nil {
+		if r.ID, err = st.AddProbe(ctx, &r.Probe); err != nil {
 			log.Warn("history: probe not stored", "err", err)
 		}
-		r.ID = id
-		o := newProbeReport(loc.String(), r, time.Since(start))
-		if *asJSON {
-			out = append(out, o)
-		} else {
-			o.print(e.stdout)
+		emit(newProbeReport(loc.String(), r, time.Since(start)))
+		conns = append(conns, c)
+		results = append(results, r)
+	}
+	if len(locs) == 2 {
+		// The link between the two servers: a third-party burst.
+		start := time.Now()
+		r, err := probe.RunPair(ctx, conns[0], conns[1], probe.PairOptions{
+			Src: locEndpoint(locs[0]), Dst: locEndpoint(locs[1]), SrcPath: locs[0].path,
+			DstDir: burstDir(ctx, conns[1], locs[1].path), Streams: *par, MaxBytes: int64(maxBytes), Duration: *dur,
+			SrcRTT: results[0].Link.RTT, DstRTT: results[1].Link.RTT,
+			MaxBuffer: minKnownInt(results[0].ServerBuf, results[1].ServerBuf),
+		})
+		if err != nil {
+			return &opError{what: "third-party probe " + locs[0].String() + " → " + locs[1].String(), err: err}
 		}
+		if r.ID, err = st.AddProbe(ctx, &r.Probe); err != nil {
+			log.Warn("history: probe not stored", "err", err)
+		}
+		o := newProbeReport(locs[0].String()+" → "+locs[1].String(), r, time.Since(start))
+		o.Kind = "pair"
+		emit(o)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -115,6 +138,28 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(out)
 	}
 	return nil
+}
+
+// burstDir is where a third-party burst may write on the destination:
+// p if it is a directory, else its parent.
+func burstDir(ctx context.Context, c *client.Conn, p string) string {
+	if strings.HasSuffix(p, "/") {
+		return p
+	}
+	if en, err := c.Stat(ctx, p); err == nil && isDirType(en.Type) {
+		return p
+	}
+	return parentDir(p)
+}
+
+func minKnownInt(a, b int) int {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }
 
 // locEndpoint is the history Endpoint of a location.
@@ -149,6 +194,7 @@ func clientIdentity() (host, name string) {
 // probeReport is the JSON form of a probe; its field names are stable.
 type probeReport struct {
 	URL          string        `json:"url"`
+	Kind         string        `json:"kind"`         // "server", or "pair": the third-party burst between URL and URL2
 	ID           int64         `json:"id,omitempty"` // 0: not stored
 	Time         time.Time     `json:"time"`
 	RTT          float64       `json:"rtt_s"`
@@ -187,7 +233,7 @@ type kernelOut struct {
 
 func newProbeReport(url string, r *probe.Result, took time.Duration) probeReport {
 	o := probeReport{
-		URL: url, ID: r.ID, Time: r.Time, RTT: r.Link.RTT.Seconds(), Bandwidth: r.Link.Bandwidth,
+		URL: url, Kind: "server", ID: r.ID, Time: r.Time, RTT: r.Link.RTT.Seconds(), Bandwidth: r.Link.Bandwidth,
 		Retransmits: r.Link.Retransmits, LossRate: r.Link.LossRate, MaxBuffer: r.MaxBuffer,
 		ServerBuffer: r.ServerBuf, Kernel: kernelOut(r.Kernel), Features: r.Features,
 		Note: r.Note, Took: took.Seconds(),
@@ -209,7 +255,10 @@ func (o probeReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "probe of %s (%s)\n", o.URL, stored)
 	rtt := "unknown"
-	if o.RTT > 0 {
+	switch {
+	case o.RTT > 0 && len(o.RTTs) == 0:
+		rtt = secs(o.RTT) + " (the longer control RTT from here; the servers' own is not seen)"
+	case o.RTT > 0:
 		lo, hi := o.RTTs[0], o.RTTs[0]
 		for _, r := range o.RTTs {
 			lo, hi = min(lo, r), max(hi, r)
@@ -228,7 +277,19 @@ func (o probeReport) print(w io.Writer) {
 	if o.Retransmits >= 0 {
 		fmt.Fprintf(w, "  loss          %d segments retransmitted (%.3g%%)\n", o.Retransmits, 100*o.LossRate)
 	} else {
-		fmt.Fprintf(w, "  loss          unknown (this end only received; -upload PATH measures it)\n")
+		why := "this end only received; -upload PATH measures it"
+		if o.Kind == "pair" {
+			why = "the data connections are the servers'"
+		}
+		fmt.Fprintf(w, "  loss          unknown (%s)\n", why)
+	}
+	if o.Kind == "pair" {
+		if o.MaxBuffer > 0 {
+			fmt.Fprintf(w, "  max buffer    %s (both servers accept)\n", advisor.FormatBytes(int64(o.MaxBuffer)))
+		}
+		fmt.Fprintf(w, "  notes         %s\n", o.Note)
+		fmt.Fprintf(w, "  took          %s\n", time.Duration(o.Took*float64(time.Second)).Round(time.Millisecond))
+		return
 	}
 	sbuf := "refuses SBUF"
 	if o.ServerBuffer > 0 {

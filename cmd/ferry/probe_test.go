@@ -60,3 +60,32 @@ func TestProbeUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeTwoServers probes two servers and the third-party link
+// between them; the advisor then combines what it knows.
+func TestProbeTwoServers(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	t.Setenv(hist.EnvDSN, db)
+	a, b := startFerrySrv(t), startFerrySrv(t)
+	if err := os.WriteFile(filepath.Join(a.dir, "data"), make([]byte, 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := ok(t, "probe", "-t", "200ms", a.url+"/data", b.url+"/")
+	for _, want := range []string{"probe of " + a.url + "/data (stored as probe #1)", "probe of " + b.url + "/ (stored as probe #2)",
+		"probe of " + a.url + "/data → " + b.url + "/ (stored as probe #3)", "third-party burst: 16 MiB", "the servers' own is not seen"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if left, _ := os.ReadDir(b.dir); len(left) != 0 {
+		t.Errorf("burst file left on the destination: %v", left)
+	}
+	r = ok(t, "advise", "-json", "-size", "1G", a.url+"/data", b.url+"/data")
+	var adv adviceReport
+	if err := json.Unmarshal([]byte(r.stdout), &adv); err != nil {
+		t.Fatal(err)
+	}
+	if adv.Basis != "model" || adv.Probe != 3 || adv.PredictedRate <= 0 {
+		t.Errorf("advice for the pair: %+v", adv)
+	}
+}

@@ -237,3 +237,37 @@ func TestCalibrate(t *testing.T) {
 		t.Fatalf("upload: %+v, %v", up, err)
 	}
 }
+
+func TestRunPair(t *testing.T) {
+	t.Setenv(history.EnvDSN, history.OffDSN)
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(srcDir, "data"), make([]byte, 24<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dstDir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sfs, err := posix.New(srcDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dfs, err := posix.New(dstDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	src, dst := login(t, ctx, serve(t, sfs)), login(t, ctx, serve(t, dfs))
+	a, b := history.NewEndpoint("ftp", "127.0.0.1", 1), history.NewEndpoint("ftp", "127.0.0.2", 2)
+	r, err := RunPair(ctx, src, dst, PairOptions{Src: a, Dst: b, SrcPath: "/data", DstDir: "/in", SrcRTT: time.Millisecond, DstRTT: 2 * time.Millisecond, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", r.Probe)
+	if r.Src != a || r.Dst != b || r.Link.RTT != 2*time.Millisecond || r.Link.Bandwidth <= 0 || r.Link.Retransmits != -1 || len(r.Bursts) != 1 {
+		t.Errorf("pair probe %+v", r)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dstDir, "in")); len(left) != 0 {
+		t.Errorf("burst file left: %v", left)
+	}
+}
