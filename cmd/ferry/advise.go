@@ -110,6 +110,7 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	k := probe.KernelLimits()
 	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: size, Files: *files, Stripes: *stripes, Kernel: k}
+	in.ClientHost, _ = clientIdentity()
 	var fresh []hist.Probe
 	var calib []hist.Record
 	if size == 0 && src.kind == locLocal {

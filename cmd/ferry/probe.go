@@ -40,8 +40,12 @@ net.ipv4.tcp_rmem and tcp_wmem). Loss needs this end to send: -upload
 PATH also writes a burst of zeros to PATH on the server (then deletes
 it) and counts the retransmitted segments.
 
-With URL2 both servers are probed from here, one after the other; the
-advisor combines the two (the slower bandwidth, the longer RTT).
+With URL2 both servers are probed from here, one after the other, and
+then the link between them with a third-party burst: URL's file (or a
+directory's largest) is read into a .ferry-probe-* file in URL2's
+directory, deleted afterwards. Its RTT is the longer control RTT from
+here (the servers' own round trip cannot be seen from here), its loss
+unknown (the data connections are the servers').
 
 Each probe is stored in the history (see ferry history probes) unless
 -history off.

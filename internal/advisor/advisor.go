@@ -79,6 +79,11 @@ type Input struct {
 	Probe *history.Probe
 	// Kernel is this host's buffer limits.
 	Kernel Kernel
+	// ClientHost is this host's name. When set, a past transfer with a
+	// local end counts as the same host pair only if it ran here too
+	// (its ClientHost is this one or unknown): a history shared between
+	// hosts holds other hosts' "local" ends.
+	ClientHost string
 }
 
 // Advice is what Advise suggests.
@@ -155,7 +160,9 @@ func Advise(in Input) Advice {
 	// 1 and 2: the same hosts, then the same domains.
 	var host, domain []*history.Record
 	for _, r := range ok {
-		if sameHosts(r.Src, in.Src) && sameHosts(r.Dst, in.Dst) {
+		here := in.ClientHost == "" || r.ClientHost == "" || r.ClientHost == in.ClientHost ||
+			!isLocal(in.Src) && !isLocal(in.Dst)
+		if here && sameHosts(r.Src, in.Src) && sameHosts(r.Dst, in.Dst) {
 			host = append(host, r)
 		} else if sameDomain(r.Src, in.Src) && sameDomain(r.Dst, in.Dst) {
 			domain = append(domain, r)

@@ -104,6 +104,14 @@ func TestAdviseBasis(t *testing.T) {
 			basis: Default, parallel: DefaultParallel,
 		},
 		{
+			name: "another client host's local end is not this host pair",
+			in: Input{Src: srvA, Dst: local, Size: G, ClientHost: "here", Records: []history.Record{
+				func() history.Record { r := rec(1, srvA, G, 50e6, 4, 0, wan); r.ClientHost = "elsewhere"; return r }(),
+				func() history.Record { r := rec(2, srvA, G, 40e6, 2, 0, wan); r.ClientHost = "here"; return r }(),
+			}},
+			basis: HostPair, parallel: 2, records: []int64{2},
+		},
+		{
 			name: "fastest parameter set wins",
 			in: Input{Src: srvA, Dst: local, Size: G, Records: []history.Record{
 				rec(1, srvA, G, 50e6, 4, 0, wan),
