@@ -767,7 +767,9 @@ func many(a *Advice, in Input, files int, p *history.Probe) {
 		a.Reason += " -pp (small files: per-file round trips dominate)"
 		// Fewer streams per file when several files share the link.
 		if a.Params.Parallel > 2 {
-			a.Params.Parallel = max(2, a.Params.Parallel/cc)
+			p := max(2, a.Params.Parallel/cc)
+			a.Reason += fmt.Sprintf(", -p %d per file instead of %d as %d files share the link", p, a.Params.Parallel, cc)
+			a.Params.Parallel = p
 		}
 	}
 }
