@@ -683,15 +683,27 @@ func fromModel(in Input, p *history.Probe) Advice {
 // autotuneMax returns the autotuning limit of this end's buffer and its
 // sysctl: tcp_rmem's maximum when receiving (a download), tcp_wmem's
 // when sending (an upload); 0 for a third-party transfer or when unknown.
+//
+// For a third-party transfer, and when nothing of this kernel is known,
+// it assumes Linux's default tcp_rmem maximum (linuxAutotuneMax): an
+// explicit buffer disables the kernel's autotuning, which a suggestion
+// should not do on a guess.
 func autotuneMax(in Input) (int, string) {
+	k := in.Kernel
+	unknown := k == Kernel{}
 	switch {
-	case isLocal(in.Dst) && !isLocal(in.Src):
-		return in.Kernel.TCPRmem[2], "net.ipv4.tcp_rmem"
-	case isLocal(in.Src) && !isLocal(in.Dst):
-		return in.Kernel.TCPWmem[2], "net.ipv4.tcp_wmem"
+	case isLocal(in.Dst) && !isLocal(in.Src) && !unknown:
+		return k.TCPRmem[2], "net.ipv4.tcp_rmem"
+	case isLocal(in.Src) && !isLocal(in.Dst) && !unknown:
+		return k.TCPWmem[2], "net.ipv4.tcp_wmem"
+	case !isLocal(in.Src) && !isLocal(in.Dst):
+		return linuxAutotuneMax, "the servers' net.ipv4.tcp_rmem (Linux's default assumed)"
 	}
-	return 0, ""
+	return linuxAutotuneMax, "net.ipv4.tcp_rmem (Linux's default assumed)"
 }
+
+// linuxAutotuneMax is Linux's default tcp_rmem maximum, 6 MiB.
+const linuxAutotuneMax = 6 << 20
 
 // blockSize suggests a MODE E block size for a stream buffer: the
 // default (1 MiB) unless the buffer is larger, up to 4 MiB.

@@ -372,3 +372,16 @@ func TestModelPrefersAutotuning(t *testing.T) {
 		t.Errorf("-p %d BufferCap %q: %s", a.Params.Parallel, a.BufferCap, a.Reason)
 	}
 }
+
+func TestThirdPartySmallBDPKeepsAutotuning(t *testing.T) {
+	p := history.Probe{Src: srvA, Dst: srvB, Link: history.Link{RTT: 5 * time.Millisecond, Bandwidth: 1e9}}
+	a := Advise(Input{Src: srvA, Dst: srvB, Size: 1 << 30, Kernel: kernel, Probes: []history.Probe{p}})
+	if a.Basis != Model || a.Params.TCPBuffer != 0 {
+		t.Errorf("basis %s -tcp-bs %d: want autotuning on the servers (%s)", a.Basis, a.Params.TCPBuffer, a.Reason)
+	}
+	p.Link.RTT = 200 * time.Millisecond // 25 MB: more than autotuning's 6 MiB default
+	a = Advise(Input{Src: srvA, Dst: srvB, Size: 1 << 30, Kernel: kernel, Probes: []history.Probe{p}})
+	if a.Params.TCPBuffer*a.Params.Parallel == 0 && a.Params.Parallel < 4 {
+		t.Errorf("-p %d -tcp-bs %d for a 25 MB BDP (%s)", a.Params.Parallel, a.Params.TCPBuffer, a.Reason)
+	}
+}
