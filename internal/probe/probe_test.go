@@ -176,6 +176,7 @@ func TestProbeDirectory(t *testing.T) {
 }
 
 func TestKernelLimits(t *testing.T) {
+	t.Setenv(history.EnvDSN, history.OffDSN)
 	old := procSys
 	t.Cleanup(func() { procSys = old })
 	procSys = t.TempDir()
