@@ -15,6 +15,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/advisor"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 func init() {
@@ -320,13 +321,13 @@ func sizeArg(n int) string {
 func (r adviceReport) print(w io.Writer) {
 	fmt.Fprintf(w, "suggested   %s\n", r.Command)
 	if r.PredictedRate > 0 {
-		fmt.Fprintf(w, "rate        %s/s (%s)\n", advisor.FormatBytes(int64(r.PredictedRate)), advisor.FormatBits(8*r.PredictedRate))
+		fmt.Fprintf(w, "rate        %s/s (%s)\n", progress.Bytes(float64(r.PredictedRate)), progress.Bits(8*r.PredictedRate))
 	} else {
 		fmt.Fprintf(w, "rate        unknown\n")
 	}
 	switch {
 	case r.ETA > 0:
-		what := advisor.FormatBytes(r.Size)
+		what := progress.Bytes(float64(r.Size))
 		if r.Files > 1 {
 			what = fmt.Sprintf("%d files of %s", r.Files, what)
 		}

@@ -53,7 +53,7 @@ func TestAdviseFromHistory(t *testing.T) {
 	// Kernel limits differ between machines: keep buffers small enough.
 	dst := filepath.Join(t.TempDir(), "out")
 	r := ok(t, "advise", "-size", "2G", "gsiftp://dtn1.example.org/data/f", dst)
-	for _, want := range []string{"ferry cp -p 8", "basis       host-pair", "#2", "ETA ", "for 2 GiB", "took "} {
+	for _, want := range []string{"ferry cp -p 8", "basis       host-pair", "#2", "ETA ", "for 2.00 GiB", "took "} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
-	"github.com/ferrygrid/ferry/internal/advisor"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 func init() {
@@ -270,10 +270,10 @@ func (o probeReport) print(w io.Writer) {
 		rtt = fmt.Sprintf("%s (median of %d NOOPs, %s–%s)", secs(o.RTT), len(o.RTTs), secs(lo), secs(hi))
 	}
 	fmt.Fprintf(w, "  control RTT   %s\n", rtt)
-	bw := advisor.FormatBits(o.Bandwidth)
+	bw := progress.Bits(o.Bandwidth)
 	for _, b := range o.Bursts {
 		if 8*b.Rate == o.Bandwidth {
-			bw += fmt.Sprintf(" (%s %s of %s, -p %d, in %s)", b.Direction, advisor.FormatBytes(b.Bytes), b.Path, b.Streams, secs(b.Elapsed))
+			bw += fmt.Sprintf(" (%s %s of %s, -p %d, in %s)", b.Direction, progress.Bytes(float64(b.Bytes)), b.Path, b.Streams, secs(b.Elapsed))
 			break
 		}
 	}
@@ -289,7 +289,7 @@ func (o probeReport) print(w io.Writer) {
 	}
 	if o.Kind == "pair" {
 		if o.MaxBuffer > 0 {
-			fmt.Fprintf(w, "  max buffer    %s (both servers accept)\n", advisor.FormatBytes(int64(o.MaxBuffer)))
+			fmt.Fprintf(w, "  max buffer    %s (both servers accept)\n", progress.Bytes(float64(o.MaxBuffer)))
 		}
 		fmt.Fprintf(w, "  notes         %s\n", o.Note)
 		fmt.Fprintf(w, "  took          %s\n", time.Duration(o.Took*float64(time.Second)).Round(time.Millisecond))
@@ -297,12 +297,12 @@ func (o probeReport) print(w io.Writer) {
 	}
 	sbuf := "refuses SBUF"
 	if o.ServerBuffer > 0 {
-		sbuf = "accepts SBUF " + advisor.FormatBytes(int64(o.ServerBuffer))
+		sbuf = "accepts SBUF " + progress.Bytes(float64(o.ServerBuffer))
 	}
 	fmt.Fprintf(w, "  TCP buffers   server %s; this kernel: rmem_max %s, wmem_max %s, tcp_rmem max %s, tcp_wmem max %s\n",
 		sbuf, sysctlBytes(o.Kernel.RmemMax), sysctlBytes(o.Kernel.WmemMax), sysctlBytes(o.Kernel.TCPRmem[2]), sysctlBytes(o.Kernel.TCPWmem[2]))
 	if o.MaxBuffer > 0 {
-		fmt.Fprintf(w, "  max buffer    %s (both ends)\n", advisor.FormatBytes(int64(o.MaxBuffer)))
+		fmt.Fprintf(w, "  max buffer    %s (both ends)\n", progress.Bytes(float64(o.MaxBuffer)))
 	}
 	fmt.Fprintf(w, "  features      %s\n", strings.Join(o.Features, ", "))
 	fmt.Fprintf(w, "  notes         %s\n", o.Note)
@@ -317,5 +317,5 @@ func sysctlBytes(n int) string {
 	if n <= 0 {
 		return "unknown"
 	}
-	return advisor.FormatBytes(int64(n))
+	return progress.Bytes(float64(n))
 }

@@ -21,7 +21,7 @@ func TestProbeCommand(t *testing.T) {
 	}
 	r := ok(t, "probe", "-t", "200ms", "-upload", "/probe.tmp", f.url+"/data")
 	for _, want := range []string{"probe of " + f.url + "/data (stored as probe #1)", "control RTT", "median of 5 NOOPs",
-		"throughput", "segments retransmitted", "server accepts SBUF 1 GiB", "ERET"} {
+		"throughput", "segments retransmitted", "server accepts SBUF 1.00 GiB", "ERET"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 		}
@@ -72,7 +72,7 @@ func TestProbeTwoServers(t *testing.T) {
 	}
 	r := ok(t, "probe", "-t", "200ms", a.url+"/data", b.url+"/")
 	for _, want := range []string{"probe of " + a.url + "/data (stored as probe #1)", "probe of " + b.url + "/ (stored as probe #2)",
-		"probe of " + a.url + "/data → " + b.url + "/ (stored as probe #3)", "third-party burst: 16 MiB", "the servers' own is not seen"} {
+		"probe of " + a.url + "/data → " + b.url + "/ (stored as probe #3)", "third-party burst: 16.0 MiB", "the servers' own is not seen"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // Basis names the kind of evidence an Advice rests on.
@@ -288,7 +289,7 @@ func minKnown(a, b float64) float64 {
 }
 
 func probeFacts(p *history.Probe) string {
-	return fmt.Sprintf(" (RTT %s, bandwidth %s, loss %.2g%%)", fmtRTT(p.Link.RTT), FormatBits(p.Link.Bandwidth), 100*p.Link.LossRate)
+	return fmt.Sprintf(" (RTT %s, bandwidth %s, loss %.2g%%)", fmtRTT(p.Link.RTT), progress.Bits(p.Link.Bandwidth), 100*p.Link.LossRate)
 }
 
 func fmtRTT(d time.Duration) string {
@@ -296,36 +297,6 @@ func fmtRTT(d time.Duration) string {
 		return "unknown"
 	}
 	return d.Round(10 * time.Microsecond).String()
-}
-
-// FormatBits formats a rate in bits per second ("940 Mbit/s"); "unknown"
-// for 0.
-func FormatBits(bps float64) string {
-	switch {
-	case bps <= 0:
-		return "unknown"
-	case bps >= 1e9:
-		return fmt.Sprintf("%.3g Gbit/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.3g Mbit/s", bps/1e6)
-	case bps >= 1e3:
-		return fmt.Sprintf("%.3g kbit/s", bps/1e3)
-	}
-	return fmt.Sprintf("%.3g bit/s", bps)
-}
-
-// FormatBytes formats a size in bytes with binary units ("4 MiB").
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.3g %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // paramsKey identifies a parameter set for grouping (Auto and the
@@ -428,13 +399,13 @@ func fromRecords(in Input, recs []*history.Record, basis Basis, spread float64) 
 	named := ids[:min(len(ids), 5)]
 	var b strings.Builder
 	fmt.Fprintf(&b, "the fastest of %d parameter set(s) is %s: %s mean over %d transfer(s) (#%s",
-		len(groups), describeParams(best.params), FormatBits(8*rate), len(best.recs), joinIDs(named))
+		len(groups), describeParams(best.params), progress.Bits(8*rate), len(best.recs), joinIDs(named))
 	if len(ids) > len(named) {
 		fmt.Fprintf(&b, ", …")
 	}
 	b.WriteString(")")
 	if in.Size > 0 {
-		fmt.Fprintf(&b, ", weighted by similarity to %s files", FormatBytes(in.Size))
+		fmt.Fprintf(&b, ", weighted by similarity to %s files", progress.Bytes(float64(in.Size)))
 	}
 	p := best.params
 	p.Auto = false
@@ -478,12 +449,12 @@ func describeParams(p history.Params) string {
 	}
 	parts = append(parts, "MODE "+mode, fmt.Sprintf("-p %d", max(p.Parallel, 1)))
 	if p.TCPBuffer > 0 {
-		parts = append(parts, "-tcp-bs "+FormatBytes(int64(p.TCPBuffer)))
+		parts = append(parts, "-tcp-bs "+progress.Size(int64(p.TCPBuffer)))
 	} else {
 		parts = append(parts, "autotuned buffer")
 	}
 	if p.BlockSize > 0 {
-		parts = append(parts, "-bs "+FormatBytes(int64(p.BlockSize)))
+		parts = append(parts, "-bs "+progress.Size(int64(p.BlockSize)))
 	}
 	if p.Concurrency > 1 {
 		parts = append(parts, fmt.Sprintf("-cc %d", p.Concurrency))
@@ -574,7 +545,7 @@ func nearestLink(ok []*history.Record, l history.Link) ([]*history.Record, strin
 	}
 	rtt, bw, loss := best.link()
 	return best.recs, fmt.Sprintf("%s → %s: RTT %s, bandwidth %s, loss %.2g%%, distance %.2f",
-		best.src, best.dst, fmtRTT(time.Duration(rtt*float64(time.Second))), FormatBits(bw), 100*loss, bestD)
+		best.src, best.dst, fmtRTT(time.Duration(rtt*float64(time.Second))), progress.Bits(bw), 100*loss, bestD)
 }
 
 // maxDistance is the farthest link (see nearestLink) still called
@@ -594,7 +565,7 @@ func fromModel(in Input, p *history.Probe) Advice {
 		return a
 	}
 	bdp := bw * rtt
-	fmt.Fprintf(&b, "bandwidth-delay product %s", FormatBytes(int64(bdp)))
+	fmt.Fprintf(&b, "bandwidth-delay product %s", progress.Bytes(float64(bdp)))
 
 	// Each stream's window: autotuned up to autotuneFactor × the
 	// tcp_rmem (tcp_wmem) maximum, or windowFactor × an explicit buffer,
@@ -615,12 +586,12 @@ func fromModel(in Input, p *history.Probe) Advice {
 		perLoss = mss / rtt * mathisC / math.Sqrt(p.Link.LossRate)
 		par = max(par, int(math.Ceil(bw/perLoss)))
 		fmt.Fprintf(&b, "; loss %.2g%% holds a stream to %s (Mathis), so %d stream(s) to fill the link",
-			100*p.Link.LossRate, FormatBits(8*perLoss), int(math.Ceil(bw/perLoss)))
+			100*p.Link.LossRate, progress.Bits(8*perLoss), int(math.Ceil(bw/perLoss)))
 	}
 	if !math.IsInf(bestWin, 1) {
 		if need := int(math.Ceil(bdp / bestWin)); need > par {
 			par = need
-			fmt.Fprintf(&b, "; a stream's window is at most %s here, so %d stream(s) to cover it", FormatBytes(int64(bestWin)), need)
+			fmt.Fprintf(&b, "; a stream's window is at most %s here, so %d stream(s) to cover it", progress.Bytes(float64(bestWin)), need)
 		}
 	}
 	if par > MaxParallel {
@@ -635,7 +606,7 @@ func fromModel(in Input, p *history.Probe) Advice {
 		// Autotuning covers the BDP (or beats what an explicit buffer
 		// may have): leave the buffer to the kernel.
 		window = winAuto
-		fmt.Fprintf(&b, "; -p %d with autotuned buffers (%s max %s)", par, autoName, FormatBytes(int64(autoMax)))
+		fmt.Fprintf(&b, "; -p %d with autotuned buffers (%s max %s)", par, autoName, progress.Bytes(float64(autoMax)))
 		if winAuto < perStream {
 			capped = autoName
 		}
@@ -648,7 +619,7 @@ func fromModel(in Input, p *history.Probe) Advice {
 			buf, capped = bufCap, capName
 		}
 		window = windowFactor * float64(buf)
-		fmt.Fprintf(&b, "; -p %d with -tcp-bs %s", par, FormatBytes(int64(buf)))
+		fmt.Fprintf(&b, "; -p %d with -tcp-bs %s", par, progress.Size(int64(buf)))
 	}
 	rate, limit := bw, "link"
 	if w := float64(par) * window / rtt; w < rate {
@@ -657,7 +628,7 @@ func fromModel(in Input, p *history.Probe) Advice {
 	if l := float64(par) * perLoss; l < rate {
 		rate, limit = l, "loss"
 	}
-	fmt.Fprintf(&b, " predicts %s, bounded by the %s", FormatBits(8*rate), limit)
+	fmt.Fprintf(&b, " predicts %s, bounded by the %s", progress.Bits(8*rate), limit)
 	a := Advice{
 		Params: history.Params{
 			Mode:      "E",
@@ -750,7 +721,7 @@ func bufferCap(in Input, p *history.Probe) (int, string) {
 func capBuffer(a *Advice, in Input, p *history.Probe) {
 	c, name := bufferCap(in, p)
 	if c > 0 && a.Params.TCPBuffer > c {
-		a.Reason += fmt.Sprintf("; %s caps -tcp-bs %s at %s", name, FormatBytes(int64(a.Params.TCPBuffer)), FormatBytes(int64(c)))
+		a.Reason += fmt.Sprintf("; %s caps -tcp-bs %s at %s", name, progress.Bytes(float64(a.Params.TCPBuffer)), progress.Bytes(float64(c)))
 		a.Params.TCPBuffer = c
 		a.BufferCap = name
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/testutil/gct"
 )
 
@@ -37,7 +38,7 @@ func TestProbeGCT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("GCT: RTT %v, %s, retransmits %d, SBUF %d, features %q; %s", r.Link.RTT, advisor.FormatBits(r.Link.Bandwidth), r.Link.Retransmits, r.ServerBuf, r.Features, r.Note)
+	t.Logf("GCT: RTT %v, %s, retransmits %d, SBUF %d, features %q; %s", r.Link.RTT, progress.Bits(r.Link.Bandwidth), r.Link.Retransmits, r.ServerBuf, r.Features, r.Note)
 	if r.Link.RTT <= 0 || r.Link.Bandwidth <= 0 || len(r.Bursts) != 2 || r.Link.Retransmits < 0 {
 		t.Errorf("probe %+v", r)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/progress"
 )
 
 // Options tune Run. The zero value works.
@@ -198,7 +199,7 @@ func Run(ctx context.Context, c *client.Conn, opts Options) (*Result, error) {
 		r.MaxBuffer = local
 	}
 	if sb > 0 {
-		notes = append(notes, fmt.Sprintf("server accepts SBUF %s (its kernel may grant less)", advisor.FormatBytes(int64(sb))))
+		notes = append(notes, fmt.Sprintf("server accepts SBUF %s (its kernel may grant less)", progress.Bytes(float64(sb))))
 	} else {
 		notes = append(notes, "server refuses SBUF")
 	}
@@ -232,7 +233,7 @@ func (b Burst) String() string {
 		dir = "to"
 	}
 	s := fmt.Sprintf("%s burst: %s %s %s in %s with %d stream(s), %s",
-		b.Direction, advisor.FormatBytes(b.Bytes), dir, b.Path, b.Elapsed.Round(time.Millisecond), b.Streams, advisor.FormatBits(8*b.Rate))
+		b.Direction, progress.Bytes(float64(b.Bytes)), dir, b.Path, b.Elapsed.Round(time.Millisecond), b.Streams, progress.Bits(8*b.Rate))
 	if b.Direction == "upload" && b.Retransmits >= 0 {
 		s += fmt.Sprintf(", %d of %d segments retransmitted", b.Retransmits, b.SegsOut)
 	}

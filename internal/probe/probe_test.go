@@ -17,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -77,7 +78,7 @@ func TestProbeFerryServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("probe in %v: RTT %v, bandwidth %s, retransmits %d, max buffer %d, note %q",
-		time.Since(start), r.Link.RTT, advisor.FormatBits(r.Link.Bandwidth), r.Link.Retransmits, r.MaxBuffer, r.Note)
+		time.Since(start), r.Link.RTT, progress.Bits(r.Link.Bandwidth), r.Link.Retransmits, r.MaxBuffer, r.Note)
 	if r.Link.RTT <= 0 || len(r.RTTs) != 5 {
 		t.Errorf("RTT %v from %d NOOPs", r.Link.RTT, len(r.RTTs))
 	}

@@ -73,3 +73,19 @@ func Rate(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
+
+// Bits formats a measured rate of bps bit/s in decimal units, as link
+// speeds are written: "940 Mbit/s", "1.2 Gbit/s"; 0 or less is "unknown".
+func Bits(bps float64) string {
+	switch {
+	case bps <= 0:
+		return "unknown"
+	case bps >= 1e9:
+		return fmt.Sprintf("%.3g Gbit/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.3g Mbit/s", bps/1e6)
+	case bps >= 1e3:
+		return fmt.Sprintf("%.3g kbit/s", bps/1e3)
+	}
+	return fmt.Sprintf("%.3g bit/s", bps)
+}
