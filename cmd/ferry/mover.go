@@ -16,6 +16,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/metrics"
 	"github.com/ferrygrid/ferry/internal/stripe"
 )
 
@@ -41,6 +42,7 @@ func runMover(ctx context.Context, e *env, args []string) error {
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	certFile := fs.String("cert", "", "host certificate `FILE` for secured data channels of sessions without a delegated proxy (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
 	keyFile := fs.String("key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT; port 0 picks a free port)")
 	caDir := fs.String("ca-dir", "", "trusted CA `DIR` for secured data channels (DCAU) of GSI sessions (default: $X509_CERT_DIR, else /etc/grid-security/certificates, if it exists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -115,6 +117,15 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		if m.PortLow, m.PortHigh, err = parsePortRange(pr); err != nil {
 			return usagef("bad port range %q: %v", pr, err)
 		}
+	}
+	if *metricsAddr != "" {
+		reg := metrics.NewRegistry()
+		m.Observe = metrics.NewTransfers(reg).Observe
+		ep, err := startMetrics(*metricsAddr, reg, e.stdout, m.Logger)
+		if err != nil {
+			return err
+		}
+		defer ep.stop()
 	}
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
