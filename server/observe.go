@@ -49,6 +49,26 @@ type Observer interface {
 	Transfer(t *Transfer)
 }
 
+// TransferFunc is an Observer of transfers only, such as an accounting log:
+// the function is called as Observer.Transfer, the other events are
+// ignored.
+type TransferFunc func(t *Transfer)
+
+// Session ignores the event.
+func (TransferFunc) Session(from, to string) {}
+
+// LoginRefused ignores the event.
+func (TransferFunc) LoginRefused(auth string) {}
+
+// Reply ignores the event.
+func (TransferFunc) Reply(code int) {}
+
+// Handshake ignores the event.
+func (TransferFunc) Handshake(mech string, d time.Duration, err error) {}
+
+// Transfer calls f(t).
+func (f TransferFunc) Transfer(t *Transfer) { f(t) }
+
 // observers tells several Observers, in order.
 type observers []Observer
 
@@ -84,6 +104,7 @@ func (o observers) Transfer(t *Transfer) {
 
 var (
 	_ Observer    = observers(nil)
+	_ Observer    = TransferFunc(nil)
 	_ pi.Observer = Observer(nil)
 )
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -118,15 +119,11 @@ func runMover(ctx context.Context, e *env, args []string) error {
 			return usagef("bad port range %q: %v", pr, err)
 		}
 	}
-	if *metricsAddr != "" {
-		reg := metrics.NewRegistry()
-		m.Observe = metrics.NewTransfers(reg).Observe
-		ep, err := startMetrics(*metricsAddr, reg, e.stdout, m.Logger)
-		if err != nil {
-			return err
-		}
-		defer ep.stop()
+	stopMetrics, err := moverMetrics(*metricsAddr, m, e.stdout)
+	if err != nil {
+		return err
 	}
+	defer stopMetrics()
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -146,6 +143,25 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// moverMetrics serves the mover's metrics at addr (-metrics), unless addr
+// is empty; stop ends that.
+func moverMetrics(addr string, m *stripe.Mover, out io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	reg := metrics.NewRegistry()
+	m.Observe = metrics.NewTransfers(reg).Observe
+	ep, err := startMetrics(addr, reg, out, m.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := ep.stop(); err != nil {
+			m.Logger.Warn("metrics endpoint", "err", err)
+		}
+	}, nil
 }
 
 // readSecret reads a shared-secret file: its content, surrounding white

@@ -42,7 +42,7 @@ type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
 	cert, key, gridmap                                                    string
 	movers, moverSecret                                                   string
-	metrics                                                               string
+	metrics, transferLog                                                  string
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
 	idle, stall                                                           time.Duration
@@ -77,6 +77,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.moverHeartbeat, "mover-heartbeat", 2*time.Second, "how often (`DURATION`) the frontend and the movers ping each other")
 	fs.DurationVar(&f.moverTimeout, "mover-timeout", 10*time.Second, "a mover silent this long (`DURATION`) is dead: its transfer fails")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT; port 0 picks a free port)")
+	fs.StringVar(&f.transferLog, "transfer-log", "", "append one JSON line per transfer (accounting: user, file, bytes, streams, code, rate...) to `FILE` (- for standard output); SIGHUP reopens it after a rotation")
 	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
 }
 
@@ -121,7 +122,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// -movers), or when its storage is not the host's files; the library
 	// refuses them otherwise.
 	cfg.ServeMappedAsServer = !f.asUser || f.storage != "posix"
-	obs := newServeObservers(f.metrics)
+	obs, err := newServeObservers(f.metrics, f.transferLog, e.stdout, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	cfg.Observers = obs.observers
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
