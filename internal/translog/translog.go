@@ -55,8 +55,8 @@ type Record struct {
 	// Retransmits counts the TCP segments the data connections
 	// retransmitted during the transfer; absent when unknown.
 	Retransmits *int64 `json:"retransmits,omitempty"`
-	// Checksum is "ALGORITHM:value" when the session computed one for the
-	// file (CKSM) before the transfer ended.
+	// Checksum is "ALGORITHM:value" of a download whose file the session
+	// checksummed whole (CKSM) before it (xfer.Summary.Checksum).
 	Checksum string `json:"checksum,omitempty"`
 }
 

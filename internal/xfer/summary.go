@@ -45,8 +45,10 @@ type Summary struct {
 	BlockSize int
 	// Code is the final reply code (226 on success); 0 while running.
 	Code int
-	// Checksum is "ALGORITHM:value" when a checksum of this file was
-	// computed in the session before the transfer ended (CKSM), else "".
+	// Checksum is "ALGORITHM:value" of a download whose file the session
+	// checksummed whole (CKSM) before it, with no upload to the file
+	// since; else "". None is computed for it, and an upload has none:
+	// the checksum a client asks for after an upload comes too late.
 	Checksum string
 	// Retransmits counts the TCP segments the data connections
 	// retransmitted during the transfer (Linux TCP_INFO), -1 when unknown.
