@@ -17,7 +17,7 @@ install: build
 	install -D -m 0755 bin/ferry $(DESTDIR)$(PREFIX)/bin/ferry
 
 # Installs globus-gridftp-server, globus-url-copy, curl, lftp, iperf3,
-# PostgreSQL and the rest scripts/deps.sh lists with apt-get when any is
+# PostgreSQL, Prometheus and the rest scripts/deps.sh lists with apt-get when any is
 # missing (sudo if not root), then the Go modules.
 deps:
 	scripts/deps.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run against (the GCT GridFTP server,
 # globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
-# and PostgreSQL, whose private clusters the history tests start) on
+# PostgreSQL, whose private clusters the history tests start, and
+# Prometheus, which the metrics test starts to scrape ferry serve) on
 # Debian/Ubuntu when any is missing, then downloads the Go modules. Used by
 # "make deps".
 set -euo pipefail
@@ -19,6 +20,8 @@ command -v grid-proxy-init >/dev/null || missing+=(globus-proxy-utils)
 command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 # initdb and pg_ctl, for internal/testutil/postgres (Debian keeps them off $PATH).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
+# The Prometheus server, for the end-to-end test of ferry serve -metrics.
+command -v prometheus >/dev/null || missing+=(prometheus)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -38,7 +41,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2 and PostgreSQL are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL and Prometheus are installed"
 fi
 
 go mod download

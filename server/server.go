@@ -179,6 +179,10 @@ type Config struct {
 	// other; MoverTimeout how long a silent mover lives before its transfer
 	// fails. Zero means 2s and five heartbeats.
 	MoverHeartbeat, MoverTimeout time.Duration
+	// Observers are told of sessions, logins, replies, handshakes and
+	// transfers, for metrics and accounting (see Observer); none by
+	// default.
+	Observers []Observer
 	// Logger receives server and session events; nil discards.
 	Logger *slog.Logger
 }
@@ -189,6 +193,7 @@ type Server struct {
 	pi     pi.Config
 	log    *slog.Logger
 	movers *stripe.Pool // nil unless striped
+	obs    Observer     // nil when Config.Observers is empty
 
 	ctx    context.Context // cancelled by Shutdown: sessions end after their command
 	cancel context.CancelFunc
@@ -219,6 +224,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Observers) > 0 {
+		s.obs = observers(slices.Clone(cfg.Observers))
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	abortCtx, abort := context.WithCancel(context.Background())
@@ -273,6 +281,9 @@ func New(cfg Config) (*Server, error) {
 		Abort:                   abortCtx,
 		Logger:                  s.log,
 	}
+	if s.obs != nil {
+		s.pi.Observer = s.obs
+	}
 	return s, nil
 }
 
@@ -321,11 +332,26 @@ func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
 	return passwordLogin, nil
 }
 
+// login is pi.Config.Login: it checks a login request, and tells the
+// observers of a refusal.
 func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
 	method, err := s.authorize(req)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var acct *pi.Account
+		if acct, err = s.loginAs(ctx, req, method); err == nil {
+			acct.Auth = authLabel(req, method)
+			return acct, nil
+		}
 	}
+	if s.obs != nil {
+		s.obs.LoginRefused(authLabel(req, method))
+	}
+	return nil, err
+}
+
+// loginAs checks a login request that authorize let through as method.
+func (s *Server) loginAs(ctx context.Context, req pi.LoginRequest, method loginMethod) (*pi.Account, error) {
+	var err error
 	var a *Account
 	switch method {
 	case anonymousLogin:
@@ -574,10 +600,13 @@ func (s *Server) start(conn net.Conn) {
 		s.log.Info("session closed to make room: not logged in", "remote", evict.RemoteAddr().String())
 		evict.Close()
 	}
-	s.conns[conn] = &connState{src: src}
+	s.conns[conn] = &connState{src: src, auth: AuthNone}
 	s.perSource[src]++
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if s.obs != nil {
+		s.obs.Session("", AuthNone)
+	}
 	go s.handle(conn)
 }
 
@@ -586,6 +615,7 @@ type connState struct {
 	src      netip.Prefix
 	step     time.Time // the last step towards a login; zero: none yet
 	loggedIn bool
+	auth     string // the session's auth method (Observer.Session)
 }
 
 // evictableLocked picks the session to close for a newcomer on a full
@@ -635,12 +665,17 @@ func (s *Server) loginStep(c net.Conn) {
 }
 
 // loggedIn marks c's session as logged in (pi.Config.OnLogin).
-func (s *Server) loggedIn(c net.Conn) {
+func (s *Server) loggedIn(c net.Conn, acct *pi.Account) {
 	s.mu.Lock()
-	if st := s.conns[c]; st != nil {
+	st := s.conns[c]
+	if st != nil {
 		st.loggedIn = true
+		st.auth = acct.Auth
 	}
 	s.mu.Unlock()
+	if st != nil && s.obs != nil {
+		s.obs.Session(AuthNone, acct.Auth)
+	}
 }
 
 // limit turns a Config limit into a bound: 0 is the default, negative is
@@ -665,14 +700,21 @@ func remoteAddr(c net.Conn) netip.Addr {
 
 func (s *Server) handle(conn net.Conn) {
 	defer s.wg.Done()
+	auth := AuthNone
 	defer func() {
 		s.mu.Lock()
+		if st := s.conns[conn]; st != nil {
+			auth = st.auth
+		}
 		delete(s.conns, conn)
 		src := xfer.Source(remoteAddr(conn))
 		if s.perSource[src]--; s.perSource[src] <= 0 {
 			delete(s.perSource, src)
 		}
 		s.mu.Unlock()
+		if s.obs != nil {
+			s.obs.Session(auth, "")
+		}
 	}()
 	defer func() {
 		if p := recover(); p != nil {
@@ -754,6 +796,15 @@ func (s *Server) SetMovers(addrs []string) (joined, left []string, err error) {
 		return nil, nil, errors.New("server: not a striped server (started without movers)")
 	}
 	return s.movers.SetMovers(addrs)
+}
+
+// Movers reports how many of a striped server's data movers are up, of
+// how many; 0, 0 when the server is not striped.
+func (s *Server) Movers() (up, total int) {
+	if s.movers == nil {
+		return 0, 0
+	}
+	return s.movers.Up(), len(s.movers.Status())
 }
 
 func (s *Server) closeMovers() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/metrics"
 	"github.com/ferrygrid/ferry/internal/stripe"
 )
 
@@ -41,6 +43,7 @@ func runMover(ctx context.Context, e *env, args []string) error {
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	certFile := fs.String("cert", "", "host certificate `FILE` for secured data channels of sessions without a delegated proxy (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
 	keyFile := fs.String("key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT; port 0 picks a free port)")
 	caDir := fs.String("ca-dir", "", "trusted CA `DIR` for secured data channels (DCAU) of GSI sessions (default: $X509_CERT_DIR, else /etc/grid-security/certificates, if it exists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -116,6 +119,11 @@ func runMover(ctx context.Context, e *env, args []string) error {
 			return usagef("bad port range %q: %v", pr, err)
 		}
 	}
+	stopMetrics, err := moverMetrics(*metricsAddr, m, e.stdout)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -135,6 +143,25 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// moverMetrics serves the mover's metrics at addr (-metrics), unless addr
+// is empty; stop ends that.
+func moverMetrics(addr string, m *stripe.Mover, out io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	reg := metrics.NewRegistry()
+	m.Observe = metrics.NewTransfers(reg).Observe
+	ep, err := startMetrics(addr, reg, out, m.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := ep.stop(); err != nil {
+			m.Logger.Warn("metrics endpoint", "err", err)
+		}
+	}, nil
 }
 
 // readSecret reads a shared-secret file: its content, surrounding white

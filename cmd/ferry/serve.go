@@ -42,6 +42,7 @@ type serveFlags struct {
 	listen, root, storage, passwd, dataIface, portRange, logLevel, config string
 	cert, key, gridmap                                                    string
 	movers, moverSecret                                                   string
+	metrics, transferLog                                                  string
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
 	idle, stall                                                           time.Duration
@@ -75,6 +76,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.moverSecret, "mover-secret", "", "`FILE` holding the shared secret of the movers (required with -movers)")
 	fs.DurationVar(&f.moverHeartbeat, "mover-heartbeat", 2*time.Second, "how often (`DURATION`) the frontend and the movers ping each other")
 	fs.DurationVar(&f.moverTimeout, "mover-timeout", 10*time.Second, "a mover silent this long (`DURATION`) is dead: its transfer fails")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (HOST:PORT; port 0 picks a free port)")
+	fs.StringVar(&f.transferLog, "transfer-log", "", "append one JSON line per transfer (accounting: user, file, bytes, streams, code, rate...) to `FILE` (- for standard output); SIGHUP reopens it after a rotation")
 	fs.StringVar(&f.config, "config", "", "config `FILE`: lines of 'key value' with the flag names as keys; flags given on the command line win")
 }
 
@@ -119,10 +122,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// -movers), or when its storage is not the host's files; the library
 	// refuses them otherwise.
 	cfg.ServeMappedAsServer = !f.asUser || f.storage != "posix"
+	obs, err := newServeObservers(f.metrics, f.transferLog, e.stdout, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	cfg.Observers = obs.observers
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
 		root, _ := filepath.Abs(f.root)
-		helpers = &userHelpers{root: root, fs: map[string]*privsep.FS{}, log: cfg.Logger}
+		helpers = &userHelpers{root: root, fs: map[string]*privsep.FS{}, log: cfg.Logger, started: obs.privsep(func() int { return helpers.count() })}
 		defer helpers.close()
 		cfg.UserStorage = helpers.storage
 	}
@@ -130,6 +139,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopObs, err := obs.start(srv, f.metrics, e.stdout, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopObs()
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
@@ -330,10 +344,18 @@ func readConfigMovers(file string) ([]string, error) {
 // userHelpers runs one privilege-separated storage helper per local account
 // (dsi/privsep), shared by that account's sessions.
 type userHelpers struct {
-	root string
-	log  *slog.Logger
-	mu   sync.Mutex
-	fs   map[string]*privsep.FS // guarded by mu
+	root    string
+	log     *slog.Logger
+	started func(err error) // told of each helper start, when not nil
+	mu      sync.Mutex
+	fs      map[string]*privsep.FS // guarded by mu
+}
+
+// count is how many helpers run.
+func (h *userHelpers) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.fs)
 }
 
 func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, error) {
@@ -355,6 +377,9 @@ func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, er
 		return nil, err
 	}
 	f, err := privsep.Start(ctx, exe, h.root, name)
+	if h.started != nil {
+		h.started(err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -178,6 +178,8 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 		return 0, err
 	}
 	all := slices.Concat(stripes...)
+	t := newTally()
+	t.addAll(stripes, reused)
 	notify(xfer.Event{Kind: xfer.EventStarted, Time: time.Now(), Reused: reused})
 	var sent atomic.Int64
 	stopMarkers := d.markers(req, notify, sent.Load, nil)
@@ -187,16 +189,19 @@ func (d *Local) sendEBlock(ctx context.Context, req *xfer.Request, src dsi.Reade
 	striped := req.Senders > 1
 	total, errs := SendStripes(ctx, cancel, stripes, src, func(i int) ([]xfer.Range, eblock.SendConfig) {
 		return plan[i].ranges, eblock.SendConfig{
-			BlockSize: req.BlockSize,
-			Base:      req.Offset,
-			Sent:      &sent,
-			EOFCount:  plan[i].eofCount,
-			NoEOF:     plan[i].noEOF,
-			Close:     striped,
+			BlockSize:   req.BlockSize,
+			Base:        req.Offset,
+			Sent:        &sent,
+			EOFCount:    plan[i].eofCount,
+			NoEOF:       plan[i].noEOF,
+			Close:       striped,
+			BeforeClose: func(_ int, c net.Conn) { t.closing(c) },
 		}
 	})
 	stopWatch()
 	stopMarkers()
+	conns := t.event(len(stripes))
+	defer notify(conns)
 	if err := firstErr(errs); err != nil {
 		closeAll(all)
 		return total, classify(ctx, err)
@@ -244,10 +249,12 @@ func (discard) Close() error                           { return nil }
 
 func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
 	var received atomic.Int64
+	t := newTally()
 	rcv := eblock.NewReceiver(dst, eblock.ReceiveConfig{
-		Base:     req.StoreOffset,
-		Limit:    req.Size,
-		Received: &received,
+		Base:        req.StoreOffset,
+		Limit:       req.Size,
+		Received:    &received,
+		BeforeClose: func(_ int, c net.Conn) { t.closing(c) },
 	})
 	d.mu.Lock()
 	ln, dir, sec := d.ln, d.cacheDir, d.sec
@@ -269,7 +276,9 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	d.cache, d.cacheDir = nil, dirNone
 	d.mu.Unlock()
 	for _, c := range cached {
+		t.add(c, true)
 		if !rcv.Add(c) {
+			t.drop(c)
 			c.Close()
 		}
 	}
@@ -285,7 +294,16 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		// and that completes its handshake joins the receiver; strangers
 		// (refused, failing or stalling their handshake) never reach it,
 		// so they take none of the connections the EOD count expects.
-		wg.Go(func() { acc.Serve(ctx, ctx, ln, rcv.Add) })
+		wg.Go(func() {
+			acc.Serve(ctx, ctx, ln, func(c net.Conn) bool {
+				t.add(c, false) // before its reader can close it
+				if !rcv.Add(c) {
+					t.drop(c)
+					return false
+				}
+				return true
+			})
+		})
 	}
 	stopExpecting := acc.ExpectConn(d.cfg.ConnectTimeout, rcv, cancel, func(last error) error {
 		err := errors.New("no data connection arrived")
@@ -302,6 +320,7 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 	stopMarkers()
 	cancel(nil)
 	wg.Wait()
+	defer notify(t.event(1))
 	if err != nil {
 		closeAll(rcv.All())
 		return n, classify(parent, err)

@@ -368,6 +368,9 @@ func (d *Local) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, not
 		return 0, err
 	}
 	defer done()
+	t := newTally()
+	t.add(conn, false)
+	defer func() { notify(t.event(1)) }() // before done closes conn
 	// Zero-copy sends count nothing themselves: markers read the kernel's
 	// counter. A TLS connection has no zero-copy path and counts its
 	// plaintext (the kernel would count the records' overhead too).
@@ -407,6 +410,9 @@ func (d *Local) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, 
 		return 0, err
 	}
 	defer done()
+	t := newTally()
+	t.add(conn, false)
+	defer func() { notify(t.event(1)) }() // before done closes conn
 	return receiveStream(ctx, conn, req, dst)
 }
 

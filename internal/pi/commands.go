@@ -127,6 +127,7 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 		Protected: s.sec.mode == secGSI || s.sec.mode == secTLS,
 		Identity:  s.sec.identity(),
 		Remote:    remoteAddrPort(s.conn).Addr().Unmap(),
+		Mechanism: s.sec.mechanism(),
 	}
 	acct, err := s.cfg.Login(ctx, req)
 	if err != nil {
@@ -159,7 +160,7 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	s.fs = acct.Storage
 	s.loggedIn.Store(true)
 	if s.cfg.OnLogin != nil {
-		s.cfg.OnLogin(s.conn)
+		s.cfg.OnLogin(s.conn, acct)
 	}
 	if h, homed := s.dtp.(interface{ SetHome(string) }); homed {
 		h.SetHome(acct.Home)
@@ -438,6 +439,7 @@ func (s *session) setBuffer(arg string) wire.Reply {
 		return ok(501, "Buffer size must be 0 to 1073741824 bytes.")
 	}
 	s.dtp.SetBuffer(n)
+	s.buffer = n
 	return ok(200, "Site Command Successful.")
 }
 

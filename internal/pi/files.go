@@ -209,6 +209,9 @@ func cmdCKSM(ctx context.Context, s *session, arg string) wire.Reply {
 		}
 		return fsError(s, err, f[3])
 	}
+	if off == 0 && length == -1 {
+		s.sum.path, s.sum.value = p, strings.ToUpper(f[0])+":"+sum
+	}
 	return ok(213, "%s", sum)
 }
 

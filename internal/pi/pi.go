@@ -73,6 +73,25 @@ type StripedDTP interface {
 	PassiveStripes(ctx context.Context, ipv4 bool) ([]netip.AddrPort, error)
 }
 
+// Observer is told of what the sessions of a server do, for metrics and
+// accounting. Its methods are called from the goroutines of every session
+// at once, Reply for every reply written: they must return quickly, must
+// not block, and must not keep or change their arguments.
+type Observer interface {
+	// Reply is told of each reply written to a client, by its code (the
+	// code inside, for replies wrapped in 632).
+	Reply(code int)
+	// Handshake is told of each control-channel authentication that
+	// ended: mech "gsi" (AUTH GSSAPI, from the AUTH to the last ADAT) or
+	// "tls" (AUTH TLS), how long it took, and its error (nil: it
+	// succeeded).
+	Handshake(mech string, d time.Duration, err error)
+	// Transfer is told of each file transfer (not listings) twice: when
+	// it starts, with t.End zero, and when it has ended, with every field
+	// filled in. The two calls get the same *Summary.
+	Transfer(t *xfer.Summary)
+}
+
 // Account is a logged-in user's view of the server.
 type Account struct {
 	// Name is the user name reported by SITE WHOAMI and in logs.
@@ -89,6 +108,9 @@ type Account struct {
 	// Anonymous marks an anonymous login: it is shown less (no data node
 	// addresses in SITE STRIPES).
 	Anonymous bool
+	// Auth names how the user logged in, for metrics: one of a few fixed
+	// values chosen by Config.Login, never a user's name.
+	Auth string
 }
 
 // ErrShuttingDown is the cause of transfers aborted by Config.Abort.
@@ -147,7 +169,8 @@ type Config struct {
 	LoginTimeout time.Duration
 	// OnLogin, when set, is told of each successful login, and
 	// OnLoginStep of each step of a GSI exchange towards one (ADAT).
-	OnLogin, OnLoginStep func(control net.Conn)
+	OnLogin     func(control net.Conn, acct *Account)
+	OnLoginStep func(control net.Conn)
 	// Uploads, shared by the sessions of a server, keeps other sessions
 	// out of the files an upload is writing (450). Nil keeps nobody out.
 	Uploads *Uploads
@@ -161,6 +184,8 @@ type Config struct {
 	// cancels Serve's ctx to stop after the running commands, and Abort
 	// when its grace period ends. Nil never aborts.
 	Abort context.Context
+	// Observer, when set, is told of replies, handshakes and transfers.
+	Observer Observer
 	// Logger receives session events; nil discards.
 	Logger *slog.Logger
 }

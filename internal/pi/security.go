@@ -66,6 +66,9 @@ type LoginRequest struct {
 	Identity *gsi.Identity
 	// Remote is the client's address, for limits per source.
 	Remote netip.Addr
+	// Mechanism is how the control channel was authenticated: "gsi" (AUTH
+	// GSSAPI), "tls" (AUTH TLS) or "" (not at all).
+	Mechanism string
 }
 
 // secMode is how the control channel is protected.
@@ -98,12 +101,24 @@ func (st *secState) identity() *gsi.Identity {
 	return nil
 }
 
+// mechanism names how the channel was authenticated (LoginRequest.Mechanism).
+func (st *secState) mechanism() string {
+	switch st.mode {
+	case secGSI:
+		return "gsi"
+	case secTLS:
+		return "tls"
+	}
+	return ""
+}
+
 // gsiPending is a GSI exchange under way. Its delegated credential is
 // handed out only when the exchange completes.
 type gsiPending struct {
 	ctx       *gss.Context
 	delegated *gsi.Credential // written by the exchange goroutine before it ends
 	timer     *time.Timer     // ends an exchange that takes too long
+	began     time.Time       // AUTH GSSAPI: the exchange's latency counts from here
 }
 
 func (p *gsiPending) close() {
@@ -170,7 +185,7 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 func (s *session) newAcceptor() *gsiPending {
 	sec := s.cfg.Security
 	cert := sec.Host.TLSCertificate()
-	p := &gsiPending{}
+	p := &gsiPending{began: time.Now()}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAnyClientCert,
@@ -281,6 +296,7 @@ func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
 		return s.gsiFailed(p, err, "GSSAPI authentication failed.", 535)
 	}
 	p.timer.Stop()
+	s.observeHandshake("gsi", p.began, nil)
 	s.sec = secState{mode: secGSI, peer: id, delegated: p.delegated}
 	s.gssCtx.Store(p.ctx)
 	s.log = s.log.With("dn", id.DN)
@@ -302,11 +318,20 @@ func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
 func (s *session) gsiFailed(p *gsiPending, err error, msg string, code int) wire.Reply {
 	p.close()
 	s.sec = secState{}
+	s.observeHandshake("gsi", p.began, err)
 	s.log.Warn("GSI authentication failed", "err", err)
 	if code == 431 {
 		return ok(code, "%s", msg) // the server's load, not the client's failure
 	}
 	return s.authFailed(code, msg)
+}
+
+// observeHandshake tells the observer of a handshake that began at began
+// and ended now with err.
+func (s *session) observeHandshake(mech string, began time.Time, err error) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Handshake(mech, time.Since(began), err)
+	}
 }
 
 // authFailed counts a failed authentication and answers it; past
@@ -384,7 +409,10 @@ func (s *session) switchTLS(ctx context.Context) {
 	tc := tls.Server(s.conn, cfg)
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(hctx); err != nil {
+	began := time.Now()
+	err := tc.HandshakeContext(hctx)
+	s.observeHandshake("tls", began, err)
+	if err != nil {
 		s.log.Warn("AUTH TLS handshake failed", "err", err)
 		s.switched <- nil
 		s.quit = true

@@ -75,6 +75,11 @@ type session struct {
 	perfFreq   time.Duration // TREV PERF: 112 markers while receiving in MODE E
 	rangeFreq  time.Duration // TREV RESTART: 111 markers while receiving in MODE E
 	storDrain  bool          // OPTS PIPE STOR-DRAIN=ON: refused MODE E uploads drain their data
+	buffer     int           // SBUF: TCP buffer size of data sockets; 0 = automatic
+	// sum is the last whole-file checksum computed (CKSM): the path and
+	// "ALGORITHM:value", for the accounting of a later transfer of the
+	// same file; an upload to the file forgets it.
+	sum struct{ path, value string }
 
 	done chan struct{} // closed when the executor stops; unblocks the reader
 
@@ -194,6 +199,10 @@ func (s *session) reply(code int, format string, args ...any) {
 func (s *session) send(r wire.Reply) {
 	if err := s.rw.write(r); err != nil {
 		s.log.Debug("reply not written", "code", r.Code, "err", err)
+		return
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Reply(r.Code)
 	}
 }
 

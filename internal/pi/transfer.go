@@ -6,6 +6,7 @@ package pi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,10 +15,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -30,9 +33,11 @@ func (s *session) newRequest(p string) *xfer.Request {
 // runTransfer runs move as the session's cancellable command, answering 150
 // (or 125) when the DTP reports the data channel open, and 112/111 markers
 // as it reports progress. It returns the bytes moved and whether the
-// channel ever opened.
-func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
+// channel ever opened. What the DTP reports of its data connections goes
+// into sum, when not nil.
+func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
 	var started atomic.Bool
+	var sumMu sync.Mutex // guards sum: a striped DTP reports from several goroutines
 	notify := func(ev xfer.Event) {
 		switch ev.Kind {
 		case xfer.EventStarted:
@@ -51,6 +56,14 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 				rs.Add(r)
 			}
 			s.reply(111, "Range Marker %s", rs)
+		case xfer.EventConns:
+			if sum != nil {
+				sumMu.Lock()
+				sum.Streams, sum.Opened = ev.Streams, ev.Opened
+				sum.Stripes = max(ev.Stripes, 1)
+				sum.Retransmits = ev.Retransmits
+				sumMu.Unlock()
+			}
 		}
 	}
 	var n int64
@@ -60,6 +73,40 @@ func (s *session) runTransfer(ctx context.Context, move func(ctx context.Context
 		return err
 	})
 	return n, started.Load(), err
+}
+
+// beginSummary starts the accounting of a transfer of p by op (nil when
+// nobody observes transfers) and tells the observer.
+func (s *session) beginSummary(op string, upload bool, p string, req *xfer.Request) *xfer.Summary {
+	if s.cfg.Observer == nil {
+		return nil
+	}
+	t := &xfer.Summary{
+		Op: op, Upload: upload, Mode: req.Mode, Type: req.Type, Path: p,
+		User: s.acct.Name, Client: remoteAddrPort(s.conn),
+		Start: time.Now(), Stripes: 1, Buffer: s.buffer, Retransmits: -1,
+	}
+	if id := s.sec.identity(); id != nil {
+		t.DN = id.DN
+	}
+	if req.Mode == xfer.ModeEBlock {
+		t.BlockSize = cmp.Or(req.BlockSize, eblock.DefaultBlockSize)
+	}
+	s.cfg.Observer.Transfer(t)
+	return t
+}
+
+// endSummary completes the accounting of a transfer that moved n bytes
+// and was answered with code.
+func (s *session) endSummary(t *xfer.Summary, n int64, code int) {
+	if t == nil {
+		return
+	}
+	t.End, t.Bytes, t.Code = time.Now(), n, code
+	if s.sum.path == t.Path && !t.Upload {
+		t.Checksum = s.sum.value
+	}
+	s.cfg.Observer.Transfer(t)
 }
 
 // transferReply is the final reply of a transfer; incomplete (may be "")
@@ -167,12 +214,19 @@ func (s *session) retrieve(ctx context.Context, arg string, off, length int64) w
 	req.Offset, req.Length = off, length
 	req.Restart = rest
 	req.PerfInterval = s.retrMarks
+	op := "RETR"
+	if off != 0 || length >= 0 {
+		op = "ERET"
+	}
+	sum := s.beginSummary(op, false, p, req)
 	start := time.Now()
-	n, _, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	n, _, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, r, notify)
 	})
 	s.logTransfer("RETR", p, n, start, err)
-	return s.transferReply(err, "")
+	reply := s.transferReply(err, "")
+	s.endSummary(sum, n, reply.Code)
+	return reply
 }
 
 func cmdSTOR(ctx context.Context, s *session, arg string) wire.Reply {
@@ -207,6 +261,17 @@ const (
 	storeAdjusted                  // ESTO A: at an offset, never truncate
 )
 
+// op is the command of an upload of this kind.
+func (k storeKind) op() string {
+	switch k {
+	case storeAppend:
+		return "APPE"
+	case storeAdjusted:
+		return "ESTO"
+	}
+	return "STOR"
+}
+
 // upload runs an upload command; one refused before its data channel
 // started has its data drained (STOR-DRAIN).
 func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset int64) wire.Reply {
@@ -237,15 +302,21 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	if err != nil {
 		return fsError(s, err, arg), false
 	}
+	if s.sum.path == up.p {
+		s.sum.path, s.sum.value = "", "" // the checksum is of the old content
+	}
+	sum := s.beginSummary(up.kind.op(), true, up.p, up.req)
 	start := time.Now()
-	n, started, err := s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Receive(ctx, up.req, w, notify)
 	})
 	if cerr := w.Close(); cerr != nil && err == nil {
 		err = &xfer.StorageError{Err: cerr}
 	}
 	err = s.checkStored(up, n, err)
-	return s.finishStore(ctx, arg, up, n, start, started, err), started
+	reply := s.finishStore(ctx, arg, up, n, start, started, err)
+	s.endSummary(sum, n, reply.Code)
+	return reply, started
 }
 
 // storePlan is an upload as planStore prepared it.
@@ -474,7 +545,7 @@ func (s *session) listing(ctx context.Context, arg string, kind listingKind) wir
 	req.Type = xfer.TypeImage // lines already end in CRLF
 	req.Listing = true
 	src := &memReader{Reader: bytes.NewReader(buf)}
-	_, _, err = s.runTransfer(ctx, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	_, _, err = s.runTransfer(ctx, nil, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, src, notify)
 	})
 	return s.transferReply(err, "")

@@ -935,6 +935,8 @@ func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, n
 	}
 	var started atomic.Int32
 	var total atomic.Int64
+	var connsMu sync.Mutex
+	conns := xfer.Event{Kind: xfer.EventConns, Stripes: len(movers), Retransmits: -1} // the movers' together; guarded by connsMu
 	errs := make([]error, len(movers))
 	var failed sync.Once
 	stopAll := make(chan struct{})
@@ -952,6 +954,14 @@ func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, n
 					notify(ev)
 				case xfer.EventRanges:
 					notify(ev)
+				case xfer.EventConns:
+					connsMu.Lock()
+					conns.Streams += ev.Streams
+					conns.Opened += ev.Opened
+					if ev.Retransmits >= 0 {
+						conns.Retransmits = max(conns.Retransmits, 0) + ev.Retransmits
+					}
+					connsMu.Unlock()
 				}
 			})
 			total.Add(n)
@@ -962,6 +972,9 @@ func (f *Frontend) run(ctx context.Context, movers []*moverState, msgs []*Msg, n
 		})
 	}
 	wg.Wait()
+	if conns.Streams > 0 {
+		notify(conns)
+	}
 	if ctx.Err() != nil {
 		return total.Load(), context.Cause(ctx)
 	}

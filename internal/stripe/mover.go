@@ -62,6 +62,11 @@ type Mover struct {
 	MaxHandshakes int
 	// Logger receives events; nil discards.
 	Logger *slog.Logger
+	// Observe, when set, is told of each transfer the mover runs, for
+	// metrics: as it starts (End zero) and once it has ended (Code 226,
+	// or 426 when it failed). It must return quickly; calls come from
+	// several transfers at once.
+	Observe func(t *xfer.Summary)
 
 	mu        sync.Mutex
 	lns       map[net.Listener]struct{}
@@ -506,8 +511,10 @@ func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 	done := make(chan struct{})
 	s.cancel, s.done, s.stopping = cancel, done, false
 	s.wg.Go(func() {
-		n, err := s.transfer(ctx, local, msg)
+		sum := s.beginSummary(msg)
+		n, err := s.transfer(ctx, local, msg, sum)
 		cancel(nil)
+		s.endSummary(sum, n, err)
 		reply := &Msg{Type: TypeDone, Seq: msg.Seq, N: n}
 		if err != nil {
 			reply.Kind, reply.Text = classify(err)
@@ -522,9 +529,40 @@ func (s *moverSession) start(ctx context.Context, local *dtp.Local, msg *Msg) {
 	})
 }
 
+// beginSummary starts the account of msg's transfer for Mover.Observe;
+// nil when nobody observes.
+func (s *moverSession) beginSummary(msg *Msg) *xfer.Summary {
+	if s.m.Observe == nil {
+		return nil
+	}
+	req := msg.Job.request()
+	t := &xfer.Summary{Upload: msg.Type != TypeSend, Mode: req.Mode, Type: req.Type, Path: req.Path,
+		Start: time.Now(), Stripes: 1, Buffer: msg.Buffer, Retransmits: -1}
+	t.Op = "RETR"
+	if t.Upload {
+		t.Op = "STOR"
+	}
+	s.m.Observe(t)
+	return t
+}
+
+// endSummary completes the account of a transfer that moved n bytes and
+// ended with err.
+func (s *moverSession) endSummary(t *xfer.Summary, n int64, err error) {
+	if t == nil {
+		return
+	}
+	t.End, t.Bytes, t.Code = time.Now(), n, 226
+	if err != nil {
+		t.Code = 426
+	}
+	s.m.Observe(t)
+}
+
 // transfer runs in its own goroutine: it touches no field of s the run
-// loop writes, and uses the DTP it was given.
-func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg) (int64, error) {
+// loop writes, and uses the DTP it was given. What the DTP says of its
+// data connections also goes into sum, when not nil.
+func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg, sum *xfer.Summary) (int64, error) {
 	req := msg.Job.request()
 	local.SetBuffer(msg.Buffer)
 	if len(msg.Addrs) > 0 {
@@ -533,6 +571,9 @@ func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg)
 		}
 	}
 	notify := func(ev xfer.Event) {
+		if ev.Kind == xfer.EventConns && sum != nil {
+			sum.Streams, sum.Opened, sum.Retransmits = ev.Streams, ev.Opened, ev.Retransmits
+		}
 		s.l.send(&Msg{Type: TypeEvent, Seq: msg.Seq, Event: &ev})
 	}
 	st := s.m.Storage

@@ -89,6 +89,9 @@ const (
 	EventProgress
 	// EventRanges: Ranges newly committed to storage (111 restart markers).
 	EventRanges
+	// EventConns: once, as a transfer ends, what its data connections did:
+	// Streams, Stripes, Opened and Retransmits (accounting, metrics).
+	EventConns
 )
 
 // Event is one step of a running transfer, reported by a data mover to
@@ -101,4 +104,10 @@ type Event struct {
 	Stripes int     // EventProgress: how many stripes the transfer has; 0 means 1
 	Bytes   int64   // EventProgress: cumulative bytes on Stripe
 	Ranges  []Range // EventRanges: newly committed ranges
+	// EventConns: the data connections the transfer used (Streams, over
+	// Stripes), how many of them it opened (the others were cached), and
+	// the TCP segments they retransmitted during it.
+	Streams     int
+	Opened      int
+	Retransmits int64
 }
