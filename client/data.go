@@ -72,7 +72,7 @@ func (c *Conn) controlLocal() netip.Addr {
 // EPSV (or PASV) and a dial, or a listener and EPRT (or PORT). The
 // watcher w interrupts the new sockets when the transfer's context is done.
 // A *ReplyError or a dial error leaves the control connection in order;
-// other errors come from the control connection (see exchangeError).
+// other errors come from the control connection (*brokenError).
 func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 	if c.active {
 		return c.openActive(ctx, w)

@@ -59,13 +59,9 @@ func (c *Conn) setMode(ctx context.Context, e bool) error {
 // softCommands sends commands whose refusal does not matter (buffer
 // sizes, marker periods).
 func (c *Conn) softCommands(ctx context.Context, lines []string) error {
-	for _, l := range lines {
-		r, err := c.exchange(ctx, l)
-		if err != nil {
+	for _, s := range c.softSteps(lines) {
+		if err := c.burst(ctx, []step{s}); err != nil {
 			return err
-		}
-		if r.Class() != 2 {
-			c.log.Debug("command refused; going on", "cmd", verb(l), "code", r.Code)
 		}
 	}
 	return nil
@@ -379,14 +375,7 @@ func (c *Conn) retrieveSetup(ctx context.Context, n int, o *RetrieveOptions, res
 
 // exchange2 sends a command whose reply must be of class want.
 func (c *Conn) exchange2(ctx context.Context, line string, want int) error {
-	r, err := c.exchange(ctx, line)
-	if err != nil {
-		return err
-	}
-	if r.Class() != want {
-		return &ReplyError{Reply: r}
-	}
-	return nil
+	return c.burst(ctx, []step{{line: line, check: wantClass(want)}})
 }
 
 // restCommand sends REST with a range list, when there is one.
@@ -394,10 +383,16 @@ func (c *Conn) restCommand(ctx context.Context, rest RangeSet) error {
 	if rest.Len() == 0 {
 		return nil
 	}
-	r, err := c.exchange(ctx, "REST "+rest.String())
-	if err != nil {
-		return err
-	}
+	return c.burst(ctx, []step{restStep(rest)})
+}
+
+// restStep is REST with a range list as a step: 350 (or 2xx) accepts it.
+func restStep(rest RangeSet) step {
+	return step{line: "REST " + rest.String(), check: accepted}
+}
+
+// accepted is a step check for a 2xx or 3xx reply.
+func accepted(r Reply) error {
 	if cl := r.Class(); cl != 3 && cl != 2 {
 		return &ReplyError{Reply: r}
 	}

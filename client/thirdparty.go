@@ -468,12 +468,7 @@ func (t *thirdParty) srcSetup(addrs []netip.AddrPort, rest RangeSet, retrCmd str
 	// source send to a data channel it had before.
 	steps := []step{{line: line, check: wantClass(2)}}
 	if rest.Len() > 0 {
-		steps = append(steps, step{line: "REST " + rest.String(), check: func(r Reply) error {
-			if cl := r.Class(); cl != 3 && cl != 2 {
-				return &ReplyError{Reply: r}
-			}
-			return nil
-		}})
+		steps = append(steps, restStep(rest))
 	}
 	if err := src.burst(t.ctx, steps); err != nil {
 		return err

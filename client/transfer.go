@@ -353,12 +353,8 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 		return nil, false, 0, err
 	}
 	for _, line := range pre {
-		r, err := c.exchange(ctx, line)
-		if err != nil {
+		if err := c.burst(ctx, []step{{line: line, check: accepted}}); err != nil {
 			return d, false, 0, err
-		}
-		if cl := r.Class(); cl != 2 && cl != 3 {
-			return d, false, 0, &ReplyError{Reply: r}
 		}
 	}
 	var pending *pendingData
