@@ -547,15 +547,3 @@ func watchAll(ctx context.Context, ds ...deadliner) (w *watcher, stop func() boo
 		return true
 	}
 }
-
-// watch is watchAll for a single connection. Its stop function clears the
-// deadline if ctx was done after the I/O had finished, so that a completed
-// exchange leaves the connection usable.
-func watch(ctx context.Context, d deadliner) func() {
-	_, stop := watchAll(ctx, d)
-	return func() {
-		if stop() {
-			_ = d.SetDeadline(time.Time{})
-		}
-	}
-}

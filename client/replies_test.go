@@ -156,6 +156,23 @@ func TestReplyStreamNextAfterFinal(t *testing.T) {
 	}
 }
 
+// TestReplyStreamDiscard: the drain after ABOR takes whatever comes, the
+// replies of every ticket, up to its count.
+func TestReplyStreamDiscard(t *testing.T) {
+	s, server := newTestStream(t)
+	serve(t, server, "150 open\r\n426 aborted\r\n226 abort ok\r\n421 bye\r\n221 closing\r\n500 more\r\n")
+	stor := s.enqueue("STOR f")
+	if r, err := s.next(t.Context(), stor); err != nil || r.Code != 150 {
+		t.Fatalf("STOR: %v %v", r.Code, err)
+	}
+	s.enqueue("ABOR")
+	s.discard(4)
+	r, err := s.next(t.Context(), s.last())
+	if err != nil || r.Code != 500 {
+		t.Errorf("after discard(4): %v %v, want the fifth reply, 500", r.Code, err)
+	}
+}
+
 // TestReplyStreamCancel: a waiter whose context ends gives up with the
 // cause and its ticket is abandoned; a reader blocked in the read is
 // interrupted; the connection stays usable for the others.
