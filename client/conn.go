@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -103,8 +102,8 @@ type Config struct {
 // ends the session after ABOR of a running transfer.
 type Conn struct {
 	nc      net.Conn
-	raw     *bufio.Reader // nc's bytes; under rr, and under GSI's unwrapping
-	rr      *wire.ReplyReader
+	raw     *bufio.Reader // nc's bytes; under rs's reader, and under GSI's unwrapping
+	rs      *replyStream  // the one reader of the replies
 	gsi     *gsiState     // nil without GSI
 	ftps    *ftpsState    // nil without FTPS (AUTH TLS)
 	dsec    *dcsec.Config // data connection security; nil: plain TCP
@@ -168,30 +167,29 @@ func NewConn(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 
 func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn, error) {
 	raw := bufio.NewReader(nc)
+	log := cfg.Logger.With("remote", nc.RemoteAddr().String())
 	c := &Conn{
 		nc:      nc,
 		raw:     raw,
-		rr:      wire.NewReplyReader(raw),
-		log:     cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		rs:      newReplyStream(nc, wire.NewReplyReader(raw), log),
+		log:     log,
 		dialer:  cfg.Dialer,
 		active:  cfg.Active,
 		dataIf:  cfg.DataInterface,
 		anyData: cfg.StripedServer,
 	}
-	stop := watch(ctx, nc)
 	// 120 "service ready in nnn minutes" may precede 220.
+	greeting := c.rs.enqueue("greeting")
 	var r Reply
 	var err error
 	for range 8 {
-		r, err = c.readReply()
+		r, err = c.rs.next(ctx, greeting)
 		if err != nil || r.Class() != 1 {
 			break
 		}
 	}
-	stop()
 	if err != nil {
-		c.close()
-		return nil, c.ioError(ctx, "greeting", err)
+		return nil, c.broke(err)
 	}
 	if r.Code != 220 {
 		c.close()
@@ -343,6 +341,7 @@ func (c *Conn) close() error {
 	if c.err == nil {
 		c.err = ErrClosed
 	}
+	c.rs.close(c.err)
 	c.dropCache()
 	err := c.nc.Close()
 	if c.gsi != nil {
@@ -353,33 +352,16 @@ func (c *Conn) close() error {
 
 // cmd sends a command and reads the first reply.
 func (c *Conn) cmd(ctx context.Context, format string, args ...any) (Reply, error) {
-	if c.err != nil {
-		return Reply{}, c.err
-	}
-	line := fmt.Sprintf(format, args...)
-	if err := checkLine(line); err != nil {
+	rs, err := c.cmds(ctx, fmt.Sprintf(format, args...))
+	if err != nil {
 		return Reply{}, err
 	}
-	if ctx.Err() != nil {
-		return Reply{}, fmt.Errorf("client: %s: %w", verb(line), context.Cause(ctx))
-	}
-	stop := watch(ctx, c.nc)
-	err := c.send(line)
-	var r Reply
-	if err == nil {
-		r, err = c.readReply()
-	}
-	stop()
-	if err != nil {
-		c.close()
-		return Reply{}, c.ioError(ctx, verb(line), err)
-	}
-	return r, nil
+	return rs[0], nil
 }
 
 // cmds sends the lines at once and then reads one reply to each: for
 // commands whose replies are all final and none of which depends on
-// another's outcome.
+// another's outcome. A failed exchange closes the Conn.
 func (c *Conn) cmds(ctx context.Context, lines ...string) ([]Reply, error) {
 	if c.err != nil {
 		return nil, c.err
@@ -392,26 +374,53 @@ func (c *Conn) cmds(ctx context.Context, lines ...string) ([]Reply, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("client: %s: %w", verb(lines[0]), context.Cause(ctx))
 	}
-	stop := watch(ctx, c.nc)
-	rs := make([]Reply, len(lines))
-	what := lines[0]
-	var err error
-	for _, l := range lines {
-		if err = c.send(l); err != nil {
-			what = l
-			break
-		}
-	}
-	for i := 0; err == nil && i < len(lines); i++ {
-		what = lines[i]
-		rs[i], err = c.readReply()
-	}
-	stop()
+	rs, err := c.exchangeAll(ctx, lines)
 	if err != nil {
-		c.close()
-		return nil, c.ioError(ctx, verb(what), err)
+		return nil, c.broke(err)
 	}
 	return rs, nil
+}
+
+// exchangeAll sends the lines back to back, then reads one reply to each,
+// in order: the servers queue pipelined commands (protocol.md §1.1), so
+// this costs one round trip instead of one per command. Errors are
+// *brokenError; they leave the Conn open for the caller to abort or
+// close.
+func (c *Conn) exchangeAll(ctx context.Context, lines []string) ([]Reply, error) {
+	ts := make([]ticket, len(lines))
+	for i, l := range lines {
+		t, err := c.request(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
+	rs := make([]Reply, len(lines))
+	for i, t := range ts {
+		r, err := c.rs.next(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		rs[i] = r
+	}
+	return rs, nil
+}
+
+// exchange sends one command and reads its first reply. Errors are
+// *brokenError.
+func (c *Conn) exchange(ctx context.Context, line string) (Reply, error) {
+	rs, err := c.exchangeAll(ctx, []string{line})
+	if err != nil {
+		return Reply{}, err
+	}
+	return rs[0], nil
+}
+
+// broke closes the Conn after the failed exchange err and returns err
+// without its *brokenError.
+func (c *Conn) broke(err error) error {
+	c.close()
+	return plain(err)
 }
 
 // expect sends a command and returns its reply if the reply's class is
@@ -433,12 +442,9 @@ func (c *Conn) ReadReply(ctx context.Context) (Reply, error) {
 	if c.err != nil {
 		return Reply{}, c.err
 	}
-	stop := watch(ctx, c.nc)
-	r, err := c.readReply()
-	stop()
+	r, err := c.rs.next(ctx, c.rs.last())
 	if err != nil {
-		c.close()
-		return Reply{}, c.ioError(ctx, "reply", err)
+		return Reply{}, c.broke(err)
 	}
 	return r, nil
 }
@@ -450,7 +456,19 @@ func checkLine(line string) error {
 	return nil
 }
 
-// send writes one command line.
+// request sends one command, which ctx interrupts, and returns its
+// ticket. Errors are *brokenError.
+func (c *Conn) request(ctx context.Context, line string) (ticket, error) {
+	t := c.rs.enqueue(line)
+	if err := interruptible(ctx, c.nc, func() error { return c.send(line) }); err != nil {
+		c.rs.abandon(t)
+		return t, fail(ctx, t, err)
+	}
+	return t, nil
+}
+
+// send writes one command line; request is send with a ticket for the
+// replies.
 func (c *Conn) send(line string) error {
 	if err := checkLine(line); err != nil {
 		return err
@@ -468,26 +486,6 @@ func (c *Conn) send(line string) error {
 	c.wbuf = append(append(c.wbuf[:0], line...), '\r', '\n')
 	_, err := c.nc.Write(c.wbuf)
 	return err
-}
-
-func (c *Conn) readReply() (Reply, error) {
-	r, err := c.rr.ReadReply()
-	if err == nil {
-		c.log.Debug("reply", "code", r.Code, "text", r.Text())
-	}
-	return r, err
-}
-
-// ioError describes a failed network exchange; when ctx is done, its error
-// is the reason.
-func (c *Conn) ioError(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("client: %s: %w", what, context.Cause(ctx))
-	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("client: %s: %w", what, err)
 }
 
 // verb returns the command word of line, for error messages.
@@ -547,17 +545,5 @@ func watchAll(ctx context.Context, ds ...deadliner) (w *watcher, stop func() boo
 		}
 		<-done
 		return true
-	}
-}
-
-// watch is watchAll for a single connection. Its stop function clears the
-// deadline if ctx was done after the I/O had finished, so that a completed
-// exchange leaves the connection usable.
-func watch(ctx context.Context, d deadliner) func() {
-	_, stop := watchAll(ctx, d)
-	return func() {
-		if stop() {
-			_ = d.SetDeadline(time.Time{})
-		}
 	}
 }

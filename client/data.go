@@ -72,12 +72,12 @@ func (c *Conn) controlLocal() netip.Addr {
 // EPSV (or PASV) and a dial, or a listener and EPRT (or PORT). The
 // watcher w interrupts the new sockets when the transfer's context is done.
 // A *ReplyError or a dial error leaves the control connection in order;
-// other errors come from the control connection (see exchangeError).
+// other errors come from the control connection (*brokenError).
 func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 	if c.active {
-		return c.openActive(w)
+		return c.openActive(ctx, w)
 	}
-	ap, err := c.passive()
+	ap, err := c.passive(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +138,10 @@ func (c *Conn) acceptor(peer netip.Addr) *dtp.Acceptor {
 
 // passive asks the server for a passive address: EPSV first, PASV after
 // EPSV was refused once.
-func (c *Conn) passive() (netip.AddrPort, error) {
+func (c *Conn) passive(ctx context.Context) (netip.AddrPort, error) {
 	peer := c.controlPeer()
 	if !c.noEPSV {
-		r, err := c.exchange("EPSV")
+		r, err := c.exchange(ctx, "EPSV")
 		if err != nil {
 			return netip.AddrPort{}, err
 		}
@@ -161,7 +161,7 @@ func (c *Conn) passive() (netip.AddrPort, error) {
 			return netip.AddrPort{}, &ReplyError{Reply: r}
 		}
 	}
-	r, err := c.exchange("PASV")
+	r, err := c.exchange(ctx, "PASV")
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
@@ -191,7 +191,7 @@ func pasvHost(a, peer netip.Addr) netip.Addr {
 
 // openActive listens for the server's data connection and announces the
 // address with EPRT, or PORT when EPRT was refused for an IPv4 address.
-func (c *Conn) openActive(w *watcher) (*dataChan, error) {
+func (c *Conn) openActive(ctx context.Context, w *watcher) (*dataChan, error) {
 	ln, err := c.listenData()
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (c *Conn) openActive(w *watcher) (*dataChan, error) {
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	ok, err := c.announce(ap)
+	ok, err := c.announce(ctx, ap)
 	if err != nil || !ok {
 		ln.Close()
 		return nil, err
@@ -215,9 +215,9 @@ func (c *Conn) openActive(w *watcher) (*dataChan, error) {
 }
 
 // announce sends EPRT or PORT for ap; ok is false with a *ReplyError.
-func (c *Conn) announce(ap netip.AddrPort) (ok bool, err error) {
+func (c *Conn) announce(ctx context.Context, ap netip.AddrPort) (ok bool, err error) {
 	if !c.noEPRT || !ap.Addr().Is4() {
-		r, err := c.exchange("EPRT " + wire.FormatEPRT(ap))
+		r, err := c.exchange(ctx, "EPRT "+wire.FormatEPRT(ap))
 		if err != nil {
 			return false, err
 		}
@@ -234,7 +234,7 @@ func (c *Conn) announce(ap netip.AddrPort) (ok bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("client: %w", err)
 	}
-	r, err := c.exchange("PORT " + arg)
+	r, err := c.exchange(ctx, "PORT "+arg)
 	if err != nil {
 		return false, err
 	}

@@ -52,40 +52,19 @@ func (c *Conn) dropCache() {
 
 // setMode switches the server to MODE E or back to MODE S when it is not
 // in that mode already. It runs inside a transfer's watch.
-func (c *Conn) setMode(e bool) error {
-	return c.burst(c.modeStep(e))
+func (c *Conn) setMode(ctx context.Context, e bool) error {
+	return c.burst(ctx, c.modeStep(e))
 }
 
 // softCommands sends commands whose refusal does not matter (buffer
 // sizes, marker periods).
-func (c *Conn) softCommands(lines []string) error {
-	for _, l := range lines {
-		r, err := c.exchange(l)
-		if err != nil {
+func (c *Conn) softCommands(ctx context.Context, lines []string) error {
+	for _, s := range c.softSteps(lines) {
+		if err := c.burst(ctx, []step{s}); err != nil {
 			return err
-		}
-		if r.Class() != 2 {
-			c.log.Debug("command refused; going on", "cmd", verb(l), "code", r.Code)
 		}
 	}
 	return nil
-}
-
-// readFinal reads replies until a non-preliminary one, handing the
-// preliminary ones (markers) to prelim.
-func (c *Conn) readFinal(prelim func(Reply)) (Reply, error) {
-	for {
-		r, err := c.readReply()
-		if err != nil {
-			return r, err
-		}
-		if r.Class() != 1 {
-			return r, nil
-		}
-		if prelim != nil {
-			prelim(r)
-		}
-	}
 }
 
 // RetrieveAt downloads path into w at the file's own offsets (with
@@ -266,7 +245,7 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 		wg.Go(func() { acc.Serve(actx, actx, ln, rcv.Add) })
 	}
 	c.dataBuf = o.TCPBuffer
-	ln, cached, err := c.retrieveSetup(n, o, rest, command, acceptFrom)
+	ln, cached, err := c.retrieveSetup(ctx, n, o, rest, command, acceptFrom)
 	c.dataBuf = 0
 	if err != nil {
 		if ctx.Err() == nil {
@@ -319,8 +298,9 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	}
 
 	replyc := make(chan final, 1)
+	transferCmd := c.rs.last()
 	wg.Go(func() {
-		r, err := c.readFinal(nil)
+		r, err := c.rs.final(ctx, transferCmd, nil)
 		replyc <- final{r, err}
 	})
 	fin, gotFin, failure := waitBoth(tctx, rcv.Done(), func() error {
@@ -357,11 +337,11 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 // retrieveSetup runs the commands of a MODE E download up to the
 // transfer command's preliminary reply. It returns the listener (nil when
 // cached connections are reused) and the cached connections.
-func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command string, accept func(*net.TCPListener)) (*net.TCPListener, []net.Conn, error) {
-	if err := c.setMode(true); err != nil {
+func (c *Conn) retrieveSetup(ctx context.Context, n int, o *RetrieveOptions, rest RangeSet, command string, accept func(*net.TCPListener)) (*net.TCPListener, []net.Conn, error) {
+	if err := c.setMode(ctx, true); err != nil {
 		return nil, nil, err
 	}
-	if err := c.softCommands(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer)); err != nil {
+	if err := c.softCommands(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer)); err != nil {
 		return nil, nil, err
 	}
 	var ln *net.TCPListener
@@ -370,7 +350,7 @@ func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command s
 		cached, c.cache, c.cacheDir = c.cache, nil, dirNone
 	} else {
 		c.dropCache()
-		if err := c.exchange2(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+		if err := c.exchange2(ctx, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
 			return nil, nil, err
 		}
 		var err error
@@ -378,42 +358,41 @@ func (c *Conn) retrieveSetup(n int, o *RetrieveOptions, rest RangeSet, command s
 			return nil, nil, err
 		}
 		ap := ln.Addr().(*net.TCPAddr).AddrPort()
-		ok, err := c.announce(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+		ok, err := c.announce(ctx, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 		if err != nil || !ok {
 			return ln, nil, err
 		}
 		accept(ln)
 	}
-	if err := c.restCommand(rest); err != nil {
+	if err := c.restCommand(ctx, rest); err != nil {
 		return ln, cached, err
 	}
-	if err := c.exchange2(command, 1); err != nil {
+	if err := c.exchange2(ctx, command, 1); err != nil {
 		return ln, cached, err
 	}
 	return ln, cached, nil
 }
 
 // exchange2 sends a command whose reply must be of class want.
-func (c *Conn) exchange2(line string, want int) error {
-	r, err := c.exchange(line)
-	if err != nil {
-		return err
-	}
-	if r.Class() != want {
-		return &ReplyError{Reply: r}
-	}
-	return nil
+func (c *Conn) exchange2(ctx context.Context, line string, want int) error {
+	return c.burst(ctx, []step{{line: line, check: wantClass(want)}})
 }
 
 // restCommand sends REST with a range list, when there is one.
-func (c *Conn) restCommand(rest RangeSet) error {
+func (c *Conn) restCommand(ctx context.Context, rest RangeSet) error {
 	if rest.Len() == 0 {
 		return nil
 	}
-	r, err := c.exchange("REST " + rest.String())
-	if err != nil {
-		return err
-	}
+	return c.burst(ctx, []step{restStep(rest)})
+}
+
+// restStep is REST with a range list as a step: 350 (or 2xx) accepts it.
+func restStep(rest RangeSet) step {
+	return step{line: "REST " + rest.String(), check: accepted}
+}
+
+// accepted is a step check for a 2xx or 3xx reply.
+func accepted(r Reply) error {
 	if cl := r.Class(); cl != 3 && cl != 2 {
 		return &ReplyError{Reply: r}
 	}
@@ -480,7 +459,7 @@ func (c *Conn) finishData(ctx context.Context, command string, fin final, gotFin
 	case fin.err != nil && failure != nil:
 		return &brokenError{err: fmt.Errorf("client: %s: data connections: %w", verb(command), failure), abort: true}
 	case fin.err != nil:
-		return &brokenError{err: fmt.Errorf("client: %s: %w", verb(command), fin.err)}
+		return fin.err
 	case fin.r.Class() != 2:
 		return &ReplyError{Reply: fin.r}
 	case failure != nil:
@@ -568,7 +547,7 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	if c.err != nil {
 		return 0, c.err
 	}
-	if err := c.setStorDrain(false); err != nil {
+	if err := c.setStorDrain(ctx, false); err != nil {
 		return 0, err
 	}
 	window := Range{Start: o.Offset, End: o.Offset + size}
@@ -639,8 +618,9 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 
 	var wg sync.WaitGroup
 	replyc := make(chan final, 1)
+	transferCmd := c.rs.last()
 	wg.Go(func() {
-		r, err := c.readFinal(prelim)
+		r, err := c.rs.final(ctx, transferCmd, prelim)
 		replyc <- final{r, err}
 	})
 	sendDone := make(chan struct{})
@@ -690,14 +670,14 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 // storeSetup runs the commands of a MODE E upload up to the transfer
 // command's preliminary reply and returns the data connections.
 func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o *StoreOptions, rest RangeSet, command string) (conns []net.Conn, stripes int, err error) {
-	if err := c.setMode(true); err != nil {
+	if err := c.setMode(ctx, true); err != nil {
 		return nil, 0, err
 	}
 	soft := bufferCommand("SITE STORBUFSIZE", o.TCPBuffer)
 	if s := o.MarkerInterval / time.Second; s >= 1 {
 		soft = append(soft, fmt.Sprintf("TREV RESTART %d", s))
 	}
-	if err := c.softCommands(soft); err != nil {
+	if err := c.softCommands(ctx, soft); err != nil {
 		return nil, 0, err
 	}
 	stripes = 1
@@ -708,10 +688,10 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 		c.dropCache()
 		var addrs []netip.AddrPort
 		if o.Striped {
-			addrs, err = c.passiveAddrs(true)
+			addrs, err = c.passiveAddrs(ctx, true)
 		} else {
 			var ap netip.AddrPort
-			ap, err = c.passive()
+			ap, err = c.passive(ctx)
 			addrs = []netip.AddrPort{ap}
 		}
 		if err != nil {
@@ -743,20 +723,20 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 		}
 	}
 	if size > 0 {
-		if err := c.exchange2(fmt.Sprintf("ALLO %d", size), 2); err != nil {
+		if err := c.exchange2(ctx, fmt.Sprintf("ALLO %d", size), 2); err != nil {
 			return conns, stripes, err
 		}
 	}
-	if err := c.restCommand(rest); err != nil {
+	if err := c.restCommand(ctx, rest); err != nil {
 		return conns, stripes, err
 	}
 	if c.dsec == nil || reused {
-		return conns, stripes, c.exchange2(command, 1)
+		return conns, stripes, c.exchange2(ctx, command, 1)
 	}
 	// GCT finishes the data channels' security handshakes before it sends
 	// 150: run them while waiting for the reply.
 	sec := c.secureAllAsync(ctx, conns)
-	err = c.exchange2(command, 1)
+	err = c.exchange2(ctx, command, 1)
 	conns, herr := sec.wait(err != nil)
 	switch {
 	case err != nil:

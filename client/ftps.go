@@ -232,7 +232,7 @@ func (c *Conn) authTLS(ctx context.Context, f *FTPSConfig, host string) error {
 	st.tls = tc.ConnectionState()
 	c.nc = tc
 	c.raw = bufio.NewReader(tc)
-	c.rr = wire.NewReplyReader(c.raw)
+	c.rs.setReader(wire.NewReplyReader(c.raw))
 	c.ftps = st
 	c.log.Debug("FTPS control channel", "tls", tls.VersionName(st.tls.Version), "client-certificate", st.cert != nil)
 	return nil

@@ -391,7 +391,7 @@ func (c *Conn) authGSI(ctx context.Context, g *GSIConfig, host string) error {
 	st.prot = ProtClear
 	c.gsi = st
 	c.dsec = st.dataSecurity(c.dialTimeout())
-	c.rr = wire.NewReplyReader(&unwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), sec: sec})
+	c.rs.setReader(wire.NewReplyReader(&unwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), sec: sec}))
 	c.log.Debug("GSI authenticated", "server", st.serverDN, "identity", st.identity, "delegated", st.delegated)
 	ok = true
 	return nil

@@ -179,7 +179,7 @@ func (c *Conn) runBatch(ctx context.Context, n int, opts *BatchOptions, doing st
 	}
 	if !o.StreamMode {
 		w, stopWatch := watchAll(ctx, c.nc)
-		err := c.setMode(true)
+		err := c.setMode(ctx, true)
 		if err == nil {
 			return modeE(ctx, w, stopWatch, &o, errs)
 		}
@@ -331,6 +331,7 @@ func (c *Conn) endBatch(ctx context.Context, stopWatch func() bool, err error) {
 type batchOp struct {
 	item    int
 	line    string
+	t       ticket        // the command's place in the reply stream
 	started bool          // a 125/150 arrived; set before the op goes to the data side
 	final   Reply         // the final reply, once fin is closed
 	err     error         // the control connection failed before the final reply
@@ -440,12 +441,13 @@ func (b *batch) finish(i int, err error) {
 
 // send sends one command and queues it for the reply reader.
 func (b *batch) send(item int, line string) (*batchOp, error) {
-	if err := b.c.send(line); err != nil {
-		err = fmt.Errorf("client: %s: %w", verb(line), err)
+	t, err := b.c.request(b.parent, line)
+	if err != nil {
+		err = plain(err)
 		b.stop(err)
 		return nil, err
 	}
-	op := &batchOp{item: item, line: line, fin: make(chan struct{})}
+	op := &batchOp{item: item, line: line, t: t, fin: make(chan struct{})}
 	b.sentc <- op
 	return op, nil
 }
@@ -462,9 +464,9 @@ func (b *batch) readReplies() {
 	var broken, broke error
 	for op := range b.sentc {
 		for broken == nil {
-			r, err := b.c.readReply()
+			r, err := b.c.rs.next(b.parent, op.t)
 			if err != nil {
-				broken = fmt.Errorf("client: %s: %w", verb(op.line), err)
+				broken = plain(err)
 				if cause := b.stopped(); cause != nil {
 					broken = cause
 				} else if b.parent.Err() != nil {
@@ -607,13 +609,13 @@ func (c *Conn) getEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 	n := max(o.Parallel, 1)
 	var ln *net.TCPListener
 	var conns []net.Conn
-	err := c.softCommands(bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))
+	err := c.softCommands(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer))
 	if err == nil {
 		if len(c.cache) > 0 && c.cacheDir == dirRetrieve {
 			conns, c.cache, c.cacheDir = c.cache, nil, dirNone
 		} else {
 			c.dropCache()
-			ln, err = c.getChannel(n, o.TCPBuffer)
+			ln, err = c.getChannel(ctx, n, o.TCPBuffer)
 		}
 	}
 	if err != nil {
@@ -641,8 +643,8 @@ func (c *Conn) getEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 // getChannel sends what a download's new data connections need (OPTS
 // RETR Parallelism, EPRT/PORT) and returns the listener the server will
 // connect to.
-func (c *Conn) getChannel(n, buf int) (*net.TCPListener, error) {
-	if err := c.exchange2(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+func (c *Conn) getChannel(ctx context.Context, n, buf int) (*net.TCPListener, error) {
+	if err := c.exchange2(ctx, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
 		return nil, err
 	}
 	c.dataBuf = buf
@@ -652,7 +654,7 @@ func (c *Conn) getChannel(n, buf int) (*net.TCPListener, error) {
 		return nil, err
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
-	ok, err := c.announce(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	ok, err := c.announce(ctx, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	if err != nil || !ok {
 		ln.Close()
 		return nil, err
@@ -809,7 +811,7 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 	n := max(o.Parallel, 1)
 	var conns []net.Conn
 	var sec *securing
-	err := c.softCommands(bufferCommand("SITE STORBUFSIZE", o.TCPBuffer))
+	err := c.softCommands(ctx, bufferCommand("SITE STORBUFSIZE", o.TCPBuffer))
 	if err == nil {
 		if len(c.cache) > 0 && c.cacheDir == dirStore {
 			conns, c.cache, c.cacheDir = c.cache, nil, dirNone
@@ -826,7 +828,7 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 	eager := false
 	if err == nil && c.offersStorDrain() {
 		// Refused: the server keeps the standard behaviour.
-		err = c.setStorDrain(true)
+		err = c.setStorDrain(ctx, true)
 		eager = c.drainOn
 	}
 	if err != nil {
@@ -889,7 +891,7 @@ func (c *Conn) putEBlock(ctx context.Context, w *watcher, stopWatch func() bool,
 
 // putChannel asks for a passive address and dials n data connections.
 func (c *Conn) putChannel(ctx context.Context, w *watcher, n, buf int) ([]net.Conn, error) {
-	ap, err := c.passive()
+	ap, err := c.passive(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -1003,7 +1005,7 @@ func (c *Conn) offersStorDrain() bool {
 // already. A refused ON leaves it off (the batch waits for each 150); a
 // refused OFF is an error, as the server would wait for data no upload
 // outside a batch sends.
-func (c *Conn) setStorDrain(on bool) error {
+func (c *Conn) setStorDrain(ctx context.Context, on bool) error {
 	if c.drainOn == on {
 		return nil
 	}
@@ -1011,7 +1013,7 @@ func (c *Conn) setStorDrain(on bool) error {
 	if on {
 		line = "OPTS PIPE STOR-DRAIN=ON"
 	}
-	r, err := c.exchange(line)
+	r, err := c.exchange(ctx, line)
 	if err != nil {
 		return err
 	}

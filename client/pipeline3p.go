@@ -158,7 +158,7 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 func b3p(ctx context.Context, src, dst *Conn, files []ThirdPartyFile, progress *batchProgress, from int, o *BatchOptions, done func(int, error), errs []error) []error {
 	b := &tpBatch{src: src, dst: dst, files: files, progress: progress}
 	if dst.offersStorDrain() {
-		if err := dst.setStorDrain(true); err != nil {
+		if err := dst.setStorDrain(ctx, true); err != nil {
 			src.close()
 			dst.close()
 			return fillErrs(errs, from, err, o.Done)
@@ -236,6 +236,7 @@ type tpItem struct {
 	i              int
 	lead, follow   tpSide // guarded by tpBatch.mu
 	leadL, followL string // the command lines
+	leadT, followT ticket // their places in the reply streams, set before the item is queued for its reader
 }
 
 // tpSide is one server's part of a file.
@@ -269,8 +270,8 @@ func (b *tpBatch) run(parent context.Context, from int, o *BatchOptions, done fu
 	followOps := make(chan *tpItem, o.window()+1)
 
 	var wg sync.WaitGroup
-	wg.Go(func() { b.read(lead, leadOps, true, followOps) })
-	wg.Go(func() { b.read(follow, followOps, false, nil) })
+	wg.Go(func() { b.read(parent, lead, leadOps, true, followOps) })
+	wg.Go(func() { b.read(parent, follow, followOps, false, nil) })
 	for i := from; i < len(b.files); i++ {
 		select {
 		case b.slots <- struct{}{}:
@@ -297,10 +298,12 @@ func (b *tpBatch) run(parent context.Context, from int, o *BatchOptions, done fu
 		b.mu.Lock()
 		b.items[i] = it
 		b.mu.Unlock()
-		if err := lead.send(it.leadL); err != nil {
-			b.stop(fmt.Errorf("client: %s: %w", verb(it.leadL), err))
+		t, err := lead.request(parent, it.leadL)
+		if err != nil {
+			b.stop(plain(err))
 			break
 		}
+		it.leadT = t
 		leadOps <- it
 	}
 	if b.stopped() == nil && b.ctx.Err() != nil {
@@ -336,7 +339,7 @@ func (b *tpBatch) run(parent context.Context, from int, o *BatchOptions, done fu
 // read reads the replies of c's commands in order. The leading server's
 // 125/150 for a file sends the file's command to the following server
 // (queued on next).
-func (b *tpBatch) read(c *Conn, ops <-chan *tpItem, isLead bool, next chan<- *tpItem) {
+func (b *tpBatch) read(ctx context.Context, c *Conn, ops <-chan *tpItem, isLead bool, next chan<- *tpItem) {
 	if next != nil {
 		defer close(next)
 	}
@@ -344,9 +347,13 @@ func (b *tpBatch) read(c *Conn, ops <-chan *tpItem, isLead bool, next chan<- *tp
 	var broken error
 	for it := range ops {
 		for broken == nil {
-			r, err := c.readReply()
+			t := it.followT
+			if isLead {
+				t = it.leadT
+			}
+			r, err := c.rs.next(ctx, t)
 			if err != nil {
-				broken = fmt.Errorf("client: %s: %w", verb(b.line(it, isLead)), err)
+				broken = plain(err)
 				if cause := b.stopped(); cause != nil {
 					broken = cause
 				}
@@ -357,13 +364,15 @@ func (b *tpBatch) read(c *Conn, ops <-chan *tpItem, isLead bool, next chan<- *tp
 				if isMarker(r) || !b.start(it, isLead) || !isLead {
 					continue
 				}
-				if err := follow.send(it.followL); err != nil {
-					broken = fmt.Errorf("client: %s: %w", verb(it.followL), err)
+				ft, err := follow.request(ctx, it.followL)
+				if err != nil {
+					broken = plain(err)
 					b.stop(broken)
 					// The lead goes on to its final reply, which
 					// the stop turns into a read error.
 					continue
 				}
+				it.followT = ft
 				next <- it
 				continue
 			}

@@ -200,19 +200,20 @@ type leg struct {
 	last final
 }
 
-// startLeg reads c's replies up to the final one in a goroutine; prelim
-// sees the preliminary ones. The replies of the skip commands sent just
-// before (whose answer does not matter) are read first.
-func startLeg(c *Conn, skip int, prelim func(Reply)) *leg {
+// startLeg reads the replies of c's transfer command t up to the final
+// one in a goroutine; prelim sees the preliminary ones. The replies of the
+// skip commands sent before t (whose answer does not matter) are read
+// first.
+func startLeg(ctx context.Context, c *Conn, skip []ticket, t ticket, prelim func(Reply)) *leg {
 	l := &leg{c: c, fin: make(chan final, 1)}
 	go func() {
-		for range skip {
-			if r, err := c.readReply(); err != nil {
+		for _, s := range skip {
+			if r, err := c.rs.next(ctx, s); err != nil {
 				l.fin <- final{r, err}
 				return
 			}
 		}
-		r, err := c.readFinal(prelim)
+		r, err := c.rs.final(ctx, t, prelim)
 		l.fin <- final{r, err}
 	}()
 	return l
@@ -256,8 +257,8 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 	dstSteps := t.destinationPrelude(modeE, &addrs)
 	var dstErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { dstErr = t.dst.burst(dstSteps) })
-	srcErr := t.src.burst(srcSteps)
+	wg.Go(func() { dstErr = t.dst.burst(t.ctx, dstSteps) })
+	srcErr := t.src.burst(t.ctx, srcSteps)
 	wg.Wait()
 	if srcErr != nil {
 		return -1, nil, nil, srcErr
@@ -280,7 +281,7 @@ func (t *thirdParty) steps() (want int64, dstLeg, srcLeg *leg, err error) {
 	if err != nil {
 		return w.want, dstLeg, nil, err
 	}
-	srcLeg = startLeg(t.src, 0, nil)
+	srcLeg = startLeg(t.ctx, t.src, nil, t.src.rs.last(), nil)
 	waitFinals(dstLeg, srcLeg)
 	return w.want, dstLeg, srcLeg, nil
 }
@@ -409,29 +410,31 @@ func (t *thirdParty) startStore(w window) (*leg, error) {
 	// ALLO is advice (a server may not know it), so it goes with the
 	// STOR and its reply is read by the leg; a REST must be accepted
 	// before the STOR, which would truncate without it.
-	allo := 0
+	var allo []ticket
 	if w.length >= 0 {
 		if !w.partial && w.rest.Len() > 0 {
-			if err := dst.burst([]step{{line: fmt.Sprintf("ALLO %d", w.length)}}); err != nil {
+			if err := dst.burst(t.ctx, []step{{line: fmt.Sprintf("ALLO %d", w.length)}}); err != nil {
 				return nil, err
 			}
 		} else {
-			if err := dst.send(fmt.Sprintf("ALLO %d", w.length)); err != nil {
-				return nil, &brokenError{err: fmt.Errorf("client: ALLO: %w", err)}
+			a, err := dst.request(t.ctx, fmt.Sprintf("ALLO %d", w.length))
+			if err != nil {
+				return nil, err
 			}
-			allo = 1
+			allo = append(allo, a)
 		}
 	}
 	if !w.partial {
 		// ESTO never truncates; STOR does unless REST says what is there.
-		if err := dst.restCommand(w.rest); err != nil {
+		if err := dst.restCommand(t.ctx, w.rest); err != nil {
 			return nil, err
 		}
 	}
-	if err := dst.send(w.storCmd); err != nil {
-		return nil, &brokenError{err: fmt.Errorf("client: %s: %w", verb(w.storCmd), err)}
+	stor, err := dst.request(t.ctx, w.storCmd)
+	if err != nil {
+		return nil, err
 	}
-	return startLeg(dst, allo, t.markers), nil
+	return startLeg(t.ctx, dst, allo, stor, t.markers), nil
 }
 
 // waitFinals waits for both legs' final replies; the first failure stops
@@ -465,17 +468,12 @@ func (t *thirdParty) srcSetup(addrs []netip.AddrPort, rest RangeSet, retrCmd str
 	// source send to a data channel it had before.
 	steps := []step{{line: line, check: wantClass(2)}}
 	if rest.Len() > 0 {
-		steps = append(steps, step{line: "REST " + rest.String(), check: func(r Reply) error {
-			if cl := r.Class(); cl != 3 && cl != 2 {
-				return &ReplyError{Reply: r}
-			}
-			return nil
-		}})
+		steps = append(steps, restStep(rest))
 	}
-	if err := src.burst(steps); err != nil {
+	if err := src.burst(t.ctx, steps); err != nil {
 		return err
 	}
-	return src.exchange2(retrCmd, 1)
+	return src.exchange2(t.ctx, retrCmd, 1)
 }
 
 // step is one command of a burst; check, when not nil, judges its reply.
@@ -499,23 +497,23 @@ func wantClass(want int) func(Reply) error {
 // this costs one round trip instead of one per command. Every reply is
 // read, so the Conn stays in step; the first failure is returned. Only
 // commands that may be sent whatever the earlier ones' answer go in one.
-func (c *Conn) burst(steps []step) error {
-	for _, s := range steps {
-		if err := c.send(s.line); err != nil {
-			return &brokenError{err: fmt.Errorf("client: %s: %w", verb(s.line), err)}
+func (c *Conn) burst(ctx context.Context, steps []step) error {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = s.line
+	}
+	rs, err := c.exchangeAll(ctx, lines)
+	if err != nil {
+		return err
+	}
+	for i, s := range steps {
+		if s.check != nil {
+			if err := s.check(rs[i]); err != nil {
+				return err
+			}
 		}
 	}
-	var first error
-	for _, s := range steps {
-		r, err := c.readReply()
-		if err != nil {
-			return &brokenError{err: fmt.Errorf("client: %s: %w", verb(s.line), err)}
-		}
-		if s.check != nil && first == nil {
-			first = s.check(r)
-		}
-	}
-	return first
+	return nil
 }
 
 // modeStep is setMode as a step (none when the server is in that mode).
@@ -581,9 +579,9 @@ func portCommand(addrs []netip.AddrPort) (string, error) {
 // passiveAddrs asks the server for the address(es) another server is to
 // connect to: PASV, or SPAS when striped. A 0.0.0.0 address is replaced
 // by the control connection's peer.
-func (c *Conn) passiveAddrs(striped bool) ([]netip.AddrPort, error) {
+func (c *Conn) passiveAddrs(ctx context.Context, striped bool) ([]netip.AddrPort, error) {
 	line := passiveLine(striped)
-	r, err := c.exchange(line)
+	r, err := c.exchange(ctx, line)
 	if err != nil {
 		return nil, err
 	}
@@ -695,7 +693,7 @@ func (t *thirdParty) finish(stopSrc, stopDst func() bool, dstLeg, srcLeg *leg, e
 		for _, l := range []*leg{dstLeg, srcLeg} {
 			if l != nil && !l.got {
 				_ = l.c.nc.SetDeadline(time.Now().Add(abortTimeout))
-				_ = l.c.send("ABOR")
+				_, _ = l.c.request(context.Background(), "ABOR")
 				aborted[l.c] = true
 			}
 		}
@@ -735,7 +733,7 @@ func (t *thirdParty) finish(stopSrc, stopDst func() bool, dstLeg, srcLeg *leg, e
 	}
 	describe := func(who string, f final) error {
 		if f.err != nil {
-			return fmt.Errorf("client: third party: %s: %w", who, f.err)
+			return fmt.Errorf("client: third party: %s: %w", who, causeOf(f.err))
 		}
 		return &ReplyError{Reply: f.r}
 	}

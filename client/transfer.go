@@ -142,20 +142,6 @@ type brokenError struct {
 func (e *brokenError) Error() string { return e.err.Error() }
 func (e *brokenError) Unwrap() error { return e.err }
 
-// exchange sends one command and reads one reply, without a watch of its
-// own (the caller's watch covers it). Errors are *brokenError.
-func (c *Conn) exchange(line string) (Reply, error) {
-	err := c.send(line)
-	var r Reply
-	if err == nil {
-		r, err = c.readReply()
-	}
-	if err != nil {
-		return Reply{}, &brokenError{err: fmt.Errorf("client: %s: %w", verb(line), err)}
-	}
-	return r, nil
-}
-
 // Retrieve downloads path into w in stream mode and returns the number of
 // bytes written. When w is an *os.File, the bytes go from the socket to
 // the file inside the kernel (splice). Options for MODE E and Restart are
@@ -356,10 +342,10 @@ func (c *Conn) transfer(ctx context.Context, soft []string, buf int, pre []strin
 func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string, command string, move func(net.Conn) (int64, error)) (d *dataChan, sent bool, n int64, err error) {
 	// A new data channel drops the MODE E connections the server keeps.
 	c.dropCache()
-	if err := c.setMode(false); err != nil {
+	if err := c.setMode(ctx, false); err != nil {
 		return nil, false, 0, err
 	}
-	if err := c.softCommands(soft); err != nil {
+	if err := c.softCommands(ctx, soft); err != nil {
 		return nil, false, 0, err
 	}
 	d, err = c.openData(ctx, w)
@@ -367,19 +353,19 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 		return nil, false, 0, err
 	}
 	for _, line := range pre {
-		r, err := c.exchange(line)
-		if err != nil {
+		if err := c.burst(ctx, []step{{line: line, check: accepted}}); err != nil {
 			return d, false, 0, err
-		}
-		if cl := r.Class(); cl != 2 && cl != 3 {
-			return d, false, 0, &ReplyError{Reply: r}
 		}
 	}
 	var pending *pendingData
 	if c.dsec != nil {
 		pending = c.secureAsync(ctx, d)
 	}
-	r, err := c.exchange(command)
+	t, err := c.request(ctx, command)
+	var r Reply
+	if err == nil {
+		r, err = c.rs.next(ctx, t)
+	}
 	if err == nil && r.Class() != 1 {
 		err = &ReplyError{Reply: r}
 	}
@@ -419,9 +405,9 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
 	}
 	d.conn = nil
-	r, err = c.readReply()
+	r, err = c.rs.next(ctx, t)
 	if err != nil {
-		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: %w", verb(command), err)}
+		return d, true, n, err
 	}
 	if r.Class() != 2 {
 		return d, false, n, &ReplyError{Reply: r}
@@ -449,12 +435,8 @@ func (c *Conn) abort(ctx context.Context) {
 		wait = abortGrace
 	}
 	_ = c.nc.SetDeadline(time.Now().Add(wait))
-	if c.send("ABOR") == nil {
-		for range 4 {
-			if _, err := c.readReply(); err != nil {
-				break
-			}
-		}
+	if _, err := c.request(context.Background(), "ABOR"); err == nil {
+		c.rs.discard(4)
 	}
 	c.close()
 }
