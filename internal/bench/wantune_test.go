@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// runSearch drives s over a synthetic rate surface and returns the
+// trials in order.
+func runSearch(t *testing.T, s TuneSearch, rate func(TuneSetting) float64) []TuneTrial {
+	t.Helper()
+	var tried []TuneTrial
+	for range 1000 {
+		set, ok := s.Next(tried)
+		if !ok {
+			return tried
+		}
+		tried = append(tried, TuneTrial{set, rate(set)})
+	}
+	t.Fatal("the search never ends")
+	return nil
+}
+
+// logPeak is a surface peaked at p = peak and buffer best, falling off
+// with the square of log2(p/peak), less at other buffers.
+func logPeak(peak int, best int64, top float64) func(TuneSetting) float64 {
+	return func(s TuneSetting) float64 {
+		d := math.Log2(float64(s.P) / float64(peak))
+		v := top - 60*d*d
+		if s.Buffer != best {
+			v -= 150
+		}
+		return max(v, 1)
+	}
+}
+
+func TestTuneSearch(t *testing.T) {
+	const top = 900.0
+	// window is a window-limited link: p × buffer / RTT up to the link,
+	// autotuning worth 2.7 MB; flat at the top once filled.
+	window := func(rtt float64) func(TuneSetting) float64 {
+		return func(s TuneSetting) float64 {
+			w := float64(s.Buffer) * 1.32
+			if s.Buffer == 0 {
+				w = 2.7e6
+			}
+			return min(float64(s.P)*w*8/rtt/1e6, 941)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		s      TuneSearch
+		rate   func(TuneSetting) float64
+		want   TuneSetting // the best setting the search must find
+		cells  int         // the trials it makes
+		anyTop bool        // several settings share the top: any of them
+	}{
+		{"peak at a coarse p", DefaultTuneSearch, logPeak(4, 1<<20, top), TuneSetting{4, 1 << 20}, 14, false},
+		{"peak at p 8: doubling 4", DefaultTuneSearch, logPeak(8, 4<<20, top), TuneSetting{8, 4 << 20}, 14, false},
+		{"peak at p 2: halving 4", DefaultTuneSearch, logPeak(2, 0, top), TuneSetting{2, 0}, 14, false},
+		// At p 1 only 2 is left to refine: 13 cells.
+		{"peak at p 1", DefaultTuneSearch, logPeak(1, 0, top), TuneSetting{1, 0}, 13, false},
+		{"peak at p 24, between 16 and 32", DefaultTuneSearch, logPeak(23, 1<<20, top), TuneSetting{23, 1 << 20}, 14, false},
+		{"window-limited, 100 ms: many streams", DefaultTuneSearch, window(0.1), TuneSetting{32, 4 << 20}, 14, true},
+		{"window-limited, 2 ms: one stream fills it", DefaultTuneSearch, window(0.002), TuneSetting{1, 0}, 13, true},
+		// A larger budget bisects in log p down to the peak.
+		{"peak at p 6, budget 20", TuneSearch{Ps: []int{1, 4, 16, 32}, Buffers: []int64{0, 1 << 20, 4 << 20}, MaxP: 32, Budget: 20},
+			logPeak(6, 0, top), TuneSetting{6, 0}, 18, false}, // converged before the budget
+		{"peak at p 12, budget 20", TuneSearch{Ps: []int{1, 4, 16, 32}, Buffers: []int64{0, 1 << 20, 4 << 20}, MaxP: 32, Budget: 20},
+			logPeak(12, 4<<20, top), TuneSetting{12, 4 << 20}, 20, false},
+		// Nothing left to try before the budget: it stops.
+		{"small space", TuneSearch{Ps: []int{1, 2}, Buffers: []int64{0}, MaxP: 2, Budget: 14}, logPeak(2, 0, top), TuneSetting{2, 0}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tried := runSearch(t, tc.s, tc.rate)
+			if len(tried) > tc.s.Budget || len(tried) != tc.cells {
+				t.Errorf("%d trials, want %d (budget %d)", len(tried), tc.cells, tc.s.Budget)
+			}
+			seen := map[TuneSetting]bool{}
+			for _, tr := range tried {
+				if seen[tr.TuneSetting] {
+					t.Errorf("%v tried twice", tr.TuneSetting)
+				}
+				seen[tr.TuneSetting] = true
+				if tr.P < 1 || tr.P > tc.s.MaxP || !slices.Contains(tc.s.Buffers, tr.Buffer) {
+					t.Errorf("%v outside the search space", tr.TuneSetting)
+				}
+			}
+			// The coarse grid comes first, in order.
+			for i := 0; i < min(len(tried), len(tc.s.Ps)*len(tc.s.Buffers)); i++ {
+				want := TuneSetting{tc.s.Ps[i/len(tc.s.Buffers)], tc.s.Buffers[i%len(tc.s.Buffers)]}
+				if tried[i].TuneSetting != want {
+					t.Errorf("trial %d is %v, want the coarse %v", i, tried[i].TuneSetting, want)
+				}
+			}
+			best, ok := BestTrial(tried)
+			switch {
+			case !ok:
+				t.Fatal("no best")
+			case tc.anyTop && best.Mbps < tc.rate(tc.want):
+				t.Errorf("best %v at %.0f, want %.0f", best.TuneSetting, best.Mbps, tc.rate(tc.want))
+			case !tc.anyTop && best.TuneSetting != tc.want:
+				t.Errorf("best %v (%.0f), want %v (%.0f); tried %v", best.TuneSetting, best.Mbps, tc.want, tc.rate(tc.want), tried)
+			}
+		})
+	}
+}
+
+func TestTuneSearchFailures(t *testing.T) {
+	s := DefaultTuneSearch
+	// Every cell fails: the coarse grid is tried, then nothing.
+	tried := runSearch(t, s, func(TuneSetting) float64 { return math.NaN() })
+	if len(tried) != 12 {
+		t.Errorf("all failing: %d trials, want the 12 coarse ones", len(tried))
+	}
+	if _, ok := BestTrial(tried); ok {
+		t.Error("a best among failures")
+	}
+	// Failures are never the best; the search refines around the best
+	// that succeeded.
+	rate := logPeak(8, 0, 900)
+	tried = runSearch(t, s, func(c TuneSetting) float64 {
+		if c.P == 16 {
+			return math.NaN()
+		}
+		return rate(c)
+	})
+	if best, _ := BestTrial(tried); best.TuneSetting != (TuneSetting{8, 0}) {
+		t.Errorf("best %v, want p 8 auto; tried %v", best.TuneSetting, tried)
+	}
+	if _, ok := s.Next(nil); !ok {
+		t.Error("no first setting")
+	}
+	if _, ok := (TuneSearch{Ps: []int{1}, Buffers: []int64{0}, MaxP: 1, Budget: 0}).Next(nil); ok {
+		t.Error("a setting beyond a budget of 0")
+	}
+}
+
+func TestTunePreset(t *testing.T) {
+	p, err := PresetByName("tune")
+	if err != nil || p.Tune == nil {
+		t.Fatalf("tune: %v", err)
+	}
+	spec := *p.Tune
+	if len(spec.Rows) != 12 || spec.Rate != GigabitRate || spec.HistoryTarget != 10 || spec.Search.Budget > 14 {
+		t.Errorf("tune: %d rows at %d bit/s, history %d, budget %d", len(spec.Rows), spec.Rate, spec.HistoryTarget, spec.Search.Budget)
+	}
+	for _, row := range spec.Rows {
+		for _, role := range []string{RoleHand, RoleEmpty, RoleFiller, RoleHistory, RoleGCT} {
+			c := spec.Cell(row, role, TuneSetting{4, 1 << 20})
+			if c.Size <= 0 || c.Size >= openEnded || c.Duration <= 0 || c.Size%(1<<20) != 0 || c.P < 1 {
+				t.Errorf("%s %s: cell %+v", RowLabel(row), role, c)
+			}
+			// At the row's bound a cell takes its time (a filler a fifth).
+			at := time.Duration(float64(c.Size) * 8 / (spec.RowBound(row).Bound * 1e6) * float64(time.Second))
+			want := steadyFor(row.Latency)
+			if role == RoleFiller {
+				want /= 5
+			}
+			if at < want-time.Second || at > want+time.Second {
+				t.Errorf("%s %s: %v at the bound, want about %v", RowLabel(row), role, at, want)
+			}
+			if c.Auto != (role == RoleEmpty || role == RoleFiller || role == RoleHistory) || c.Explicit != (role == RoleHand) ||
+				(c.Impl == GCT) != (role == RoleGCT) {
+				t.Errorf("%s %s: Auto %v Explicit %v Impl %s", RowLabel(row), role, c.Auto, c.Explicit, c.Impl)
+			}
+		}
+	}
+	// The plan: per row (b), 14 hand cells, no filler (14 ≥ 10), (c), (d).
+	plan := spec.Plan(true)
+	if len(plan) != 12*17 {
+		t.Errorf("plan of %d cells, want %d", len(plan), 12*17)
+	}
+	if d := EstimatedTime(plan); d < time.Hour || d > 3*time.Hour {
+		t.Errorf("estimated %v", d)
+	}
+	if p, _ := PresetByName("tune-ci"); p.Tune == nil || len(p.Tune.Plan(true)) > 15 {
+		t.Error("tune-ci: not a short tune preset")
+	}
+}
+
+func TestFerryTuningFlags(t *testing.T) {
+	for _, tc := range []struct {
+		c    WANCell
+		want []string
+	}{
+		{WANCell{P: 1}, nil},
+		{WANCell{P: 4, Buffer: 1 << 20}, []string{"-p", "4", "-tcp-bs", "1048576"}},
+		{WANCell{P: 1, Explicit: true}, []string{"-p", "1", "-tcp-bs", "0"}},
+		{WANCell{P: 8, Buffer: 1 << 20, Auto: true}, nil},
+	} {
+		if got := ferryTuning(tc.c, tc.c.Buffer); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
