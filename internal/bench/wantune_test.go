@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/csv"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/history"
 )
 
 // runSearch drives s over a synthetic rate surface and returns the
@@ -194,5 +201,150 @@ func TestFerryTuningFlags(t *testing.T) {
 		if got := ferryTuning(tc.c, tc.c.Buffer); !slices.Equal(got, tc.want) {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
 		}
+	}
+}
+
+// tuneRows makes the results of two rows by hand: the report's input,
+// not a measurement. Row 1 has every column; in row 2 (c) failed, (d)
+// did not run, the history could not be read and no ETA was predicted.
+func tuneRows(spec TuneSpec) []TuneRowResult {
+	res := func(row TuneRow, role string, set TuneSetting, mbps float64, ended string) WANResult {
+		c := spec.Cell(row, role, set)
+		r := WANResult{Cell: c, Ended: ended, Mbps: mbps, Elapsed: 14 * time.Second, ClientCPU: 2 * time.Second,
+			ServerCPU: time.Second, Published: math.NaN(), BufferEff: c.Buffer}
+		if ended == EndFailed {
+			r.Mbps, r.Err = 0, "bench: ferry cp: exit status 1"
+		}
+		return r
+	}
+	r1 := TuneRow{Latency: 10 * time.Millisecond, Loss: 0}
+	r2 := TuneRow{Latency: 50 * time.Millisecond, Loss: 1}
+	rows := []TuneRowResult{
+		{Row: r1, Records: 10,
+			Grid: []WANResult{res(r1, RoleHand, TuneSetting{1, 0}, 400, EndComplete), res(r1, RoleHand, TuneSetting{4, 1 << 20}, 900, EndComplete),
+				res(r1, RoleHand, TuneSetting{16, 4 << 20}, 100, EndFailed)},
+			Empty:    res(r1, RoleEmpty, TuneSetting{}, 846, EndComplete),   // 0.94
+			Hist:     res(r1, RoleHistory, TuneSetting{}, 880, EndComplete), // 0.978
+			GCT:      res(r1, RoleGCT, TuneSetting{}, 300, EndComplete),
+			EmptyRec: &history.Record{Params: history.Params{Parallel: 2, Auto: true}, PredictedETA: 12 * time.Second},
+			HistRec:  &history.Record{Params: history.Params{Parallel: 4, TCPBuffer: 1 << 20, Auto: true}, PredictedETA: 13500 * time.Millisecond},
+		},
+		{Row: r2, Records: -1,
+			Grid:    []WANResult{res(r2, RoleHand, TuneSetting{32, 0}, 40, EndStopped)},
+			Fillers: []WANResult{res(r2, RoleFiller, TuneSetting{}, 30, EndComplete)},
+			Empty:   res(r2, RoleEmpty, TuneSetting{}, 20, EndStopped), // 0.5
+			Hist:    res(r2, RoleHistory, TuneSetting{}, 0, EndFailed),
+		},
+	}
+	return rows
+}
+
+func TestTuneRatio(t *testing.T) {
+	best := WANResult{Ended: EndComplete, Mbps: 100}
+	for _, tc := range []struct {
+		auto        WANResult
+		best        WANResult
+		want        float64
+		meet, meetH string
+	}{
+		{WANResult{Ended: EndComplete, Mbps: 95}, best, 0.95, "yes", "yes"},
+		{WANResult{Ended: EndStopped, Mbps: 94}, best, 0.94, "yes", "no"},
+		{WANResult{Ended: EndComplete, Mbps: 89.9}, best, 0.899, "no", "no"},
+		{WANResult{Ended: EndComplete, Mbps: 120}, best, 1.2, "yes", "yes"},
+		{WANResult{Ended: EndFailed}, best, math.NaN(), "", ""},
+		{WANResult{}, best, math.NaN(), "", ""}, // not run
+		{WANResult{Ended: EndComplete, Mbps: 95}, WANResult{}, math.NaN(), "", ""},
+		{WANResult{Ended: EndComplete, Mbps: 95}, WANResult{Ended: EndFailed}, math.NaN(), "", ""},
+	} {
+		got := TuneRatio(tc.auto, tc.best)
+		if (math.IsNaN(tc.want) != math.IsNaN(got)) || (!math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9) {
+			t.Errorf("TuneRatio(%+v, %+v) = %v, want %v", tc.auto, tc.best, got, tc.want)
+		}
+		if m, h := Meets(got, TuneTarget), Meets(got, TuneTargetHigh); m != tc.meet || h != tc.meetH {
+			t.Errorf("ratio %v meets %q %q, want %q %q", got, m, h, tc.meet, tc.meetH)
+		}
+	}
+}
+
+func TestTuneReport(t *testing.T) {
+	p, _ := PresetByName("tune")
+	rows := tuneRows(*p.Tune)
+	if best, ok := rows[0].Best(); !ok || best.Mbps != 900 || best.Cell.P != 4 {
+		t.Errorf("row 1 best %+v", best)
+	}
+	var b bytes.Buffer
+	if err := WriteTuneCSV(&b, *p.Tune, rows); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for name, want := range map[string][2]string{
+		"best_mbit_s":             {"900.00", "40.00"},
+		"best_p":                  {"4", "32"},
+		"best_tcp_bs_requested":   {"1048576", "0"},
+		"best_ended":              {"complete", "stopped"},
+		"grid_cells":              {"3", "1"},
+		"empty_over_best":         {"0.940", "0.500"},
+		"empty_meets_0.9":         {"yes", "no"},
+		"empty_meets_0.95":        {"no", "no"},
+		"empty_predicted_eta_s":   {"12.00", ""},
+		"empty_chosen_p":          {"2", ""},
+		"history_records":         {"10", ""},
+		"fillers":                 {"0", "1"},
+		"history_over_best":       {"0.978", ""},
+		"history_meets_0.9":       {"yes", ""},
+		"history_meets_0.95":      {"yes", ""},
+		"history_mbit_s":          {"880.00", ""},
+		"history_ended":           {"complete", "failed"},
+		"history_predicted_eta_s": {"13.50", ""},
+		"history_chosen_tcp_bs":   {"1048576", ""},
+		"gct_mbit_s":              {"300.00", ""},
+		"gct_ended":               {"complete", ""},
+		"gct_client_cpu_s":        {"2.00", ""},
+		"cells_to_doubt":          {"1", "1"},
+		"limit":                   {"link", "loss"},
+	} {
+		i, ok := col[name]
+		if !ok {
+			t.Errorf("no column %s", name)
+			continue
+		}
+		if got := [2]string{recs[1][i], recs[2][i]}; got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	var md strings.Builder
+	if err := WriteTuneMarkdown(&md, p, rows, ReportMeta{Command: "ferry bench wan -preset tune", Start: time.Now(), CC: "cubic"}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 10 ms | 0 % |", "900 (2.0 s)", "-p 4 -tcp-bs 1M (3 cells)", "0.94 ✓✗", "0.98 ✓✓", "-p 2 -tcp-bs auto",
+		"12.0 / 14.0 s", "13.5 / 14.0 s", "| 50 ms | 1 % |", "40.0* (2.0 s)", "0.50 ✗✗", "failed", "| — |",
+		"**8M is capped**", "(b) empty history: ≥ 0.90 of the best in 1 of 2 rows, ≥ 0.95 in 0.",
+		"(c) with history: ≥ 0.90 of the best in 1 of 1 rows, ≥ 0.95 in 1.",
+		"Cells to doubt", "p ∈ {1, 4, 16, 32} × B ∈ {auto, 1M, 4M}", "tune 10ms 0%: hand -p 16 -tcp-bs 4M failed", "![tune](tune.svg)",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, md.String())
+		}
+	}
+	dir := t.TempDir()
+	if err := WriteTuneOutputs(dir, p, rows, ReportMeta{Start: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tune.csv", "tune-cells.csv", "tune.md", "tune.svg", "tune.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	cells, _ := os.ReadFile(filepath.Join(dir, "tune-cells.csv"))
+	if n := bytes.Count(cells, []byte("\n")); n != 1+len(rows[0].All())+len(rows[1].All()) || len(rows[0].All()) != 6 || len(rows[1].All()) != 4 {
+		t.Errorf("tune-cells.csv has %d lines; rows of %d and %d cells", n, len(rows[0].All()), len(rows[1].All()))
 	}
 }
