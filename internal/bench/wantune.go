@@ -409,6 +409,9 @@ func (t *tuneRun) run(ctx context.Context, c WANCell) (WANResult, error) {
 	}
 	t.n++
 	set := "auto"
+	if c.Impl == GCT {
+		set = "no flags"
+	}
 	if c.Explicit {
 		set = TuneSetting{c.P, c.Buffer}.String()
 	}
