@@ -206,8 +206,8 @@ func bbcTuneRows() []TuneRow {
 	return rows
 }
 
-// tuneRoles name the cells of a row, in the grid column of the cells'
-// CSV ("tune 10ms 0.1%: hand").
+// The roles of a row's cells, named in the grid column of the cells'
+// CSV after the row ("tune 10ms 0.1%: hand").
 const (
 	RoleHand      = "hand"         // (a) a cell of the search
 	RoleEmpty     = "auto-empty"   // (b) no flags, empty history

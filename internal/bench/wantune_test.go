@@ -324,7 +324,7 @@ func TestTuneReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| 10 ms | 0 % |", "900 (2.0 s)", "-p 4 -tcp-bs 1M (3 cells)", "0.94 ✓✗", "0.98 ✓✓", "-p 2 -tcp-bs auto",
+		"| 10 ms | 0 % |", "900 (2.0 s)", "-p 4 -tcp-bs 1M (best of 3)", "0.94 ✓✗", "0.98 ✓✓", "-p 2 -tcp-bs auto",
 		"12.0 / 14.0 s", "13.5 / 14.0 s", "| 50 ms | 1 % |", "40.0* (2.0 s)", "0.50 ✗✗", "failed", "| — |",
 		"**8M is capped**", "(b) empty history: ≥ 0.90 of the best in 1 of 2 rows, ≥ 0.95 in 0.",
 		"(c) with history: ≥ 0.90 of the best in 1 of 1 rows, ≥ 0.95 in 1.",

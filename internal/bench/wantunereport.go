@@ -248,7 +248,7 @@ func WriteTuneMarkdown(w io.Writer, p Preset, rows []TuneRowResult, meta ReportM
 		best, ok := r.Best()
 		flags := "—"
 		if ok {
-			flags = fmt.Sprintf("%s (%d cells)", TuneSetting{best.Cell.P, best.Cell.Buffer}, len(r.Grid))
+			flags = fmt.Sprintf("%s (best of %d)", TuneSetting{best.Cell.P, best.Cell.Buffer}, len(r.Grid))
 		}
 		rb, rc := TuneRatio(r.Empty, best), TuneRatio(r.Hist, best)
 		for i, ratio := range []float64{rb, rc} {
