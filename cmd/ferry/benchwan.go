@@ -195,7 +195,7 @@ func runBenchTune(ctx context.Context, e *env, p bench.Preset, o tuneOptions) er
 			fmt.Fprintf(e.stdout, "%3d %-28s %-6s %-26s rate=%-6s %s\n", i+1, c.Grid, c.Impl, set,
 				fmt.Sprintf("%gM", float64(c.Rate)/1e6), cellLimit(c))
 		}
-		fmt.Fprintf(e.stdout, "at most %d cells (the refinement's as planned), about %v\n", len(plan), bench.EstimatedTime(plan).Round(time.Minute))
+		fmt.Fprintf(e.stdout, "%d cells as planned (a refinement as it might go; fillers as if every hand cell is recorded), about %v\n", len(plan), bench.EstimatedTime(plan).Round(time.Minute))
 		return nil
 	}
 	if o.out == "" {
@@ -215,7 +215,7 @@ func runBenchTune(ctx context.Context, e *env, p bench.Preset, o tuneOptions) er
 		last = rows
 		writeErr = bench.WriteTuneOutputs(o.out, p, rows, meta)
 	}
-	fmt.Fprintf(e.stderr, "bench: %d rows, at most %d cells, about %v\n", len(p.Tune.Rows), len(plan), bench.EstimatedTime(plan).Round(time.Minute))
+	fmt.Fprintf(e.stderr, "bench: %d rows, about %d cells, about %v\n", len(p.Tune.Rows), len(plan), bench.EstimatedTime(plan).Round(time.Minute))
 	if _, err := bench.RunTune(ctx, cfg); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func TestBenchWANTuneHelp(t *testing.T) {
 	}
 	r = ferry(t, nil, "bench", "wan", "-preset", "tune", "-list")
 	if r.code != 0 || !strings.Contains(r.stdout, "12 rows") || !strings.Contains(r.stdout, "tune 50ms 1%: auto-history") ||
-		!strings.Contains(r.stdout, "-p 32 -tcp-bs 4M") || !strings.Contains(r.stdout, "at most 204 cells") {
+		!strings.Contains(r.stdout, "-p 32 -tcp-bs 4M") || !strings.Contains(r.stdout, "204 cells as planned") {
 		t.Errorf("bench wan -preset tune -list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := ferry(t, nil, "bench", "wan", "-preset", "tune", "-grids", "x", "-out", t.TempDir()); r.code != 2 {

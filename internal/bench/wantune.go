@@ -263,10 +263,10 @@ func RowLabel(row TuneRow) string {
 	return fmt.Sprintf("%s %gms %g%%", tuneGridLabel, msOf(row.Latency), row.Loss)
 }
 
-// Plan returns the cells a row runs at most, for -list and the estimate:
-// (b), the search's budget of hand cells (the coarse ones, then
-// placeholders of the refinement at p = 0), the fillers if none of the
-// grid's cells were recorded, (c) and, with gct, (d).
+// Plan returns the cells the rows run as planned, for -list and the
+// estimate: per row (b), the search's budget of hand cells (the coarse
+// ones, then a refinement as it might go), the fillers as if every hand
+// cell was recorded, (c) and, with gct, (d).
 func (s TuneSpec) Plan(gct bool) []WANCell {
 	var out []WANCell
 	for _, row := range s.Rows {
@@ -395,7 +395,7 @@ type tuneRun struct {
 	cfg  TuneConfig
 	rows []TuneRowResult
 	n    int // cells run
-	plan int // cells planned at most
+	plan int // cells planned (the fillers as if every search cell was recorded)
 }
 
 // run runs one cell and reports it.
@@ -415,7 +415,7 @@ func (t *tuneRun) run(ctx context.Context, c WANCell) (WANResult, error) {
 	if c.Explicit {
 		set = TuneSetting{c.P, c.Buffer}.String()
 	}
-	fmt.Fprintf(t.r.progress, "bench: %d/≤%d %s %-6s %s: %s: %s\n", t.n, t.plan, c.Grid, c.Impl, set, res.Ended, res.summary())
+	fmt.Fprintf(t.r.progress, "bench: %d/~%d %s %-6s %s: %s: %s\n", t.n, t.plan, c.Grid, c.Impl, set, res.Ended, res.summary())
 	return res, nil
 }
 
@@ -435,7 +435,7 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	if cur.Empty, err = t.run(ctx, c); err != nil {
 		return err
 	}
-	cur.EmptyRec = newestRecord(ctx, emptyDB)
+	cur.EmptyRec = newRecord(ctx, emptyDB, 0)
 	report()
 
 	var tried []TuneTrial
@@ -482,10 +482,14 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 
 	c = spec.Cell(row, RoleHistory, TuneSetting{})
 	c.History = gridDB
+	var last int64
+	if rec := newRecord(ctx, gridDB, 0); rec != nil {
+		last = rec.ID
+	}
 	if cur.Hist, err = t.run(ctx, c); err != nil {
 		return err
 	}
-	cur.HistRec = newestRecord(ctx, gridDB)
+	cur.HistRec = newRecord(ctx, gridDB, last)
 	report()
 
 	if t.cfg.GCT {
@@ -531,11 +535,12 @@ func countRecords(ctx context.Context, dsn string) int {
 	return n
 }
 
-// newestRecord returns the newest record of the history file dsn, nil
-// if none.
-func newestRecord(ctx context.Context, dsn string) *history.Record {
+// newRecord returns the newest record of the history file dsn if its ID
+// is above after (a cell's own record, not one from before it), nil if
+// none.
+func newRecord(ctx context.Context, dsn string, after int64) *history.Record {
 	recs, _ := historyRecords(ctx, dsn)
-	if len(recs) == 0 {
+	if len(recs) == 0 || recs[0].ID <= after {
 		return nil
 	}
 	return &recs[0]

@@ -348,3 +348,39 @@ func TestTuneReport(t *testing.T) {
 		t.Errorf("tune-cells.csv has %d lines; rows of %d and %d cells", n, len(rows[0].All()), len(rows[1].All()))
 	}
 }
+
+func TestTuneHistory(t *testing.T) {
+	ctx := t.Context()
+	dsn := filepath.Join(t.TempDir(), "h.db")
+	if n := countRecords(ctx, dsn); n != 0 {
+		t.Errorf("no file: %d records, want 0", n)
+	}
+	if rec := newRecord(ctx, dsn, 0); rec != nil {
+		t.Errorf("no file: record %+v", rec)
+	}
+	st, err := history.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var ids []int64
+	for i, outcome := range []string{history.OK, history.Failed, history.OK} {
+		id, err := st.Add(ctx, &history.Record{Start: now.Add(time.Duration(i) * time.Second), End: now.Add(time.Duration(i+1) * time.Second),
+			Kind: "download", Tool: "cp", Outcome: outcome, Params: history.Params{Parallel: i + 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	st.Close()
+	if n := countRecords(ctx, dsn); n != 2 {
+		t.Errorf("%d successful records, want 2", n)
+	}
+	if rec := newRecord(ctx, dsn, ids[1]); rec == nil || rec.ID != ids[2] || rec.Params.Parallel != 3 {
+		t.Errorf("newest after %d: %+v", ids[1], rec)
+	}
+	// A cell that left no record: the newest is from before it.
+	if rec := newRecord(ctx, dsn, ids[2]); rec != nil {
+		t.Errorf("a record after the newest: %+v", rec)
+	}
+}
