@@ -27,7 +27,13 @@ otherwise idle machine.
 
 It writes NAME.csv (every cell), NAME.md (tables beside the published
 numbers and the theoretical bounds) and a GRID.svg and GRID.png per grid to
--out, after every cell. Method: docs/bench/wan/README.md. Presets:
+-out, after every cell. Method: docs/bench/wan/README.md.
+
+The tune presets prove the automatic tuning instead: per link, the best
+hand-tuned ferry cp (a coarse-to-fine search over -p and -tcp-bs), ferry cp
+without them on an empty history and after ten transfers of the link, and
+globus-url-copy without flags; they write NAME.csv (a row per link),
+NAME-cells.csv, NAME.md, NAME.svg and NAME.png. Presets:
 `
 
 func runBenchWAN(ctx context.Context, e *env, args []string) error {
@@ -58,6 +64,13 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	p, err := bench.PresetByName(*preset)
 	if err != nil {
 		return usagef("-preset: %v", err)
+	}
+	if p.Tune != nil {
+		if *grids != "" {
+			return usagef("-grids: preset %s has rows, not grids", p.Name)
+		}
+		return runBenchTune(ctx, e, p, tuneOptions{impls: splitList(*impls), ferry: *ferry, cc: *cc, seed: *seed,
+			dir: *dir, out: *out, list: *list, args: args})
 	}
 	if *grids != "" {
 		want := splitList(*grids)
@@ -141,4 +154,96 @@ func cellLimit(c bench.WANCell) string {
 		return "for " + c.Duration.String()
 	}
 	return fmt.Sprintf("%s (stop at %v)", progress.Size(c.Size), c.Duration)
+}
+
+// tuneOptions are the flags of "ferry bench wan" a tune preset uses.
+type tuneOptions struct {
+	impls    []string
+	ferry    string
+	cc       string
+	seed     int64
+	dir, out string
+	list     bool
+	args     []string
+}
+
+// runBenchTune runs a tune preset (see bench.RunTune): -impls chooses
+// whether GCT's column runs (Ferry's always do; iperf3 has none).
+func runBenchTune(ctx context.Context, e *env, p bench.Preset, o tuneOptions) error {
+	gct := false
+	for _, i := range o.impls {
+		switch bench.Impl(i) {
+		case bench.Ferry, bench.IPerf3:
+		case bench.GCT:
+			gct = true
+		default:
+			return usagef("-impls: unknown implementation %q (ferry, gct, iperf3)", i)
+		}
+	}
+	plan := p.Tune.Plan(gct)
+	if o.list {
+		fmt.Fprintf(e.stdout, "%s: %d rows, search %d cells a row at most (p %v × -tcp-bs %v, then p refined), history of %d\n",
+			p.Name, len(p.Tune.Rows), p.Tune.Search.Budget, p.Tune.Search.Ps, bufferList(p.Tune.Search.Buffers), p.Tune.HistoryTarget)
+		for i, c := range plan {
+			set := "auto (no -p, no -tcp-bs)"
+			if c.Explicit {
+				set = fmt.Sprintf("-p %d -tcp-bs %s", c.P, bench.VarBuffer.Format(float64(c.Buffer)))
+			}
+			if c.Impl == bench.GCT {
+				set = "no flags"
+			}
+			fmt.Fprintf(e.stdout, "%3d %-28s %-6s %-26s rate=%-6s %s\n", i+1, c.Grid, c.Impl, set,
+				fmt.Sprintf("%gM", float64(c.Rate)/1e6), cellLimit(c))
+		}
+		fmt.Fprintf(e.stdout, "%d cells as planned (a refinement as it might go; fillers as if every hand cell is recorded), about %v\n", len(plan), bench.EstimatedTime(plan).Round(time.Minute))
+		return nil
+	}
+	if o.out == "" {
+		return usagef("-out is required")
+	}
+	cfg := bench.TuneConfig{Ferry: o.ferry, Spec: *p.Tune, GCT: gct, CC: o.cc, Seed: o.seed, Dir: o.dir, Progress: e.stderr}
+	if cfg.Ferry == "" {
+		var err error
+		if cfg.Ferry, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
+		}
+	}
+	meta := bench.ReportMeta{Command: "ferry bench wan " + strings.Join(o.args, " "), Start: time.Now(), CC: o.cc}
+	var last []bench.TuneRowResult
+	var writeErr error
+	cfg.OnRow = func(rows []bench.TuneRowResult) {
+		last = rows
+		writeErr = bench.WriteTuneOutputs(o.out, p, rows, meta)
+	}
+	fmt.Fprintf(e.stderr, "bench: %d rows, about %d cells, about %v\n", len(p.Tune.Rows), len(plan), bench.EstimatedTime(plan).Round(time.Minute))
+	if _, err := bench.RunTune(ctx, cfg); err != nil {
+		return err
+	}
+	if writeErr != nil {
+		return writeErr
+	}
+	failed, n := 0, 0
+	for _, r := range last {
+		for _, res := range r.All() {
+			n++
+			if res.Ended == bench.EndFailed {
+				failed++
+			}
+		}
+	}
+	abs, _ := filepath.Abs(o.out)
+	fmt.Fprintf(e.stderr, "bench: wrote %s\n", filepath.Join(abs, p.Name+".md"))
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cells failed (see %s)", failed, n, filepath.Join(abs, p.Name+".md"))
+	}
+	return nil
+}
+
+// bufferList renders TCP buffer sizes as -tcp-bs values.
+func bufferList(bs []int64) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, bench.VarBuffer.Format(float64(b)))
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wan"
 )
@@ -49,6 +51,18 @@ type WANCell struct {
 	Size     int64
 	Duration time.Duration
 	X, S     float64 // the grid's x and series values
+
+	// Auto runs ferry cp without -p and -tcp-bs, whatever P and Buffer
+	// say: the client chooses (the tune preset's automatic columns).
+	// Explicit passes both even at their defaults (-p 1, -tcp-bs 0), so
+	// that a hand-tuned cell stays hand-tuned when the client tunes
+	// itself unless told. Neither: -p only above 1, -tcp-bs only above 0
+	// (the other presets' cells, as they always ran).
+	Auto, Explicit bool
+	// History is the transfer history ferry cp uses ($FERRY_HISTORY):
+	// "" is "off", so that the user's history neither grows nor steers
+	// a cell.
+	History string
 }
 
 // clampedBuffer is the buffer the harness asks for: Buffer clamped to
@@ -148,35 +162,11 @@ type wanRunner struct {
 // EndFailed) and the run goes on; only a cancelled ctx or a missing
 // program ends it early.
 func RunWAN(ctx context.Context, cfg WANConfig) ([]WANResult, error) {
-	r := &wanRunner{cfg: cfg, progress: cfg.Progress}
-	if r.progress == nil {
-		r.progress = io.Discard
-	}
-	if r.cfg.start == nil {
-		r.cfg.start = startWAN
-	}
-	if r.cfg.CC == "" {
-		r.cfg.CC = "cubic"
-	}
-	if err := r.check(); err != nil {
+	r, done, err := newWANRunner(cfg)
+	if err != nil {
 		return nil, err
 	}
-	scratch, err := os.MkdirTemp(cfg.Dir, "ferry-bench-wan-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer os.RemoveAll(scratch)
-	// GCT's anonymous sessions run as nobody.
-	if err := os.Chmod(scratch, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	if slices.ContainsFunc(cfg.Cells, func(c WANCell) bool { return c.Impl == GCT }) {
-		if err := searchable(scratch); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-	}
-	r.served = scratch
-	r.rmemMax = readSysctlInt("/proc/sys/net/core/rmem_max")
+	defer done()
 	var results []WANResult
 	for i, c := range cfg.Cells {
 		if ctx.Err() != nil {
@@ -195,6 +185,43 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANResult, error) {
 			res.Ended, res.summary())
 	}
 	return results, nil
+}
+
+// newWANRunner checks cfg (its Cells say which programs are needed) and
+// makes the scratch directory, which done removes.
+func newWANRunner(cfg WANConfig) (r *wanRunner, done func(), err error) {
+	r = &wanRunner{cfg: cfg, progress: cfg.Progress}
+	if r.progress == nil {
+		r.progress = io.Discard
+	}
+	if r.cfg.start == nil {
+		r.cfg.start = startWAN
+	}
+	if r.cfg.CC == "" {
+		r.cfg.CC = "cubic"
+	}
+	if err := r.check(); err != nil {
+		return nil, nil, err
+	}
+	scratch, err := os.MkdirTemp(cfg.Dir, "ferry-bench-wan-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	done = func() { os.RemoveAll(scratch) }
+	// GCT's anonymous sessions run as nobody.
+	if err := os.Chmod(scratch, 0o755); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	if slices.ContainsFunc(cfg.Cells, func(c WANCell) bool { return c.Impl == GCT }) {
+		if err := searchable(scratch); err != nil {
+			done()
+			return nil, nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	r.served = scratch
+	r.rmemMax = readSysctlInt("/proc/sys/net/core/rmem_max")
+	return r, done, nil
 }
 
 // summary is a result's progress text.
@@ -451,13 +478,7 @@ func (r *wanRunner) runGridFTP(ctx context.Context, link network, res *WANResult
 	args = nil
 	switch c.Impl {
 	case Ferry:
-		path, args = r.cfg.Ferry, []string{"cp", "-q"}
-		if c.P > 1 {
-			args = append(args, "-p", itoa(c.P))
-		}
-		if res.BufferAsked > 0 {
-			args = append(args, "-tcp-bs", strconv.FormatInt(res.BufferAsked, 10))
-		}
+		path, args = r.cfg.Ferry, append([]string{"cp", "-q"}, ferryTuning(c, res.BufferAsked)...)
 		args = append(args, base+"/"+size, os.DevNull)
 	case GCT:
 		path = r.gctClient
@@ -485,6 +506,25 @@ func (r *wanRunner) runGridFTP(ctx context.Context, link network, res *WANResult
 	return nil
 }
 
+// ferryTuning returns the -p and -tcp-bs flags of a Ferry cell that asks
+// for buffer bytes (see WANCell.Auto and Explicit).
+func ferryTuning(c WANCell, buffer int64) []string {
+	var args []string
+	switch {
+	case c.Auto:
+	case c.Explicit:
+		args = append(args, "-p", itoa(c.P), "-tcp-bs", strconv.FormatInt(buffer, 10))
+	default:
+		if c.P > 1 {
+			args = append(args, "-p", itoa(c.P))
+		}
+		if buffer > 0 {
+			args = append(args, "-tcp-bs", strconv.FormatInt(buffer, 10))
+		}
+	}
+	return args
+}
+
 // pull runs the client until it ends or the cell's Duration passes; then
 // it counts the bytes the client's sockets received and stops it.
 func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path string, args []string) error {
@@ -496,6 +536,12 @@ func (r *wanRunner) pull(ctx context.Context, link network, res *WANResult, path
 		cmd = r.gctCommand(cctx, link, wan.Client, path, args...)
 	} else {
 		cmd = link.Command(cctx, wan.Client, path, args...)
+	}
+	if c.Impl == Ferry {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, history.EnvDSN+"="+cmp.Or(c.History, history.OffDSN))
 	}
 	prepare(cmd)
 	stderr := &tail{}

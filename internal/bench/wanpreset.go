@@ -137,6 +137,9 @@ type Grid struct {
 type Preset struct {
 	Name, About string
 	Grids       []Grid
+	// Tune, if set, makes the preset a tune preset: its cells are chosen
+	// as it runs (RunTune), and Grids is empty.
+	Tune *TuneSpec
 }
 
 // latencies are the one-way latencies of the BBC tables, in ms.
@@ -336,6 +339,9 @@ var Presets = []Preset{
 	{Name: "linden", About: "Lindén: 256 MB at 55 ms RTT, defaults vs -p 16 -tcp-bs 2000000, un-optimised and optimised limits",
 		Grids: []Grid{lindenGrid("unoptimised"), lindenGrid("optimised")}},
 	{Name: "ci", About: "two short cells (Ferry, GCT) for the test suite", Grids: []Grid{ciGrid()}},
+	{Name: "tune", About: "automatic tuning: best hand-tuned -p/-tcp-bs vs no flags (empty history, ten records) vs GCT; BBC links, 1 Gbit/s",
+		Tune: tuneSpec()},
+	{Name: "tune-ci", About: "one short row of the tune preset for the test suite", Tune: tuneCISpec()},
 }
 
 // PresetByName returns the preset called name.
