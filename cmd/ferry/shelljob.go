@@ -19,6 +19,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // jobOptions are the word options of the many-file commands besides -r:
@@ -101,12 +102,13 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 		return failures(problems, len(problems))
 	}
 
-	j := &cpJob{env: s.env, flags: s.cpFlags(), opts: s.opts, ends: map[string]location{end: s.loc}}
-	first := j.newWorker()
+	j := s.engine().NewJob(s.cpFlags().options(), false)
+	j.AddEndpoint(s.loc.export())
+	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
 	defer first.Close(ctx)
 	obs := s.newJobDisplay(int64(len(plan.Pairs)+len(plan.Failed)), plan.Bytes())
-	r := &job.Runner{Workers: workers, NewWorker: j.newWorker, Observer: obs}
+	r := &job.Runner{Workers: workers, NewWorker: j.NewWorker, Observer: obs}
 	sum := r.Run(ctx, plan, first)
 	obs.close()
 
@@ -222,3 +224,6 @@ func (d *jobDisplay) close() {
 		d.live.Close()
 	}
 }
+
+// engine is the copy engine of the shell's transfers.
+func (s *shell) engine() *transfer.Engine { return newEngine(s.env, s.cpFlags(), false) }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +21,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -43,93 +43,6 @@ A second run changes nothing. The other flags are those of ferry cp.
 
 func runSync(ctx context.Context, e *env, args []string) error {
 	return runCopy(ctx, e, args, true)
-}
-
-// endpointKey names the endpoint of a remote location: its URL prefix
-// with user and password; "" for local files.
-func endpointKey(l location) string {
-	if l.kind != locRemote {
-		return ""
-	}
-	u := url.URL{Scheme: "ftp", Host: l.addr}
-	switch {
-	case l.gsi:
-		u.Scheme = "gsiftp"
-	case l.ftps:
-		u.Scheme = "ftps" // never shares a session with ftp:// of the same host
-	}
-	switch {
-	case l.hasUser && l.hasPass:
-		u.User = url.UserPassword(l.user, l.pass)
-	case l.hasUser:
-		u.User = url.User(l.user)
-	}
-	return u.String()
-}
-
-// cpJob is one run of a many-file copy.
-type cpJob struct {
-	env   *env
-	flags cpFlags
-	opts  clientOptions
-	// pipeline makes the workers copy small files in pipelined batches
-	// (-pp, on by default).
-	pipeline bool
-	// ends maps endpoint keys to a location there, for its connection
-	// settings; filled while planning, read-only while workers run.
-	ends map[string]location
-}
-
-// newWorker makes a worker with its own sessions; with pipelining (the
-// default) it copies small files in batches.
-func (j *cpJob) newWorker() job.Worker {
-	w := &cpWorker{j: j, c: &copier{env: j.env, flags: j.flags, opts: j.opts, sessions: map[string]*client.Session{}}}
-	if j.pipeline {
-		return batchWorker{w}
-	}
-	return w
-}
-
-// cpWorker copies pairs with the copier of ferry cp, keeping one session
-// per endpoint (and role) between copies.
-type cpWorker struct {
-	j *cpJob
-	c *copier
-}
-
-// loc turns a job location into a command-line location.
-func (w *cpWorker) loc(l job.Loc) location {
-	if l.Local() {
-		return location{kind: locLocal, path: l.Path, display: l.Path}
-	}
-	b := w.j.ends[l.End]
-	b.path, b.display = l.Path, l.String()
-	return b
-}
-
-func (w *cpWorker) FS(end string) job.FS {
-	if end == "" {
-		return job.Local{}
-	}
-	s := w.c.session(w.j.ends[end])
-	return job.Remote{Conn: s.Conn}
-}
-
-func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (int64, error) {
-	src, dst := w.loc(p.Src), w.loc(p.Dst)
-	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
-	defer func() { w.c.prog = nil }()
-	n, err := w.c.copy(ctx, src, dst)
-	if err == nil {
-		// A file written to while it was read arrives torn.
-		err = sourceChanged(p)
-	}
-	return n, err
-}
-
-func (w *cpWorker) Close(ctx context.Context) error {
-	w.c.closeSessions(ctx)
-	return nil
 }
 
 // jobFlags are the flags of many-file copies.
@@ -165,7 +78,7 @@ func isPattern(arg string) bool {
 
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
-	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}, pipeline: jf.pipeline}
+	j := newEngine(e, f, false).NewJob(f.options(), jf.pipeline)
 	links := job.LinksFollow
 	if jf.links != "" {
 		var err error
@@ -183,7 +96,7 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		Delete:      jf.del,
 		Mirror:      jf.mirror,
 	}
-	first := j.newWorker()
+	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
 	defer first.Close(ctx)
 	plan := &job.Plan{}
@@ -197,7 +110,7 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 					err = errors.New("standard input and output (-) cannot be used with -r, -f, -sync or wildcards")
 				}
 				if err == nil {
-					err = j.plan(ctx, first, plan, src, dst, opts)
+					err = j.Plan(ctx, first, plan, src.export(), dst.export(), opts)
 				}
 			}
 		}
@@ -219,7 +132,7 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	}
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
-	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.newWorker, Observer: obs, Preserve: jf.preserve, MaxBatch: batchMaxPairs}
+	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.NewWorker, Observer: obs, Preserve: jf.preserve, MaxBatch: transfer.BatchMaxPairs}
 	sum := r.Run(ctx, plan, first)
 	obs.stop()
 	if jf.dumpFile != "" {
@@ -246,24 +159,6 @@ func listPair(r job.URLPair) job.Pair {
 		return job.Loc{Path: s}
 	}
 	return job.Pair{Src: loc(r.Src), Dst: loc(r.Dst), Size: -1}
-}
-
-// plan adds the copy of src to dst to plan.
-func (j *cpJob) plan(ctx context.Context, w job.Worker, plan *job.Plan, src, dst location, opts job.Options) error {
-	sk, dk := endpointKey(src), endpointKey(dst)
-	if sk != "" {
-		j.ends[sk] = src
-	}
-	if dk != "" {
-		j.ends[dk] = dst
-	}
-	// Two endpoints have two sessions: their logins and first looks overlap.
-	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts, Concurrent: sk != dk || sk == ""}
-	err := pl.Add(ctx, plan, src.path, dst.path)
-	if err == nil || strings.HasPrefix(err.Error(), src.String()+": ") || strings.HasPrefix(err.Error(), dst.String()+": ") {
-		return err // nil, or it names the location that failed
-	}
-	return &opError{what: src.String() + " -> " + dst.String(), err: err}
 }
 
 // reason renders a failure for the user: a server's reply as "CODE text".
@@ -658,22 +553,20 @@ func runList(ctx context.Context, e *env, f cpFlags, arg string) error {
 	if l.kind == locStdio {
 		return usagef("-list wants a URL or a local directory")
 	}
-	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}}
+	j := newEngine(e, f, false).NewJob(f.options(), false)
+	j.AddEndpoint(l.export())
 	k := endpointKey(l)
-	if k != "" {
-		j.ends[k] = l
-	}
-	w := j.newWorker()
+	w := j.NewWorker()
 	defer w.Close(ctx)
 	fsys := w.FS(k)
 	in, err := fsys.Stat(ctx, l.path)
 	if err != nil {
-		return &opError{what: l.String(), err: err}
+		return &opError{What: l.String(), Err: err}
 	}
 	entries := []job.Info{in}
 	if in.Type == job.TypeDir {
 		if entries, err = fsys.ReadDir(ctx, l.path); err != nil {
-			return &opError{what: l.String(), err: err}
+			return &opError{What: l.String(), Err: err}
 		}
 	}
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Name < entries[b].Name })

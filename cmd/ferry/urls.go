@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
-	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // locKind says what a command-line location names.
@@ -377,6 +377,24 @@ func credentials(l location, getenv func(string) string) (user, pass string, err
 	return "anonymous", anonymousPassword, nil
 }
 
+// export is the transfer.Location of l.
+func (l location) export() transfer.Location {
+	return transfer.Location{Kind: transfer.Kind(l.kind), Path: l.path, Addr: l.addr, Host: l.hostname, GSI: l.gsi, FTPS: l.ftps,
+		User: l.user, Pass: l.pass, HasUser: l.hasUser, HasPass: l.hasPass, Display: l.display}
+}
+
+// importLocation is the location of a transfer.Location.
+func importLocation(l transfer.Location) location {
+	return location{kind: locKind(l.Kind), path: l.Path, addr: l.Addr, hostname: l.Host, gsi: l.GSI, ftps: l.FTPS,
+		user: l.User, pass: l.Pass, hasUser: l.HasUser, hasPass: l.HasPass, display: l.Display}
+}
+
+// opError is a failed operation: "what: why" (transfer.OpError).
+type opError = transfer.OpError
+
+// describe renders an error for the user (transfer.Describe).
+func describe(err error) string { return transfer.Describe(err) }
+
 // clientOptions are the connection settings shared by the client
 // subcommands.
 type clientOptions struct {
@@ -423,7 +441,7 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 		if user == "" {
 			user = client.GlobusMapping
 		}
-		return nil, &opError{what: "login to " + l.addr + " as " + user, err: err}
+		return nil, &opError{What: "login to " + l.addr + " as " + user, Err: err}
 	}
 	return c, nil
 }
@@ -473,55 +491,6 @@ func closeSession(ctx context.Context, s *client.Session) {
 	_ = s.Close(qctx) // closes without QUIT when ctx is done
 }
 
-// opError is a failed operation: "what: why", where a server's reply is
-// shown as one line.
-type opError struct {
-	what string
-	err  error
-}
-
-func (e *opError) Error() string { return e.what + ": " + describe(e.err) }
-func (e *opError) Unwrap() error { return e.err }
-
-// describe renders an error for the user. A server reply becomes
-// "CODE text"; GCT's structured errors are shortened to their reason and
-// error string.
-func describe(err error) string {
-	var re *client.ReplyError
-	if errors.Is(err, client.ErrThirdPartyFTPS) {
-		return progress.Printable(err.Error() + " (with -notpt)")
-	}
-	if !errors.As(err, &re) {
-		return progress.Printable(err.Error())
-	}
-	r := re.Reply
-	var reason, errstr string
-	var lines []string
-	for i, l := range r.Lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "GridFTP-Reason:"):
-			reason = strings.TrimSpace(strings.TrimPrefix(l, "GridFTP-Reason:"))
-		case strings.HasPrefix(l, "GridFTP-Error-String:"):
-			errstr = strings.TrimSpace(strings.TrimPrefix(l, "GridFTP-Error-String:"))
-		case l == "" || (i == len(r.Lines)-1 && i > 0 && strings.HasPrefix(l, "End")):
-		default:
-			lines = append(lines, l)
-		}
-	}
-	text := strings.Join(lines, "; ")
-	switch {
-	case reason != "" && errstr != "":
-		text = reason + ": " + errstr
-	case errstr != "":
-		text = errstr
-	}
-	msg := fmt.Sprintf("%03d %s", r.Code, text)
-	switch {
-	case errors.Is(err, client.ErrTLSRefused):
-		msg = "the server refused AUTH TLS (ftps://), so nothing was sent in clear: " + msg
-	case errors.Is(err, client.ErrDataProtectionRefused):
-		msg = "the server refused encrypted data channels (PBSZ 0, PROT P): " + msg
-	}
-	return progress.Printable(msg)
-}
+// endpointKey names the endpoint of a remote location: its URL prefix
+// with user and password; "" for local files.
+func endpointKey(l location) string { return l.export().Endpoint() }
