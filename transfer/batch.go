@@ -118,6 +118,7 @@ type batchItem struct {
 	pair job.Pair
 
 	started bool      // FileStarted was called; set by Open, read after Done
+	start   time.Time // when the file started (Open), or its batch did
 	sink    *tempSink // download: where the bytes go
 	moved   atomic.Int64
 	last    atomic.Int64 // UnixNano of the last progress report
@@ -167,7 +168,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		last := round >= rounds || ctx.Err() != nil
 		items := make([]*batchItem, len(todo))
 		for k, i := range todo {
-			items[k] = &batchItem{idx: i, pair: pairs[i]}
+			items[k] = &batchItem{idx: i, pair: pairs[i], start: time.Now()}
 		}
 		if ds != nil {
 			dialTogether(ctx, s, ds)
@@ -182,7 +183,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		if err != nil {
 			err = &OpError{What: "connect to " + w.loc(failed).String(), Err: err}
 			for _, it := range items {
-				w.finishItem(it, 0, err, obs, res)
+				w.finishItem(ctx, it, 0, err, obs, res)
 			}
 			return
 		}
@@ -208,12 +209,12 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 				mu.Unlock()
 				return
 			}
-			w.finishItem(it, it.moved.Load(), err, obs, res)
+			w.finishItem(ctx, it, it.moved.Load(), err, obs, res)
 		}
 		w.sendBatch(ctx, kind, conn, dconn, items, opts, obs)
 		for _, it := range verify {
 			err := w.verifyItem(ctx, kind, s, ds, it)
-			w.finishItem(it, it.moved.Load(), err, obs, res)
+			w.finishItem(ctx, it, it.moved.Load(), err, obs, res)
 		}
 		if final > 0 && len(again) > 0 {
 			round-- // progress: not a retry
@@ -294,9 +295,14 @@ func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
 }
 
 // finishItem records a file's result and tells the observer.
-func (w batchWorker) finishItem(it *batchItem, n int64, err error, obs job.Observer, res []job.Result) {
+func (w batchWorker) finishItem(ctx context.Context, it *batchItem, n int64, err error, obs job.Observer, res []job.Result) {
 	if !it.started {
 		obs.FileStarted(it.pair, it.pair.Size)
+	}
+	if run := w.c.e.startRun(w.loc(it.pair.Src), w.loc(it.pair.Dst), w.c.o, it.pair.Size); run != nil {
+		run.rec.Start = it.start
+		run.rec.Params.Mode, run.rec.Params.Pipeline = "E", true
+		w.c.e.finishRun(ctx, run, n, err)
 	}
 	res[it.idx].Bytes, res[it.idx].Err = n, err
 	obs.FileDone(it.pair, n, err)
@@ -363,7 +369,7 @@ func sourceChanged(p job.Pair) error {
 // destination.
 func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterAt, error) {
 	return func() (io.WriterAt, error) {
-		it.started = true
+		it.started, it.start = true, time.Now()
 		obs.FileStarted(it.pair, it.pair.Size)
 		s, err := openTempSink(it.pair.Dst.Path)
 		if err != nil {
@@ -378,7 +384,7 @@ func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterA
 // since it was planned (its bytes would not match the size announced).
 func (w batchWorker) openPut(it *batchItem, obs job.Observer) func() (io.ReaderAt, error) {
 	return func() (io.ReaderAt, error) {
-		it.started = true
+		it.started, it.start = true, time.Now()
 		obs.FileStarted(it.pair, it.pair.Size)
 		f, err := os.Open(it.pair.Src.Path)
 		if err != nil {

@@ -98,7 +98,46 @@ func (c *copier) release(ctx context.Context, s *client.Session) {
 // "to the end".
 func (c *copier) limit() int64 { return max(c.o.Length, 0) }
 
-func (c *copier) copy(ctx context.Context, src, dst Location) (int64, error) {
+// copy copies src to dst, recording the transfer in the engine's
+// history; size is the source's size when known (-1: unknown).
+func (c *copier) copy(ctx context.Context, src, dst Location, size int64) (int64, error) {
+	run := c.e.startRun(src, dst, c.o, size)
+	if run == nil {
+		return c.copyFile(ctx, src, dst)
+	}
+	if size < 0 {
+		run.rec.Size = c.sourceSize(src)
+	}
+	prev := c.prog
+	c.prog = func(p client.Progress) {
+		run.observe(p)
+		if prev != nil {
+			prev(p)
+		}
+	}
+	n, err := c.copyFile(ctx, src, dst)
+	c.prog = prev
+	c.e.finishRun(ctx, run, n, err)
+	return n, err
+}
+
+// sourceSize is the number of bytes a copy from the local file src
+// moves (-1: unknown, or not local).
+func (c *copier) sourceSize(src Location) int64 {
+	fi, err := statLocal(src)
+	if err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	n := max(fi.Size()-c.o.Offset, 0)
+	if c.o.Length >= 0 {
+		n = min(n, c.o.Length)
+	}
+	return n
+}
+
+// copyFile copies src to dst: a third-party transfer, a download, an
+// upload or a local copy.
+func (c *copier) copyFile(ctx context.Context, src, dst Location) (int64, error) {
 	switch {
 	case src.Kind == Remote && dst.Kind == Remote:
 		n, err := c.remoteToRemote(ctx, src, dst)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -12,7 +13,8 @@ import (
 )
 
 // Engine runs copies. Its fields are set before the first copy and not
-// changed afterwards; an Engine may run several copies at once.
+// changed afterwards; an Engine may run several copies at once, and must
+// not be copied. Close waits for the history records of its copies.
 type Engine struct {
 	// Dial connects and logs in to the server of a Remote location. If
 	// nil, it dials with client.Dial and logs in with the URL's user and
@@ -27,9 +29,18 @@ type Engine struct {
 	Getenv func(string) string
 	// History records every file transfer; nil records nothing.
 	History history.Store
+	// Tool names the program in the records ("cp", "sync", "shell").
+	Tool string
+	// DCAU and Prot are recorded as the data channel security of
+	// gsiftp:// copies ("N", "A", "S"; "C", "S", "P"); "" means the
+	// defaults, DCAU A and PROT C.
+	DCAU, Prot string
 	// Log gets the engine's warnings (a history that cannot be written);
 	// nil discards them.
 	Log *slog.Logger
+
+	recOnce sync.Once
+	rec     *recorder // nil until the first record; see recorder
 }
 
 // Request is one copy of a file.
@@ -140,7 +151,7 @@ func (e *Engine) Copy(ctx context.Context, req Request, on func(Event)) (Result,
 		c.prog = func(p client.Progress) { on(Event{Kind: EventProgress, Src: src, Dst: dst, Progress: p}) }
 	}
 	res.Start = time.Now()
-	n, err := c.copy(ctx, src, dst)
+	n, err := c.copy(ctx, src, dst, -1)
 	res.Bytes, res.Duration = n, time.Since(res.Start)
 	return res, err
 }

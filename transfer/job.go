@@ -81,7 +81,7 @@ func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (
 	src, dst := w.loc(p.Src), w.loc(p.Dst)
 	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
 	defer func() { w.c.prog = nil }()
-	n, err := w.c.copy(ctx, src, dst)
+	n, err := w.c.copy(ctx, src, dst, p.Size)
 	if err == nil {
 		// A file written to while it was read arrives torn.
 		err = sourceChanged(p)

@@ -39,6 +39,11 @@ type Options struct {
 	// StallTimeout ends a transfer (or an attempt) when no data moved for
 	// that long; 0: never.
 	StallTimeout time.Duration
+	// Concurrency (files at once, -cc) and Pipeline (pipelined batches,
+	// -pp) are those of a many-file job; they are recorded in the
+	// history, Engine.NewJob's argument decides pipelining.
+	Concurrency int
+	Pipeline    bool
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
 	Verify      bool
 	ChecksumAlg string

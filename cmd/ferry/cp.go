@@ -127,6 +127,9 @@ type cpFlags struct {
 	noTPT        bool      // -notpt
 	stripe       bool      // -stripe
 	gsi          *gsiFlags // nil: the defaults
+	history      string    // -history: the history database; "": $FERRY_HISTORY or the default
+	concurrency  int       // of a job (-cc), for the history
+	pipeline     bool      // of a job (-pp), for the history
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -190,7 +193,7 @@ var cpFlagGroups = []struct {
 	{"Performance", []string{"p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
-	{"Output", []string{"q", "v", "vb"}},
+	{"Output", []string{"q", "v", "vb", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
 
@@ -329,6 +332,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "checksum algorithm `NAME` for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
+	fs.StringVar(&f.history, "history", "", historyFlagUsage)
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
@@ -435,7 +439,8 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	eng := newEngine(e, f, f.stripe)
+	eng := newEngine(e, f, f.stripe, name)
+	defer closeEngine(eng)
 	var pp *progressPrinter
 	on := func(ev transfer.Event) {
 		switch ev.Kind {
@@ -465,18 +470,26 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	return nil
 }
 
-// newEngine is the copy engine of the flags: it dials with the
-// connection settings of f (striped: accept data from a striped
-// server's movers).
-func newEngine(e *env, f cpFlags, striped bool) *transfer.Engine {
+// newEngine is the copy engine of the flags for the command tool: it
+// dials with the connection settings of f (striped: accept data from a
+// striped server's movers) and records in the history of -history. The
+// caller ends it with closeEngine.
+func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
 	o := clientOptions{active: f.active, striped: striped, gsi: f.gsi}
-	return &transfer.Engine{
+	eng := &transfer.Engine{
 		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
 			return connect(ctx, importLocation(l), o)
 		},
 		Stdin:  e.stdin,
 		Stdout: e.stdout,
+		Tool:   tool,
+		Log:    warnLogger(e),
 	}
+	eng.DCAU, eng.Prot = dataChannelParams(f.gsi)
+	if h := historyStore(e, f.history); h != nil {
+		eng.History = h
+	}
+	return eng
 }
 
 // options are the transfer.Options of the flags.
@@ -499,6 +512,8 @@ func (f cpFlags) options() transfer.Options {
 		StallTimeout:    f.stallTimeout,
 		Verify:          f.verify,
 		ChecksumAlg:     f.checksumAlg,
+		Concurrency:     f.concurrency,
+		Pipeline:        f.pipeline,
 	}
 }
 

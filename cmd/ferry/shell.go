@@ -123,6 +123,8 @@ func findShellCmd(name string) *shellCmd {
 type shell struct {
 	env  *env
 	opts clientOptions
+	// historyDB is the transfer history database (-history-db).
+	historyDB string
 	// parallel is the number of data connections per transfer (-p): above
 	// 1 the transfers use MODE E.
 	parallel int
@@ -165,6 +167,7 @@ func runShell(ctx context.Context, e *env, args []string) error {
 	workers := fs.Int("cc", 0, fmt.Sprintf("`N` files that get -r, put -r, mget and mput copy at once, each with its own session; 0: %d", job.DefaultWorkers))
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
 	historyFile := fs.String("history", "", "history `FILE` (default ~/.ferry_history; \"none\" keeps no file)")
+	historyDB := fs.String("history-db", "", "record every transfer of get -r, put -r, mget and mput in the transfer history database `DSN`: a file path or postgres://...; \"off\": none (default $FERRY_HISTORY, else ~/.local/share/ferry/history.db); see ferry history")
 	stopOnError := fs.Bool("e", false, "script mode: stop at the first failing command")
 	var g gsiFlags
 	g.register(fs, true)
@@ -195,7 +198,7 @@ func runShell(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	s := &shell{env: e, opts: clientOptions{active: *active, gsi: &g}, parallel: *parallel,
-		verbose: *verbose, workers: *workers, lcwd: lcwd, listings: map[string]listing{}}
+		verbose: *verbose, workers: *workers, lcwd: lcwd, listings: map[string]listing{}, historyDB: *historyDB}
 	defer s.disconnect(ctx)
 	if fs.NArg() == 1 {
 		loc, err := parseLocation(fs.Arg(0))

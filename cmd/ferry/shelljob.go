@@ -60,6 +60,8 @@ func (s *shell) cpFlags() cpFlags {
 		stallTimeout: defaultStallTimeout,
 		checksumAlg:  "MD5",
 		gsi:          s.opts.gsi,
+		history:      s.historyDB,
+		concurrency:  max(s.workers, 1),
 	}
 }
 
@@ -102,7 +104,9 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 		return failures(problems, len(problems))
 	}
 
-	j := s.engine().NewJob(s.cpFlags().options(), false)
+	eng := s.engine()
+	defer closeEngine(eng)
+	j := eng.NewJob(s.cpFlags().options(), false)
 	j.AddEndpoint(s.loc.export())
 	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
@@ -226,4 +230,6 @@ func (d *jobDisplay) close() {
 }
 
 // engine is the copy engine of the shell's transfers.
-func (s *shell) engine() *transfer.Engine { return newEngine(s.env, s.cpFlags(), false) }
+func (s *shell) engine() *transfer.Engine {
+	return newEngine(s.env, s.cpFlags(), false, "shell")
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/transfer"
@@ -78,7 +79,17 @@ func isPattern(arg string) bool {
 
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
-	j := newEngine(e, f, false).NewJob(f.options(), jf.pipeline)
+	f.concurrency, f.pipeline = jf.concurrency, jf.pipeline
+	if f.concurrency == 0 {
+		f.concurrency = job.DefaultWorkers
+	}
+	tool := "cp"
+	if jf.mirror {
+		tool = "sync"
+	}
+	eng := newEngine(e, f, false, tool)
+	defer closeEngine(eng)
+	j := eng.NewJob(f.options(), jf.pipeline)
 	links := job.LinksFollow
 	if jf.links != "" {
 		var err error
@@ -553,7 +564,10 @@ func runList(ctx context.Context, e *env, f cpFlags, arg string) error {
 	if l.kind == locStdio {
 		return usagef("-list wants a URL or a local directory")
 	}
-	j := newEngine(e, f, false).NewJob(f.options(), false)
+	f.history = hist.OffDSN // lists, copies nothing
+	eng := newEngine(e, f, false, "cp")
+	defer closeEngine(eng)
+	j := eng.NewJob(f.options(), false)
 	j.AddEndpoint(l.export())
 	k := endpointKey(l)
 	w := j.NewWorker()

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// historyRecords runs ferry history -json on the database db.
+func historyRecords(t *testing.T, db string) []recordOut {
+	t.Helper()
+	r := ok(t, "history", "-history", db, "-json", "-n", "0")
+	var recs []recordOut
+	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+		t.Fatalf("history -json: %v; %q", err, r.stdout)
+	}
+	return recs
+}
+
+// TestCpHistory: ferry cp records an upload, a download and a
+// third-party copy (sizes, endpoints, parameters, outcome) and a failed
+// copy with its error, in the database of -history.
+func TestCpHistory(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(local, "state"))
+	db := filepath.Join(local, "history.db")
+	data := randomData(t, 1<<20+3)
+	src := filepath.Join(local, "src")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, "cp", "-history", db, "-tcp-bs", "256K", src, s.url+"/up")
+	ok(t, "cp", "-history", db, "-p", "4", s.url+"/up", filepath.Join(local, "down"))
+	ok(t, "cp", "-history", db, s.url+"/up", s.url+"/third")
+	r := ferry(t, nil, "cp", "-history", db, s.url+"/missing", filepath.Join(local, "missing"))
+	if r.code == 0 {
+		t.Fatal("copy of a missing file succeeded")
+	}
+
+	recs := historyRecords(t, db)
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4: %+v", len(recs), recs)
+	}
+	// Newest first.
+	up, down, third, failed := recs[3], recs[2], recs[1], recs[0]
+	host, portText, _ := net.SplitHostPort(strings.TrimPrefix(s.url, "ftp://"))
+	port, _ := strconv.Atoi(portText)
+	server := endpointOut{Scheme: "ftp", Host: host, Port: port, Domain: "localhost"}
+	file := endpointOut{Scheme: "file"}
+	size := int64(len(data))
+	for _, c := range []struct {
+		name     string
+		rec      recordOut
+		kind     string
+		src, dst endpointOut
+		srcPath  string
+		dstPath  string
+	}{
+		{"upload", up, "upload", file, server, src, "/up"},
+		{"download", down, "download", server, file, "/up", filepath.Join(local, "down")},
+		{"third-party", third, "third-party", server, server, "/up", "/third"},
+	} {
+		rec := c.rec
+		if rec.Kind != c.kind || rec.Tool != "cp" || rec.Outcome != "ok" || rec.Error != "" {
+			t.Errorf("%s: kind %q tool %q outcome %q error %q", c.name, rec.Kind, rec.Tool, rec.Outcome, rec.Error)
+		}
+		if rec.Size != size || rec.Bytes != size {
+			t.Errorf("%s: size %d, bytes %d, want %d", c.name, rec.Size, rec.Bytes, size)
+		}
+		if rec.Src.Scheme != c.src.Scheme || rec.Src.Host != c.src.Host || rec.Src.Port != c.src.Port ||
+			rec.Dst.Scheme != c.dst.Scheme || rec.Dst.Host != c.dst.Host || rec.Dst.Port != c.dst.Port {
+			t.Errorf("%s: endpoints %+v -> %+v, want %+v -> %+v", c.name, rec.Src, rec.Dst, c.src, c.dst)
+		}
+		if rec.SrcPath != c.srcPath || rec.DstPath != c.dstPath {
+			t.Errorf("%s: paths %q -> %q, want %q -> %q", c.name, rec.SrcPath, rec.DstPath, c.srcPath, c.dstPath)
+		}
+		if rec.Duration <= 0 || !rec.End.After(rec.Start) && !rec.End.Equal(rec.Start) {
+			t.Errorf("%s: start %v end %v duration %v", c.name, rec.Start, rec.End, rec.Duration)
+		}
+	}
+	if p := up.Params; p.Mode != "S" || p.Parallel != 1 || p.TCPBuffer != 256<<10 {
+		t.Errorf("upload params %+v, want stream mode, -p 1, -tcp-bs 256K", p)
+	}
+	if p := down.Params; p.Mode != "E" || p.Parallel != 4 {
+		t.Errorf("download params %+v, want MODE E, -p 4", p)
+	}
+	if len(down.StreamRates) != 4 {
+		t.Errorf("download stream rates %v, want 4", down.StreamRates)
+	}
+	if down.Link.Retransmits < 0 || down.Link.RTT <= 0 {
+		t.Errorf("download link %+v: no TCP_INFO", down.Link)
+	}
+	if failed.Outcome != "failed" || !strings.Contains(failed.Error, "550") || failed.Kind != "download" || failed.SrcPath != "/missing" {
+		t.Errorf("failed copy: %+v", failed)
+	}
+}
+
+// TestCpHistoryUnreachable: a history database that cannot be reached
+// costs a warning, and the copy succeeds.
+func TestCpHistoryUnreachable(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	src := filepath.Join(local, "src")
+	data := randomData(t, 1000)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FERRY_HISTORY", "postgres://ferry@127.0.0.1:1/x?connect_timeout=2")
+	r := ok(t, "cp", src, s.url+"/up")
+	if !strings.Contains(r.stderr, "history") || !strings.Contains(r.stderr, "WARN") {
+		t.Errorf("no warning about the history: %q", r.stderr)
+	}
+	if got := mustRead(t, filepath.Join(s.dir, "up")); string(got) != string(data) {
+		t.Error("upload differs")
+	}
+}
+
+// TestCpHistoryOff: -history off records nothing and says nothing.
+func TestCpHistoryOff(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	src := filepath.Join(local, "src")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_DATA_HOME", local)
+	r := ok(t, "cp", "-history", "off", src, s.url+"/up")
+	if r.stderr != "" {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(local, "ferry")); !os.IsNotExist(err) {
+		t.Errorf("a history was written: %v", err)
+	}
+}
