@@ -328,3 +328,38 @@ func clientIdentity() (host, name string) {
 	})
 	return identity.host, identity.user
 }
+
+// Tracker records in the engine's history a transfer that its caller
+// makes on a connection of its own (ferry shell's get and put). Its
+// methods do nothing on a nil Tracker.
+type Tracker struct {
+	e   *Engine
+	run *fileRun
+}
+
+// Track starts the record of a copy of size bytes (-1: unknown) from src
+// to dst with the options o, made by the caller; it returns nil when
+// the engine records nothing. The caller reports the transfer's
+// progress to Progress and its end to Done.
+func (e *Engine) Track(src, dst Location, o Options, size int64) *Tracker {
+	run := e.startRun(src, dst, o, size)
+	if run == nil {
+		return nil
+	}
+	return &Tracker{e: e, run: run}
+}
+
+// Progress takes a progress report of the transfer (its data
+// connections' statistics go into the record).
+func (t *Tracker) Progress(p client.Progress) {
+	if t != nil {
+		t.run.observe(p)
+	}
+}
+
+// Done records the end of the transfer: n bytes moved, and err.
+func (t *Tracker) Done(ctx context.Context, n int64, err error) {
+	if t != nil {
+		t.e.finishRun(ctx, t.run, n, err)
+	}
+}

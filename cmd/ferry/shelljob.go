@@ -104,9 +104,9 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 		return failures(problems, len(problems))
 	}
 
-	eng := s.engine()
-	defer closeEngine(eng)
-	j := eng.NewJob(s.cpFlags().options(), false)
+	xo := s.cpFlags().options()
+	xo.Concurrency = workers
+	j := s.engine().NewJob(xo, false)
 	j.AddEndpoint(s.loc.export())
 	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
@@ -229,7 +229,29 @@ func (d *jobDisplay) close() {
 	}
 }
 
-// engine is the copy engine of the shell's transfers.
+// engine is the copy engine of the shell's transfers, made on first
+// use; runShell closes it.
 func (s *shell) engine() *transfer.Engine {
-	return newEngine(s.env, s.cpFlags(), false, "shell")
+	if s.eng == nil {
+		s.eng = newEngine(s.env, s.cpFlags(), false, "shell")
+	}
+	return s.eng
+}
+
+// remoteLoc is the location of the path p on the shell's server.
+func (s *shell) remoteLoc(p string) transfer.Location {
+	l := s.loc
+	l.path, l.display = p, p
+	return l.export()
+}
+
+// track starts the history record of a get (or with upload a put) of
+// size bytes (-1: unknown) between the remote path remote and the local
+// file local, made on the shell's own connection.
+func (s *shell) track(remote, local string, upload bool, size int64) *transfer.Tracker {
+	src, dst := s.remoteLoc(remote), transfer.LocalLocation(local)
+	if upload {
+		src, dst = dst, src
+	}
+	return s.engine().Track(src, dst, s.cpFlags().options(), size)
 }

@@ -137,3 +137,65 @@ func TestCpHistoryOff(t *testing.T) {
 		t.Errorf("a history was written: %v", err)
 	}
 }
+
+// TestShellHistory: the shell's get and put, and its many-file
+// commands, are recorded in the database of -history-db.
+func TestShellHistory(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	db := filepath.Join(local, "history.db")
+	data := randomData(t, 5000)
+	if err := os.WriteFile(filepath.Join(s.dir, "a"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "b"), data[:100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := "lcd " + local + "\nget a\nput b\nmget a\n"
+	r := ferry(t, []byte(script), "shell", "-history-db", db, s.url)
+	if r.code != 0 {
+		t.Fatalf("shell: exit %d, stderr %q", r.code, r.stderr)
+	}
+	recs := historyRecords(t, db)
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3: %+v", len(recs), recs)
+	}
+	for i, want := range []struct {
+		kind, src string
+		size      int64
+	}{{"download", "/a", 5000}, {"upload", filepath.Join(local, "b"), 100}, {"download", "/a", 5000}} {
+		rec := recs[len(recs)-1-i]
+		if rec.Kind != want.kind || rec.Tool != "shell" || rec.Outcome != "ok" || rec.Size != want.size || rec.Bytes != want.size || rec.SrcPath != want.src {
+			t.Errorf("record %d: %s %s %s %q size %d bytes %d; want %+v", i, rec.Kind, rec.Tool, rec.Outcome, rec.SrcPath, rec.Size, rec.Bytes, want)
+		}
+	}
+}
+
+// TestSyncHistory: ferry sync records each file it copies (here in a
+// pipelined batch), and a second run, copying nothing, records nothing.
+func TestSyncHistory(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	db := filepath.Join(local, "history.db")
+	tree := filepath.Join(s.dir, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"x", "y"} {
+		if err := os.WriteFile(filepath.Join(tree, n), []byte(n+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(local, "out")
+	ok(t, "sync", "-history", db, s.url+"/tree/", dst+"/")
+	ok(t, "sync", "-history", db, s.url+"/tree/", dst+"/")
+	recs := historyRecords(t, db)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2: %+v", len(recs), recs)
+	}
+	for _, rec := range recs {
+		if rec.Kind != "download" || rec.Tool != "sync" || rec.Outcome != "ok" || rec.Size != 2 || !rec.Params.Pipeline || rec.Params.Concurrency < 1 {
+			t.Errorf("record %+v", rec)
+		}
+	}
+}
