@@ -73,7 +73,13 @@ type Event struct {
 	Kind     EventKind
 	Src, Dst Location
 	Progress client.Progress
-	Note     string
+	// Size is the number of bytes the copy moves when known before it
+	// starts (a local source), else -1.
+	Size int64
+	// ETA is the time left at the mean rate so far, for a Progress event
+	// of a copy of known Size; 0 when unknown.
+	ETA  time.Duration
+	Note string
 }
 
 // Result is the outcome of a copy.
@@ -146,12 +152,25 @@ func (e *Engine) Copy(ctx context.Context, req Request, on func(Event)) (Result,
 		return res, err
 	}
 	res.Dst = dst
-	if on != nil {
-		on(Event{Kind: EventStart, Src: src, Dst: dst})
-		c.prog = func(p client.Progress) { on(Event{Kind: EventProgress, Src: src, Dst: dst, Progress: p}) }
-	}
 	res.Start = time.Now()
+	if on != nil {
+		size := c.sourceSize(src)
+		on(Event{Kind: EventStart, Src: src, Dst: dst, Size: size})
+		start := res.Start
+		c.prog = func(p client.Progress) {
+			on(Event{Kind: EventProgress, Src: src, Dst: dst, Progress: p, Size: size, ETA: eta(size, p.Bytes, time.Since(start))})
+		}
+	}
 	n, err := c.copy(ctx, src, dst, -1)
 	res.Bytes, res.Duration = n, time.Since(res.Start)
 	return res, err
+}
+
+// eta is the time left to move size bytes (-1: unknown) when done were
+// moved in elapsed, at the mean rate so far; 0 when unknown.
+func eta(size, done int64, elapsed time.Duration) time.Duration {
+	if size < 0 || done <= 0 || elapsed <= 0 || done >= size {
+		return 0
+	}
+	return time.Duration(float64(elapsed) * float64(size-done) / float64(done))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/server"
@@ -125,6 +126,23 @@ func TestEngineCopy(t *testing.T) {
 		}
 		if starts != 3 || progress == 0 {
 			t.Errorf("%+v: %d start events, %d progress events", o, starts, progress)
+		}
+	}
+}
+
+func TestETA(t *testing.T) {
+	for _, c := range []struct {
+		size, done int64
+		elapsed    time.Duration
+		want       time.Duration
+	}{
+		{100, 25, time.Second, 3 * time.Second},
+		{-1, 25, time.Second, 0},
+		{100, 0, time.Second, 0},
+		{100, 100, time.Second, 0},
+	} {
+		if got := eta(c.size, c.done, c.elapsed); got != c.want {
+			t.Errorf("eta(%d, %d, %v) = %v, want %v", c.size, c.done, c.elapsed, got, c.want)
 		}
 	}
 }

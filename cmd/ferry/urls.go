@@ -7,11 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,121 +50,6 @@ type location struct {
 }
 
 func (l location) String() string { return l.display }
-
-// parseLocation parses a command-line location: "-", an ftp://, gsiftp://
-// or file:// URL, or a local path.
-//
-// ftp://[user[:password]@]host[:port]/path names path on the server, port
-// 21 by default; ftps:// the same with explicit FTPS (AUTH TLS on the
-// same port, 21 by default; not implicit FTPS on 990);
-// gsiftp://[user@]host[:port]/path the same with GSI, port 2811 by
-// default. The path is percent-decoded and absolute; /~/ at its
-// start makes it relative to the login directory (ftp://host/~/data is
-// "data", ftp://host/~/ is "./"). A trailing slash is kept.
-func parseLocation(arg string) (location, error) {
-	if arg == "-" {
-		return location{kind: locStdio, display: "-"}, nil
-	}
-	scheme, _, isURL := strings.Cut(arg, "://")
-	if !isURL || strings.ContainsAny(scheme, "/\\") {
-		if arg == "" {
-			return location{}, errors.New("empty path")
-		}
-		return location{kind: locLocal, path: arg, display: arg}, nil
-	}
-	u, err := url.Parse(arg)
-	if err != nil {
-		return location{}, fmt.Errorf("bad URL %q: %v", redactURL(arg), unwrapURLError(err))
-	}
-	defaultPort := "21"
-	ftps := false
-	switch strings.ToLower(u.Scheme) {
-	case "ftp":
-	case "ftps":
-		ftps = true
-	case "gsiftp":
-		defaultPort = "2811"
-	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return location{}, fmt.Errorf("%s: file:// URLs must be local (file:///path)", u.Redacted())
-		}
-		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return location{}, fmt.Errorf("%s: file:// URLs need an absolute path", u.Redacted())
-		}
-		return location{kind: locLocal, path: filepath.FromSlash(u.Path), display: arg}, nil
-	default:
-		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, ftps://, gsiftp://, file:// or a local path)", u.Redacted(), u.Scheme)
-	}
-	// wildcardURL writes the wildcard "?" of a pattern as %3f (lower
-	// case, where people type %3F): messages show it as typed.
-	display := strings.ReplaceAll(u.Redacted(), "%3f", "?")
-	l := location{kind: locRemote, display: display, gsi: defaultPort == "2811", ftps: ftps}
-	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(arg, "?") || strings.HasSuffix(arg, "#") {
-		return location{}, fmt.Errorf("%s: '?' and '#' in a path must be written %%3F and %%23", l.display)
-	}
-	l.hostname = u.Hostname()
-	if l.hostname == "" {
-		return location{}, fmt.Errorf("no host in URL %s", redactURL(arg))
-	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return location{}, fmt.Errorf("%s: bad port %q", l.display, port)
-	}
-	l.addr = net.JoinHostPort(l.hostname, port)
-	if u.User != nil {
-		l.user, l.hasUser = u.User.Username(), true
-		l.pass, l.hasPass = u.User.Password()
-	}
-	switch p := u.Path; {
-	case p == "":
-		l.path = "/"
-	case p == "/~":
-		l.path = "."
-	case p == "/~/":
-		l.path = "./"
-	case strings.HasPrefix(p, "/~/"):
-		l.path = p[len("/~/"):]
-	default:
-		l.path = p
-	}
-	if strings.ContainsAny(l.path, "\r\n") {
-		return location{}, fmt.Errorf("%s: the path contains a line break", l.display)
-	}
-	return l, nil
-}
-
-// unwrapURLError drops url.Error's repetition of the URL (which may hold a
-// password).
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// redactURL hides the password of a URL that url.Parse rejected.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	end := strings.IndexByte(rest, '/')
-	if end < 0 {
-		end = len(rest)
-	}
-	at := strings.LastIndexByte(rest[:end], '@')
-	if at < 0 {
-		return s
-	}
-	if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx" + rest[at:]
-	}
-	return s
-}
 
 // netrcEntry is one machine (or the default) of a .netrc file.
 type netrcEntry struct {
@@ -494,3 +376,15 @@ func closeSession(ctx context.Context, s *client.Session) {
 // endpointKey names the endpoint of a remote location: its URL prefix
 // with user and password; "" for local files.
 func endpointKey(l location) string { return l.export().Endpoint() }
+
+// parseLocation parses a command-line location (transfer.ParseLocation).
+func parseLocation(arg string) (location, error) {
+	l, err := transfer.ParseLocation(arg)
+	if err != nil {
+		return location{}, err
+	}
+	return importLocation(l), nil
+}
+
+// redactURL hides the password of a URL that url.Parse rejected.
+func redactURL(s string) string { return transfer.RedactURL(s) }
