@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -144,5 +145,50 @@ func TestETA(t *testing.T) {
 		if got := eta(c.size, c.done, c.elapsed); got != c.want {
 			t.Errorf("eta(%d, %d, %v) = %v, want %v", c.size, c.done, c.elapsed, got, c.want)
 		}
+	}
+}
+
+// TestPlanJob plans and runs a tree download and a list with a bad
+// line: the bad line fails alone, naming its line.
+func TestPlanJob(t *testing.T) {
+	s := startServer(t)
+	dir := filepath.Join(s.dir, "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		writeFile(t, filepath.Join(dir, n), []byte(n))
+	}
+	e := &Engine{}
+	out := t.TempDir()
+	req := JobRequest{
+		Pairs: []job.URLPair{
+			{Src: "ftp://" + s.addr + "/tree/", Dst: out + "/", Line: 1},
+			{Src: "-", Dst: out + "/x", Line: 2},
+		},
+		FromList: true,
+		Options:  Options{Length: -1, Pipeline: true},
+		Plan:     job.Options{Recursive: true, CreateDirs: true},
+	}
+	jr, err := e.PlanJob(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jr.Close(t.Context())
+	if len(jr.Plan.Pairs) != 2 || len(jr.Plan.Failed) != 1 || !strings.HasPrefix(jr.Plan.Failed[0].Err.Error(), "line 2: ") {
+		t.Fatalf("plan: %d pairs, failed %v", len(jr.Plan.Pairs), jr.Plan.Failed)
+	}
+	sum := jr.Run(t.Context(), nil)
+	if sum.Files != 2 || len(sum.Failed) != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	for _, n := range []string{"a", "b"} {
+		if got, err := os.ReadFile(filepath.Join(out, n)); err != nil || string(got) != n {
+			t.Errorf("%s: %q, %v", n, got, err)
+		}
+	}
+	req.FromList = false
+	if _, err := e.PlanJob(t.Context(), req); err == nil || !strings.Contains(err.Error(), "standard input") {
+		t.Errorf("without a list: %v", err)
 	}
 }

@@ -87,9 +87,6 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	if jf.mirror {
 		tool = "sync"
 	}
-	eng := newEngine(e, f, false, tool)
-	defer closeEngine(eng)
-	j := eng.NewJob(f.options(), jf.pipeline)
 	links := job.LinksFollow
 	if jf.links != "" {
 		var err error
@@ -97,54 +94,36 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 			return usagef("-links: %v", err)
 		}
 	}
-	opts := job.Options{
-		Recursive:   jf.recursive,
-		CreateDirs:  jf.createDirs,
-		Links:       links,
-		Sync:        jf.sync,
-		SyncLevel:   jf.syncLevel,
-		ChecksumAlg: f.checksumAlg,
-		Delete:      jf.del,
-		Mirror:      jf.mirror,
+	eng := newEngine(e, f, false, tool)
+	defer closeEngine(eng)
+	jr, err := eng.PlanJob(ctx, transfer.JobRequest{
+		Pairs:    reqs,
+		FromList: jf.listFile != "",
+		Options:  f.options(),
+		Plan: job.Options{
+			Recursive:   jf.recursive,
+			CreateDirs:  jf.createDirs,
+			Links:       links,
+			Sync:        jf.sync,
+			SyncLevel:   jf.syncLevel,
+			ChecksumAlg: f.checksumAlg,
+			Delete:      jf.del,
+			Mirror:      jf.mirror,
+		},
+		Preserve: jf.preserve,
+	})
+	if err != nil {
+		return err
 	}
-	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
-	defer first.Close(ctx)
-	plan := &job.Plan{}
-	fromList := jf.listFile != ""
-	for _, r := range reqs {
-		src, err := parseLocation(r.Src)
-		if err == nil {
-			var dst location
-			if dst, err = parseLocation(r.Dst); err == nil {
-				if src.kind == locStdio || dst.kind == locStdio {
-					err = errors.New("standard input and output (-) cannot be used with -r, -f, -sync or wildcards")
-				}
-				if err == nil {
-					err = j.Plan(ctx, first, plan, src.export(), dst.export(), opts)
-				}
-			}
-		}
-		if err != nil {
-			if !fromList {
-				return err
-			}
-			// The failure line names the pair: a server's reply needs
-			// only the list line, not the location again.
-			var re *client.ReplyError
-			if errors.As(err, &re) {
-				err = re
-			}
-			plan.Failed = append(plan.Failed, job.Result{Pair: listPair(r), Err: fmt.Errorf("line %d: %w", r.Line, err)})
-		}
-	}
+	defer jr.Close(ctx)
+	plan := jr.Plan
 	if jf.dryRun {
 		return printPlan(e, plan, jf.json, f.verbose)
 	}
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
-	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.NewWorker, Observer: obs, Preserve: jf.preserve, MaxBatch: transfer.BatchMaxPairs}
-	sum := r.Run(ctx, plan, first)
+	sum := jr.Run(ctx, obs)
 	obs.stop()
 	if jf.dumpFile != "" {
 		if err := writeDumpFile(jf.dumpFile, sum); err != nil {
@@ -156,20 +135,6 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-// listPair is the pair of a list line that could not be parsed or
-// planned, kept for -df in the URL form given.
-func listPair(r job.URLPair) job.Pair {
-	loc := func(s string) job.Loc {
-		if l, err := parseLocation(s); err == nil && l.kind == locRemote {
-			return job.Loc{End: endpointKey(l), Path: l.path}
-		} else if err == nil && l.kind == locLocal {
-			return job.Loc{Path: l.path}
-		}
-		return job.Loc{Path: s}
-	}
-	return job.Pair{Src: loc(r.Src), Dst: loc(r.Dst), Size: -1}
 }
 
 // reason renders a failure for the user: a server's reply as "CODE text".
