@@ -14,15 +14,20 @@
 // partial file that looks complete, and resume state is kept on disk
 // (see [RangesSuffix] and [UploadStatePath]).
 //
-// Many-file copies (trees, wildcards, lists, sync) are planned by
-// internal/job and run by its Runner with the workers of a [Job], which
-// pipeline small files in batches (client.GetFiles, PutFiles and
-// ThirdPartyFiles) and copy large ones one by one like Engine.Copy.
+// Locations are written as ferry cp takes them ([ParseLocation]): "-",
+// ftp://, ftps://, gsiftp:// and file:// URLs, local paths.
+//
+// Many-file copies (trees, wildcards, lists, sync) are a [JobRequest]:
+// [Engine.PlanJob] plans it with internal/job into a [JobRun], whose
+// Plan can be shown (a dry run) and whose Run copies it with the workers
+// of a [Job], which pipeline small files in batches (client.GetFiles,
+// PutFiles and ThirdPartyFiles) and copy large ones one by one like
+// Engine.Copy.
 //
 // Every file transfer is recorded in Engine.History (internal/history)
 // when it is set: endpoints, parameters, outcome, and what the data
 // connections measured (RTT, retransmits, rates). Recording never fails
-// a copy.
+// a copy. [Engine.Track] records a transfer made outside the engine.
 //
 // The engine is a client-side library: it never imports the server, the
 // protocol interpreter or cmd/ferry.

@@ -44,6 +44,11 @@ type Options struct {
 	// history, Engine.NewJob's argument decides pipelining.
 	Concurrency int
 	Pipeline    bool
+	// Auto says the advisor chose these options rather than flags, and
+	// PredictedETA is the duration it predicted for the copy (0: none);
+	// both are recorded in the history.
+	Auto         bool
+	PredictedETA time.Duration
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
 	Verify      bool
 	ChecksumAlg string

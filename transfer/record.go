@@ -177,6 +177,8 @@ func (e *Engine) startRun(src, dst Location, o Options, size int64) *fileRun {
 		Size:    size,
 		Params:  e.params(src, dst, o),
 		Link:    history.Link{Retransmits: -1},
+
+		PredictedETA: o.PredictedETA,
 	}
 	rec.ClientHost, rec.User = clientIdentity()
 	return &fileRun{rec: rec, whole: o.Offset == 0 && o.Length < 0}
@@ -294,6 +296,7 @@ func (e *Engine) params(src, dst Location, o Options) history.Params {
 		BlockSize:   int(o.BlockSize),
 		Concurrency: max(o.Concurrency, 1),
 		Pipeline:    o.Pipeline,
+		Auto:        o.Auto,
 	}
 	if o.modeE() || o.Stripe {
 		p.Mode = "E"

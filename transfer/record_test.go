@@ -54,7 +54,7 @@ func TestEngineRecords(t *testing.T) {
 	src := filepath.Join(local, "src")
 	writeFile(t, src, data)
 	ctx := t.Context()
-	o := Options{Length: -1, Parallel: 2, TCPBuffer: 1 << 20}
+	o := Options{Length: -1, Parallel: 2, TCPBuffer: 1 << 20, Auto: true, PredictedETA: 3 * time.Second}
 	for _, req := range []Request{
 		{Src: LocalLocation(src), Dst: s.loc("up"), Options: o},
 		{Src: s.loc("up"), Dst: LocalLocation(filepath.Join(local, "down")), Options: o},
@@ -90,7 +90,7 @@ func TestEngineRecords(t *testing.T) {
 		if want.outcome == history.OK && (r.Size != int64(len(data)) || r.Bytes != int64(len(data)) || r.Error != "") {
 			t.Errorf("record %d: size %d bytes %d error %q", i, r.Size, r.Bytes, r.Error)
 		}
-		if p := r.Params; p.Mode != "E" || p.Parallel != 2 || p.TCPBuffer != 1<<20 || p.Concurrency != 1 {
+		if p := r.Params; p.Mode != "E" || p.Parallel != 2 || p.TCPBuffer != 1<<20 || p.Concurrency != 1 || !p.Auto || r.PredictedETA != 3*time.Second {
 			t.Errorf("record %d: params %+v", i, p)
 		}
 	}
