@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -328,28 +327,6 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 	return c, nil
 }
 
-// dialTogether logs in to the sessions' servers at the same time: each
-// login is several round trips. A failed dial is not repeated: the
-// session's next Conn returns its error, as if it had dialled then.
-func dialTogether(ctx context.Context, ss ...*client.Session) {
-	errs := make([]error, len(ss))
-	var wg sync.WaitGroup
-	for i, s := range ss {
-		wg.Go(func() { _, errs[i] = s.Conn(ctx) })
-	}
-	wg.Wait()
-	for i, s := range ss {
-		if errs[i] == nil {
-			continue
-		}
-		dial, err := s.Dial, errs[i]
-		s.Dial = func(context.Context) (*client.Conn, error) {
-			s.Dial = dial
-			return nil, err
-		}
-	}
-}
-
 // quitTimeout bounds the wait for the reply to QUIT: a server that does
 // not answer must not hold up the end of a command, or Ctrl-C.
 var quitTimeout = 5 * time.Second
@@ -364,13 +341,6 @@ func hangUp(ctx context.Context, c *client.Conn) {
 	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
 	defer cancel()
 	_ = c.Quit(qctx)
-}
-
-// closeSession is hangUp for a Session.
-func closeSession(ctx context.Context, s *client.Session) {
-	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
-	defer cancel()
-	_ = s.Close(qctx) // closes without QUIT when ctx is done
 }
 
 // endpointKey names the endpoint of a remote location: its URL prefix

@@ -53,36 +53,9 @@ func TestCpHistory(t *testing.T) {
 	server := endpointOut{Scheme: "ftp", Host: host, Port: port, Domain: "localhost"}
 	file := endpointOut{Scheme: "file"}
 	size := int64(len(data))
-	for _, c := range []struct {
-		name     string
-		rec      recordOut
-		kind     string
-		src, dst endpointOut
-		srcPath  string
-		dstPath  string
-	}{
-		{"upload", up, "upload", file, server, src, "/up"},
-		{"download", down, "download", server, file, "/up", filepath.Join(local, "down")},
-		{"third-party", third, "third-party", server, server, "/up", "/third"},
-	} {
-		rec := c.rec
-		if rec.Kind != c.kind || rec.Tool != "cp" || rec.Outcome != "ok" || rec.Error != "" {
-			t.Errorf("%s: kind %q tool %q outcome %q error %q", c.name, rec.Kind, rec.Tool, rec.Outcome, rec.Error)
-		}
-		if rec.Size != size || rec.Bytes != size {
-			t.Errorf("%s: size %d, bytes %d, want %d", c.name, rec.Size, rec.Bytes, size)
-		}
-		if rec.Src.Scheme != c.src.Scheme || rec.Src.Host != c.src.Host || rec.Src.Port != c.src.Port ||
-			rec.Dst.Scheme != c.dst.Scheme || rec.Dst.Host != c.dst.Host || rec.Dst.Port != c.dst.Port {
-			t.Errorf("%s: endpoints %+v -> %+v, want %+v -> %+v", c.name, rec.Src, rec.Dst, c.src, c.dst)
-		}
-		if rec.SrcPath != c.srcPath || rec.DstPath != c.dstPath {
-			t.Errorf("%s: paths %q -> %q, want %q -> %q", c.name, rec.SrcPath, rec.DstPath, c.srcPath, c.dstPath)
-		}
-		if rec.Duration <= 0 || !rec.End.After(rec.Start) && !rec.End.Equal(rec.Start) {
-			t.Errorf("%s: start %v end %v duration %v", c.name, rec.Start, rec.End, rec.Duration)
-		}
-	}
+	checkRecord(t, "upload", up, recordOut{Kind: "upload", Src: file, Dst: server, SrcPath: src, DstPath: "/up", Size: size})
+	checkRecord(t, "download", down, recordOut{Kind: "download", Src: server, Dst: file, SrcPath: "/up", DstPath: filepath.Join(local, "down"), Size: size})
+	checkRecord(t, "third-party", third, recordOut{Kind: "third-party", Src: server, Dst: server, SrcPath: "/up", DstPath: "/third", Size: size})
 	if p := up.Params; p.Mode != "S" || p.Parallel != 1 || p.TCPBuffer != 256<<10 {
 		t.Errorf("upload params %+v, want stream mode, -p 1, -tcp-bs 256K", p)
 	}
@@ -97,6 +70,28 @@ func TestCpHistory(t *testing.T) {
 	}
 	if failed.Outcome != "failed" || !strings.Contains(failed.Error, "550") || failed.Kind != "download" || failed.SrcPath != "/missing" {
 		t.Errorf("failed copy: %+v", failed)
+	}
+}
+
+// checkRecord checks a successful copy's record of ferry cp: kind,
+// endpoints (without the domain), paths and sizes as in want.
+func checkRecord(t *testing.T, name string, rec, want recordOut) {
+	t.Helper()
+	if rec.Kind != want.Kind || rec.Tool != "cp" || rec.Outcome != "ok" || rec.Error != "" {
+		t.Errorf("%s: kind %q tool %q outcome %q error %q", name, rec.Kind, rec.Tool, rec.Outcome, rec.Error)
+	}
+	if rec.Size != want.Size || rec.Bytes != want.Size {
+		t.Errorf("%s: size %d, bytes %d, want %d", name, rec.Size, rec.Bytes, want.Size)
+	}
+	same := func(a, b endpointOut) bool { return a.Scheme == b.Scheme && a.Host == b.Host && a.Port == b.Port }
+	if !same(rec.Src, want.Src) || !same(rec.Dst, want.Dst) {
+		t.Errorf("%s: endpoints %+v -> %+v, want %+v -> %+v", name, rec.Src, rec.Dst, want.Src, want.Dst)
+	}
+	if rec.SrcPath != want.SrcPath || rec.DstPath != want.DstPath {
+		t.Errorf("%s: paths %q -> %q, want %q -> %q", name, rec.SrcPath, rec.DstPath, want.SrcPath, want.DstPath)
+	}
+	if rec.Duration <= 0 || rec.End.Before(rec.Start) {
+		t.Errorf("%s: start %v end %v duration %v", name, rec.Start, rec.End, rec.Duration)
 	}
 }
 
