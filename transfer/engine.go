@@ -149,6 +149,12 @@ func (e *Engine) Copy(ctx context.Context, req Request, on func(Event)) (Result,
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
 	defer c.closeSessions(ctx)
 	if err := c.prepare(ctx, src, &dst, req.CreateDirs); err != nil {
+		// A copy that could not start (the server refused the login)
+		// failed all the same.
+		if run := e.startRun(src, dst, req.Options, -1); run != nil {
+			run.rec.Size = c.sourceSize(src)
+			e.finishRun(ctx, run, 0, err)
+		}
 		return res, err
 	}
 	res.Dst = dst

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,4 +188,60 @@ func TestLinkOf(t *testing.T) {
 	if l, _ := linkOf(client.Progress{Bytes: 5}, 0, time.Second); l.Retransmits != -1 {
 		t.Errorf("no TCP_INFO: %+v", l)
 	}
+}
+
+// TestEngineRecordsFailures: a copy that cannot start (no server) and
+// one interrupted under way are recorded, Failed and Cancelled.
+func TestEngineRecordsFailures(t *testing.T) {
+	s := startServer(t)
+	st := openStore(t)
+	e := &Engine{History: st}
+	src := filepath.Join(t.TempDir(), "src")
+	writeFile(t, src, randomData(t, 1<<20))
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := Location{Kind: Remote, Path: "/x", Addr: l.Addr().String(), Host: "127.0.0.1", Display: "ftp://" + l.Addr().String() + "/x"}
+	l.Close()
+	if _, err := e.Copy(t.Context(), Request{Src: LocalLocation(src), Dst: dead, Options: Options{Length: -1}}, nil); err == nil {
+		t.Fatal("upload to a closed port succeeded")
+	}
+	// Standard input gives some bytes, then nothing until the copy is
+	// cancelled.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e.Stdin = &stallReader{ctx: ctx, cancel: cancel}
+	if _, err := e.Copy(ctx, Request{Src: Location{Kind: Stdio, Display: "-"}, Dst: s.loc("up"), Options: Options{Length: -1}}, nil); err == nil {
+		t.Fatal("cancelled upload succeeded")
+	}
+	recs := records(t, e, st)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	if r := recs[0]; r.Outcome != history.Failed || r.Error == "" || r.Kind != "upload" || r.Size != 1<<20 || r.Bytes != 0 {
+		t.Errorf("failed upload: %+v", r)
+	}
+	if r := recs[1]; r.Outcome != history.Cancelled || r.Error == "" || r.Kind != "upload" {
+		t.Errorf("cancelled upload: %+v", r)
+	}
+}
+
+// stallReader gives 64 KiB, then cancels and blocks until its context is
+// done.
+type stallReader struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   bool
+}
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	if !r.done {
+		r.done = true
+		return len(p[:min(len(p), 64<<10)]), nil
+	}
+	r.cancel()
+	<-r.ctx.Done()
+	return 0, r.ctx.Err()
 }
