@@ -51,7 +51,7 @@ func runCksum(ctx context.Context, e *env, args []string) error {
 		}
 		defer hangUp(ctx, c)
 		if sum, err = c.Checksum(ctx, a, loc.path, *off, *length); err != nil {
-			return &opError{what: loc.String(), err: err}
+			return &opError{What: loc.String(), Err: err}
 		}
 	case locLocal:
 		if sum, err = localChecksum(ctx, a, loc.path, *off, *length); err != nil {

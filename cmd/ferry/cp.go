@@ -5,23 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
-	"os/signal"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/internal/job"
-	"github.com/ferrygrid/ferry/internal/xfer"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -131,6 +127,9 @@ type cpFlags struct {
 	noTPT        bool      // -notpt
 	stripe       bool      // -stripe
 	gsi          *gsiFlags // nil: the defaults
+	history      string    // -history: the history database; "": $FERRY_HISTORY or the default
+	concurrency  int       // of a job (-cc), for the history
+	pipeline     bool      // of a job (-pp), for the history
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -138,22 +137,6 @@ const (
 	defaultRetries      = 5
 	defaultStallTimeout = 600 * time.Second
 )
-
-// modeE reports whether the flags ask for MODE E.
-func (f *cpFlags) modeE() bool { return f.parallel > 1 || f.fast }
-
-// resumable reports whether local files are written in place with resume
-// state: MODE E transfers and -rst.
-func (f *cpFlags) resumable() bool { return f.modeE() || f.restart }
-
-// retryPolicy is the client.RetryPolicy of the flags.
-func (f *cpFlags) retryPolicy() client.RetryPolicy {
-	p := client.RetryPolicy{StallTimeout: f.stallTimeout, Interval: f.interval, Timeout: f.timeout}
-	if f.restart {
-		p.Retries = f.retries
-	}
-	return p
-}
 
 // sizeFlag is a byte count flag that takes K, M and G suffixes.
 type sizeFlag int64
@@ -210,7 +193,7 @@ var cpFlagGroups = []struct {
 	{"Performance", []string{"p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
-	{"Output", []string{"q", "v", "vb"}},
+	{"Output", []string{"q", "v", "vb", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
 
@@ -349,6 +332,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "checksum algorithm `NAME` for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
+	fs.StringVar(&f.history, "history", "", historyFlagUsage)
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
@@ -455,44 +439,100 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	if err := resolveDestination(src, &dst); err != nil {
 		return err
 	}
-	c := &copier{env: e, flags: f, opts: clientOptions{active: f.active, striped: f.stripe, gsi: f.gsi},
-		sessions: map[string]*client.Session{}}
-	// After Ctrl-C (ctx done) the sessions close without QUIT.
-	defer c.closeSessions(ctx)
-	if !f.quiet {
-		c.notes = e.stderr
+	eng := newEngine(e, f, f.stripe, name)
+	defer closeEngine(eng)
+	var pp *progressPrinter
+	on := func(ev transfer.Event) {
+		switch ev.Kind {
+		case transfer.EventStart:
+			pp = startProgress(e, f, src)
+		case transfer.EventProgress:
+			if pp != nil {
+				pp.update(ev.Progress)
+			}
+		case transfer.EventNote:
+			if !f.quiet {
+				fmt.Fprintf(e.stderr, "ferry cp: %s\n", ev.Note)
+			}
+		}
 	}
-	if err := c.prepare(ctx, src, &dst, createDirs); err != nil {
-		return err
-	}
-	c.startProgress(src)
-	start := time.Now()
-	n, err := c.copy(ctx, src, dst)
-	if c.progress != nil {
-		c.progress.done()
+	res, err := eng.Copy(ctx, transfer.Request{Src: src.export(), Dst: dst.export(), Options: f.options(), CreateDirs: createDirs}, on)
+	if pp != nil {
+		pp.done()
 	}
 	if err != nil {
 		return withNote(e, name, err)
 	}
 	if f.verbose && !f.quiet {
-		d := time.Since(start)
-		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
+		n, d := res.Bytes, res.Duration
+		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s)\n", src, res.Dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
 	}
 	return nil
 }
 
-// startProgress starts the progress display of a single copy from src.
-// -vb reports progress anywhere; on a terminal a live display is shown
-// anyway (without the line per data connection unless -vb).
-func (c *copier) startProgress(src location) {
-	if tty, _ := terminal(c.env.stderr); !c.flags.quiet && (c.flags.progress || tty) {
-		c.progress = newProgressPrinterStreams(c.env.stderr, c.flags.progress)
-		size := int64(-1)
-		if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size()
-		}
-		c.progress.begin(path.Base(src.path), size)
+// newEngine is the copy engine of the flags for the command tool: it
+// dials with the connection settings of f (striped: accept data from a
+// striped server's movers) and records in the history of -history. The
+// caller ends it with closeEngine.
+func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
+	o := clientOptions{active: f.active, striped: striped, gsi: f.gsi}
+	eng := &transfer.Engine{
+		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
+			return connect(ctx, importLocation(l), o)
+		},
+		Stdin:  e.stdin,
+		Stdout: e.stdout,
+		Tool:   tool,
+		Log:    warnLogger(e),
 	}
+	eng.DCAU, eng.Prot = dataChannelParams(f.gsi)
+	if h := historyStore(e, f.history); h != nil {
+		eng.History = h
+	}
+	return eng
+}
+
+// options are the transfer.Options of the flags.
+func (f cpFlags) options() transfer.Options {
+	return transfer.Options{
+		Offset:          f.off,
+		Length:          f.length,
+		Parallel:        f.parallel,
+		TCPBuffer:       int64(f.tcpBuffer),
+		BlockSize:       int64(f.blockSize),
+		StripeBlockSize: int64(f.sbs),
+		Fast:            f.fast,
+		Stripe:          f.stripe,
+		NoTPT:           f.noTPT,
+		Active:          f.active,
+		Restart:         f.restart,
+		Retries:         f.retries,
+		RetryInterval:   f.interval,
+		RetryTimeout:    f.timeout,
+		StallTimeout:    f.stallTimeout,
+		Verify:          f.verify,
+		ChecksumAlg:     f.checksumAlg,
+		Concurrency:     f.concurrency,
+		Pipeline:        f.pipeline,
+	}
+}
+
+// startProgress starts the progress display of a single copy from src:
+// -vb reports progress anywhere; on a terminal a live display is shown
+// anyway (without the line per data connection unless -vb). It returns
+// nil when there is none.
+func startProgress(e *env, f cpFlags, src location) *progressPrinter {
+	tty, _ := terminal(e.stderr)
+	if f.quiet || !f.progress && !tty {
+		return nil
+	}
+	pp := newProgressPrinterStreams(e.stderr, f.progress)
+	size := int64(-1)
+	if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	pp.begin(path.Base(src.path), size)
+	return pp
 }
 
 // wildcardURL lets a source URL hold the wildcard "?": in ftp:// and
@@ -554,835 +594,6 @@ func resolveDestination(src location, dst *location) error {
 	}
 	dst.display = strings.TrimSuffix(dst.display, "/") + "/" + base
 	return nil
-}
-
-// copier runs one ferry cp, or the copies of one worker of a job.
-type copier struct {
-	env      *env
-	flags    cpFlags
-	opts     clientOptions
-	progress *progressPrinter // nil without -vb
-
-	// prog, when not nil, receives the progress of the current copy
-	// (a job's worker); it replaces progress.
-	prog func(client.Progress)
-	// sessions, when not nil, keeps one session per endpoint for the
-	// copies that follow (a job's worker, or the looks before a single
-	// copy); else each copy hangs up. closeSessions ends them.
-	sessions map[string]*client.Session
-	// notes, when not nil, gets what a single copy tells the user on the
-	// way (that it resumes); nil in jobs and with -q.
-	notes io.Writer
-}
-
-// notef prints a note of a single copy.
-func (c *copier) notef(format string, args ...any) {
-	if c.notes != nil {
-		fmt.Fprintf(c.notes, "ferry cp: "+format+"\n", args...)
-	}
-}
-
-// closeSessions ends the kept sessions (without QUIT once ctx is done).
-func (c *copier) closeSessions(ctx context.Context) {
-	for _, s := range c.sessions {
-		closeSession(ctx, s)
-	}
-	c.sessions = map[string]*client.Session{}
-}
-
-// progressFunc is the Progress callback of the transfers.
-func (c *copier) progressFunc() func(client.Progress) {
-	if c.prog != nil {
-		return c.prog
-	}
-	if c.progress == nil {
-		return nil
-	}
-	return c.progress.update
-}
-
-// getenv is the environment of the copy.
-func (c *copier) getenv(k string) string {
-	if c.opts.getenv != nil {
-		return c.opts.getenv(k)
-	}
-	return os.Getenv(k)
-}
-
-// session returns a restartable session for the remote location l: a
-// new one, or with sessions the one kept for l's endpoint.
-func (c *copier) session(l location) *client.Session { return c.sessionAs(l, "") }
-
-// sessionAs is session for a role: a third-party copy between two paths
-// of one server needs two control connections.
-func (c *copier) sessionAs(l location, role string) *client.Session {
-	key := role + endpointKey(l)
-	if s, ok := c.sessions[key]; ok {
-		return s
-	}
-	s := &client.Session{
-		Dial: func(ctx context.Context) (*client.Conn, error) {
-			return connect(ctx, l, c.opts)
-		},
-		Retry: c.flags.retryPolicy(),
-	}
-	if c.sessions != nil {
-		c.sessions[key] = s
-	}
-	return s
-}
-
-// tptDest is the session of a third-party copy's destination: the one
-// the endpoint has (logged in already when it was planned), unless the
-// source is on the same endpoint, as a third-party copy needs two control
-// connections.
-func (c *copier) tptDest(src, dst location) *client.Session {
-	if endpointKey(src) != endpointKey(dst) {
-		return c.session(dst)
-	}
-	return c.sessionAs(dst, "third-party destination ")
-}
-
-// release ends a copy's use of s: it hangs up unless s is kept.
-func (c *copier) release(ctx context.Context, s *client.Session) {
-	if c.sessions == nil {
-		closeSession(ctx, s)
-	}
-}
-
-// limit returns the RetrieveOptions.Length / io limit of the flags: 0 for
-// "to the end".
-func (c *copier) limit() int64 { return max(c.flags.length, 0) }
-
-func (c *copier) copy(ctx context.Context, src, dst location) (int64, error) {
-	switch {
-	case src.kind == locRemote && dst.kind == locRemote:
-		n, err := c.remoteToRemote(ctx, src, dst)
-		return n, c.dirSource(ctx, src, err)
-	case src.kind == locRemote:
-		n, err := c.download(ctx, src, dst)
-		return n, c.dirSource(ctx, src, err)
-	case dst.kind == locRemote:
-		return c.upload(ctx, src, dst)
-	default:
-		return c.localCopy(ctx, src, dst)
-	}
-}
-
-// openSource opens a local or standard-input source, positioned at -off
-// and limited to -len. size is the number of bytes it will give, or -1.
-// An *os.File stays an *os.File (or an *io.LimitedReader of one), so that
-// the copy can use sendfile or copy_file_range.
-func (c *copier) openSource(src location) (r io.Reader, size int64, done func(), err error) {
-	off, n := c.flags.off, c.limit()
-	if src.kind == locStdio {
-		if off > 0 {
-			if _, err := io.CopyN(io.Discard, c.env.stdin, off); err != nil && !errors.Is(err, io.EOF) {
-				return nil, 0, nil, &opError{what: "read standard input", err: err}
-			}
-		}
-		r = c.env.stdin
-		if n > 0 {
-			r = &io.LimitedReader{R: r, N: n}
-		}
-		return r, -1, func() {}, nil
-	}
-	f, err := os.Open(src.path)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.IsDir() {
-		err = fmt.Errorf("%s is a directory", src.path)
-	}
-	if err == nil && off > 0 {
-		_, err = f.Seek(off, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
-		return nil, 0, nil, err
-	}
-	size = -1
-	if fi.Mode().IsRegular() {
-		size = max(fi.Size()-off, 0)
-		if n > 0 {
-			size = min(size, n)
-		}
-	}
-	r = f
-	if n > 0 {
-		r = &io.LimitedReader{R: f, N: n}
-	}
-	return r, size, func() { f.Close() }, nil
-}
-
-// localCopy copies between local files and standard input and output.
-func (c *copier) localCopy(ctx context.Context, src, dst location) (int64, error) {
-	r, _, done, err := c.openSource(src)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	sink, err := c.openSink(dst)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(sink.w, ctxReader{ctx, r})
-	if err == nil {
-		err = sink.commit()
-	}
-	if err != nil {
-		sink.abort()
-		return n, &opError{what: fmt.Sprintf("copy %s to %s", src, dst), err: err}
-	}
-	return n, nil
-}
-
-// ctxReader stops a local copy when ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// upload stores a local file or standard input on a server.
-func (c *copier) upload(ctx context.Context, src, dst location) (int64, error) {
-	if src.kind == locLocal {
-		return c.uploadFile(ctx, src, dst)
-	}
-	r, size, done, err := c.openSource(src)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return c.uploadStream(ctx, r, size, dst)
-}
-
-// uploadFile stores a local file on a server through a restartable
-// session; MODE E uploads (and -rst) keep the acknowledged ranges in a
-// state file so that a later run resumes.
-func (c *copier) uploadFile(ctx context.Context, src, dst location) (int64, error) {
-	f, err := os.Open(src.path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if fi.IsDir() {
-		return 0, fmt.Errorf("%s is a directory", src.path)
-	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO or device has no offsets: stream it.
-		var r io.Reader = f
-		if n := c.limit(); n > 0 {
-			r = io.LimitReader(f, n)
-		}
-		return c.uploadStream(ctx, r, -1, dst)
-	}
-	off := c.flags.off
-	size := max(fi.Size()-off, 0)
-	if n := c.limit(); n > 0 {
-		size = min(size, n)
-	}
-	opts := &client.StoreOptions{
-		Offset:          off,
-		Parallel:        c.flags.parallel,
-		BlockSize:       int(c.flags.blockSize),
-		TCPBuffer:       int(c.flags.tcpBuffer),
-		ModeE:           c.flags.fast || c.flags.stripe,
-		Striped:         c.flags.stripe,
-		StripeBlockSize: int64(c.flags.sbs),
-		Reuse:           c.flags.fast,
-		Progress:        c.progressFunc(),
-	}
-	var saver *stateSaver
-	if c.flags.resumable() {
-		abs, err := filepath.Abs(src.path)
-		if err != nil {
-			return 0, err
-		}
-		name, err := uploadStatePath(c.getenv, abs, dst.String())
-		if err != nil {
-			return 0, err
-		}
-		want := resumeState{source: abs, dest: dst.String(), size: fi.Size(), mtime: fi.ModTime().UnixNano(),
-			offset: off, length: c.flags.length}
-		if st, err := readState(name); err == nil && st.matches(want) {
-			want.ranges = st.ranges
-			opts.Restart = st.ranges
-			if k := st.ranges.Total(); k > 0 {
-				c.notef("resuming the upload to %s: %s already on the server", dst, ofSize(k, fi.Size()))
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			return 0, err
-		}
-		saver = &stateSaver{name: name, st: want}
-		opts.Acknowledged = func(rs client.RangeSet) { _ = saver.update(rs, false) }
-	}
-	s := c.session(dst)
-	defer c.release(ctx, s)
-	n, err := s.Upload(ctx, f, size, dst.path, opts)
-	if err != nil {
-		err = &opError{what: "upload to " + dst.String(), err: err}
-		if saver == nil {
-			return n, c.leftOnServer(ctx, dst, n, size, err)
-		}
-		_ = saver.flush()
-		saver.mu.Lock()
-		kept := saver.st.ranges.Total()
-		saver.mu.Unlock()
-		if kept == 0 {
-			// No range to resume from: no state to keep.
-			os.Remove(saver.name)
-			return n, c.leftOnServer(ctx, dst, n, size, err)
-		}
-		return n, &leftError{err: err, note: fmt.Sprintf("%s on the server is incomplete: %s acknowledged; run the same command again to resume, or remove it with: %s",
-			dst, ofSize(kept, size), removeHint(dst))}
-	}
-	if saver != nil {
-		os.Remove(saver.name)
-	}
-	if c.flags.verify {
-		if err := c.verify(ctx, s, dst, src.path, off, size); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// uploadStream stores standard input or a non-seekable local file (at
-// most size bytes, -1: unknown) in stream mode.
-func (c *copier) uploadStream(ctx context.Context, r io.Reader, size int64, dst location) (int64, error) {
-	s := c.session(dst)
-	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := conn.Store(ctx, dst.path, r, &client.StoreOptions{Size: size, Offset: c.flags.off,
-		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
-	if err != nil {
-		return n, c.leftOnServer(ctx, dst, n, size, &opError{what: "upload to " + dst.String(), err: err})
-	}
-	return n, nil
-}
-
-// leftOnServer is the error of an upload that failed after n bytes of
-// size (-1: unknown) were sent: when bytes went, or the upload was
-// interrupted once under way, the server may keep a partial file, and
-// the note says so.
-func (c *copier) leftOnServer(ctx context.Context, dst location, n, size int64, err error) error {
-	if n == 0 && ctx.Err() == nil {
-		return err
-	}
-	sent := ""
-	if n > 0 {
-		sent = " (" + ofSize(n, size) + " sent)"
-	}
-	return &leftError{err: err, note: fmt.Sprintf("the server may keep a partial %s%s; run the same command again to replace it, or remove it with: %s",
-		dst, sent, removeHint(dst))}
-}
-
-// removeHint says how to remove what an interrupted upload to dst left:
-// the file itself (GCT, or a Ferry server with -upload-in-place), or the
-// hidden part file a Ferry server keeps until an upload completes
-// (docs/extensions.md).
-func removeHint(dst location) string {
-	shown := dst.String()
-	i := strings.LastIndexByte(shown, '/')
-	base := shown[i+1:]
-	if i < 0 || base == "" || len(base) > 200 {
-		return "ferry rm " + shown
-	}
-	part := shown[:i+1] + "." + base + xfer.PartSuffix
-	return "ferry rm " + shown + " (a Ferry server keeps it as " + part + " until it is complete: ferry rm " + part + ")"
-}
-
-// verify compares the server's checksum of length bytes of remote from
-// off with the local file's.
-func (c *copier) verify(ctx context.Context, s *client.Session, remote location, local string, off, length int64) error {
-	alg := c.flags.checksumAlg
-	conn, err := s.Conn(ctx)
-	if err != nil {
-		return &opError{what: "verify " + remote.String(), err: err}
-	}
-	rsum, err := conn.Checksum(ctx, alg, remote.path, off, length)
-	if err != nil {
-		return &opError{what: "checksum of " + remote.String(), err: err}
-	}
-	f, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	lsum, err := checksum.Compute(ctx, f, fi.Size(), off, length, alg)
-	if err != nil {
-		return fmt.Errorf("checksum of %s: %w", local, err)
-	}
-	if !strings.EqualFold(lsum, rsum) {
-		return fmt.Errorf("checksum mismatch (%s): %s has %s, %s has %s", alg, local, lsum, remote, rsum)
-	}
-	return nil
-}
-
-// download retrieves a file from a server into a local file or standard
-// output. A regular local file is never left looking complete when the
-// copy fails or ferry is killed (see downloadResumable).
-func (c *copier) download(ctx context.Context, src, dst location) (int64, error) {
-	if dst.kind == locStdio {
-		return c.downloadStdout(ctx, src)
-	}
-	fi, err := os.Stat(dst.path)
-	switch {
-	case err == nil && fi.IsDir():
-		return 0, fmt.Errorf("%s is a directory", dst.path)
-	case err == nil && !fi.Mode().IsRegular():
-		return c.downloadDirect(ctx, src, dst)
-	}
-	return c.downloadResumable(ctx, src, dst)
-}
-
-// downloadDirect downloads into a local file that is no regular file (a
-// device, a FIFO), writing it directly.
-func (c *copier) downloadDirect(ctx context.Context, src, dst location) (int64, error) {
-	sink, err := c.openSink(dst)
-	if err != nil {
-		return 0, err
-	}
-	s := c.session(src)
-	defer c.release(ctx, s)
-	n, err := s.Download(ctx, src.path, sink.f, c.retrieveOptions())
-	if err == nil {
-		if err = sink.commit(); err != nil {
-			err = &opError{what: "write " + dst.String(), err: err}
-		}
-	} else {
-		err = &opError{what: "download " + src.String(), err: err}
-	}
-	if err != nil {
-		sink.abort()
-		return n, err
-	}
-	return n, nil
-}
-
-// retrieveOptions are the RetrieveOptions of the flags.
-func (c *copier) retrieveOptions() *client.RetrieveOptions {
-	return &client.RetrieveOptions{
-		Offset:    c.flags.off,
-		Length:    c.limit(),
-		Parallel:  c.flags.parallel,
-		TCPBuffer: int(c.flags.tcpBuffer),
-		ModeE:     c.flags.fast || c.flags.stripe,
-		Reuse:     c.flags.fast,
-		Progress:  c.progressFunc(),
-	}
-}
-
-// downloadStdout streams a file to standard output. A reader that goes
-// away (ferry cp URL - | head) ends the copy quietly, as it does cat's.
-func (c *copier) downloadStdout(ctx context.Context, src location) (int64, error) {
-	if f, ok := c.env.stdout.(*os.File); ok && f == os.Stdout {
-		// A write to a closed pipe fails with EPIPE instead of killing
-		// the process with SIGPIPE.
-		sigpipe := make(chan os.Signal, 1)
-		signal.Notify(sigpipe, syscall.SIGPIPE)
-		defer signal.Stop(sigpipe)
-	}
-	s := c.session(src)
-	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := conn.Retrieve(ctx, src.path, c.env.stdout, &client.RetrieveOptions{Offset: c.flags.off, Length: c.limit(),
-		TCPBuffer: int(c.flags.tcpBuffer), Progress: c.progressFunc()})
-	if errors.Is(err, syscall.EPIPE) {
-		return n, nil
-	}
-	if err != nil {
-		return n, &opError{what: "download " + src.String(), err: err}
-	}
-	return n, nil
-}
-
-// downloadResumable downloads into the local file dst so that neither a
-// failure nor a crash of ferry leaves what looks like a complete file
-// under its name. A small file, and one that replaces an existing file,
-// goes to a temporary file renamed into place when complete
-// (downloadWhole). Larger new files, and part of a file (-off/-len), are
-// written in place with the ranges stored so far in DST.ferry-ranges,
-// which exists before the file does and is removed at the end: a failed
-// or killed copy leaves it beside the file, and the next run of the same
-// copy resumes from it.
-func (c *copier) downloadResumable(ctx context.Context, src, dst location) (int64, error) {
-	s := c.session(src)
-	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	want, err := c.sourceState(ctx, conn, src, dst)
-	if err != nil {
-		return 0, err
-	}
-	name := dst.path + rangesSuffix
-	st, err := readState(name)
-	resuming := err == nil && st.matches(want)
-	whole := c.flags.off == 0 && c.flags.length < 0
-	_, statErr := os.Stat(dst.path)
-	created := errors.Is(statErr, os.ErrNotExist)
-	if created && resuming && st.ranges.Total() > 0 {
-		// The file that held the ranges is gone.
-		resuming = false
-	}
-	if !resuming && whole && (!created || want.size >= 0 && want.size <= batchMaxSize) {
-		// A small file is not worth a state file (written and synced
-		// before the first byte, removed at the end), and an existing
-		// file stays as it is until the new one is complete: a
-		// temporary file, copied again whole if this run fails.
-		return c.downloadWhole(ctx, s, src, dst, !errors.Is(err, os.ErrNotExist))
-	}
-	if resuming {
-		want.ranges = st.ranges
-		c.notef("resuming %s: %s already here (%s lists them)", dst, ofSize(st.ranges.Total(), want.size), name)
-	}
-	return c.downloadInPlace(ctx, s, src, dst, inPlace{state: name, want: want, resuming: resuming, whole: whole, created: created})
-}
-
-// sourceState is the resume state of a download of src to dst before any
-// byte arrived: the source's size and modification time when the server
-// tells them. A source the server says is missing (550 to SIZE) fails the
-// download.
-func (c *copier) sourceState(ctx context.Context, conn *client.Conn, src, dst location) (resumeState, error) {
-	want := resumeState{source: src.String(), dest: dst.path, size: -1, offset: c.flags.off, length: c.flags.length}
-	var re *client.ReplyError
-	if size, err := conn.Size(ctx, src.path); err == nil {
-		want.size = size
-	} else if errors.As(err, &re) && re.Reply.Code == 550 {
-		return want, &opError{what: "download " + src.String(), err: err}
-	}
-	if mt, err := conn.ModTime(ctx, src.path); err == nil {
-		want.mtime = mt.UnixNano()
-	}
-	return want, nil
-}
-
-// inPlace is how downloadInPlace writes a file.
-type inPlace struct {
-	state    string      // the state file, DST.ferry-ranges
-	want     resumeState // what it is to hold, with the ranges already here
-	resuming bool        // continue from the ranges of the state file
-	whole    bool        // the whole file, not -off/-len
-	created  bool        // the destination does not exist yet
-}
-
-// downloadInPlace writes the download of src into the local file dst
-// itself, keeping the ranges stored so far in the state file p.state
-// (see downloadResumable). A failure after some bytes arrived leaves the
-// state file for the next run; one before, in a file it created, leaves
-// nothing.
-func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, dst location, p inPlace) (int64, error) {
-	name, want, created := p.state, p.want, p.created
-	flags := os.O_WRONLY | os.O_CREATE
-	if !p.resuming && p.whole {
-		// A whole new copy: no old bytes may survive in the file.
-		flags |= os.O_TRUNC
-	}
-	if created {
-		// Mark the destination incomplete before it exists.
-		if err := writeState(name, want); err != nil {
-			return 0, fmt.Errorf("write %s: %w", name, err)
-		}
-	}
-	f, err := os.OpenFile(dst.path, flags, 0o666)
-	if err != nil {
-		if created {
-			os.Remove(name)
-		}
-		return 0, err
-	}
-	defer f.Close()
-	saver := &stateSaver{name: name, st: want, sync: f.Sync}
-	// Mark the destination incomplete before a byte lands in it.
-	if err := saver.update(want.ranges, true); err != nil {
-		return 0, fmt.Errorf("write %s: %w", name, err)
-	}
-	opts := c.retrieveOptions()
-	opts.Restart = want.ranges
-	opts.Committed = func(rs client.RangeSet) { _ = saver.update(rs, false) }
-	n, err := s.Download(ctx, src.path, f, opts)
-	if err != nil {
-		saver.mu.Lock()
-		kept := saver.st.ranges.Total()
-		saver.mu.Unlock()
-		err = &opError{what: "download " + src.String(), err: err}
-		if kept == 0 && created {
-			// Nothing arrived in a file we created: leave no trace.
-			f.Close()
-			os.Remove(dst.path)
-			os.Remove(name)
-			return n, err
-		}
-		_ = saver.flush()
-		return n, &leftError{err: err, note: fmt.Sprintf("%s is incomplete: %s are here (%s lists them); run the same command again to resume",
-			dst, ofSize(kept, want.size), name)}
-	}
-	if want.size >= 0 && p.whole {
-		// A resumed file may be longer than the source (an older copy).
-		err = f.Truncate(want.size)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = saver.flush()
-		return n, &opError{what: "write " + dst.String(), err: err}
-	}
-	if err := os.Remove(name); err != nil {
-		return n, err
-	}
-	if c.flags.verify {
-		if err := c.verify(ctx, s, src, dst.path, c.flags.off, c.flags.length); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// downloadWhole downloads a whole file through a temporary file renamed
-// into place when complete; stale, when set, says a state file of
-// another copy may be in the way and is removed on success.
-func (c *copier) downloadWhole(ctx context.Context, s *client.Session, src, dst location, stale bool) (int64, error) {
-	sink, err := openTempSink(dst.path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := s.Download(ctx, src.path, sink.f, c.retrieveOptions())
-	if err != nil {
-		sink.abort()
-		return n, &opError{what: "download " + src.String(), err: err}
-	}
-	if err := sink.commit(); err != nil {
-		return n, &opError{what: "write " + dst.String(), err: err}
-	}
-	if stale {
-		os.Remove(dst.path + rangesSuffix)
-	}
-	if c.flags.verify {
-		if err := c.verify(ctx, s, src, dst.path, 0, -1); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// remoteToRemote copies a file from one server to another: a third-party
-// transfer, or with -notpt through this client.
-func (c *copier) remoteToRemote(ctx context.Context, src, dst location) (int64, error) {
-	if c.flags.noTPT {
-		return c.throughClient(ctx, src, dst)
-	}
-	return c.thirdParty(ctx, src, dst)
-}
-
-// thirdParty moves the file directly between the two servers; with -rst
-// a failure dials both again and resumes.
-func (c *copier) thirdParty(ctx context.Context, src, dst location) (int64, error) {
-	ss, ds := c.session(src), c.tptDest(src, dst)
-	defer c.release(ctx, ss)
-	defer c.release(ctx, ds)
-	dialTogether(ctx, ss, ds)
-	opts := &client.ThirdPartyOptions{
-		Offset:          c.flags.off,
-		Length:          c.limit(),
-		Parallel:        c.flags.parallel,
-		ModeE:           c.flags.fast || c.flags.stripe,
-		Striped:         c.flags.stripe,
-		StripeBlockSize: int64(c.flags.sbs),
-		TCPBuffer:       int(c.flags.tcpBuffer),
-		Progress:        c.progressFunc(),
-	}
-	n, err := ss.ThirdParty(ctx, src.path, ds, dst.path, opts)
-	if err != nil {
-		return n, c.leftOnServer(ctx, dst, n, -1, &opError{what: fmt.Sprintf("third-party copy %s to %s", src, dst), err: err})
-	}
-	if c.flags.verify {
-		if err := c.verifyBoth(ctx, ss, src, ds, dst); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// verifyBoth compares the checksums (CKSM) of the copied range on both
-// servers.
-func (c *copier) verifyBoth(ctx context.Context, ss *client.Session, src location, ds *client.Session, dst location) error {
-	alg := c.flags.checksumAlg
-	sum := func(s *client.Session, l location) (string, error) {
-		conn, err := s.Conn(ctx)
-		if err != nil {
-			return "", &opError{what: "verify " + l.String(), err: err}
-		}
-		v, err := conn.Checksum(ctx, alg, l.path, c.flags.off, c.flags.length)
-		if err != nil {
-			return "", &opError{what: "checksum of " + l.String(), err: err}
-		}
-		return v, nil
-	}
-	a, err := sum(ss, src)
-	if err != nil {
-		return err
-	}
-	b, err := sum(ds, dst)
-	if err != nil {
-		return err
-	}
-	if !strings.EqualFold(a, b) {
-		return fmt.Errorf("checksum mismatch (%s): %s has %s, %s has %s", alg, src, a, dst, b)
-	}
-	return nil
-}
-
-// throughClient streams a file from one server to another through this
-// client: RETR on one connection feeds STOR on the other through a pipe.
-func (c *copier) throughClient(ctx context.Context, src, dst location) (int64, error) {
-	ss, ds := c.session(src), c.tptDest(src, dst)
-	defer c.release(ctx, ss)
-	defer c.release(ctx, ds)
-	dialTogether(ctx, ss, ds)
-	sconn, err := ss.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	dconn, err := ds.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-
-	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	pr, pw := io.Pipe()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, err := sconn.Retrieve(tctx, src.path, pw, &client.RetrieveOptions{Offset: c.flags.off, Length: c.limit()})
-		if err != nil {
-			err = &opError{what: "download " + src.String(), err: err}
-			cancel(err)
-		}
-		// A failed download must not look like the end of the file.
-		pw.CloseWithError(err)
-	})
-	n, err := dconn.Store(tctx, dst.path, pr, &client.StoreOptions{Offset: c.flags.off})
-	if err != nil {
-		err = &opError{what: "upload to " + dst.String(), err: err}
-		cancel(err)
-	}
-	pr.CloseWithError(errors.New("upload ended"))
-	wg.Wait()
-	switch {
-	case ctx.Err() != nil:
-		return n, context.Cause(ctx)
-	case context.Cause(tctx) != nil && !errors.Is(context.Cause(tctx), context.Canceled):
-		// The first failure; the other side's error is its consequence.
-		return n, context.Cause(tctx)
-	}
-	return n, nil
-}
-
-// sink is a local destination being written.
-type sink struct {
-	w      io.Writer
-	f      *os.File  // nil for standard output
-	tmp    *tempSink // a regular file written under a temporary name; nil: f is written in place
-	remove bool      // in place: remove the file on abort (we created it)
-}
-
-// openSink opens a local destination or standard output. A regular file
-// (new or existing) is written under a temporary name that commit
-// renames into place, so that a failure or a crash leaves nothing that
-// looks complete under its name; -off/-len update part of the file in
-// place, and other files (devices, FIFOs) are written directly.
-func (c *copier) openSink(dst location) (*sink, error) {
-	if dst.kind == locStdio {
-		return &sink{w: c.env.stdout}, nil
-	}
-	partial := c.flags.off > 0 || c.flags.length > 0
-	fi, err := os.Stat(dst.path)
-	exists := err == nil
-	switch {
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	case exists && fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", dst.path)
-	case exists && !fi.Mode().IsRegular(), partial:
-		flags := os.O_WRONLY
-		if !exists {
-			flags |= os.O_CREATE | os.O_EXCL
-		}
-		f, err := os.OpenFile(dst.path, flags, 0o666)
-		if err != nil {
-			return nil, err
-		}
-		s := &sink{w: f, f: f, remove: !exists}
-		if c.flags.off > 0 {
-			if _, err := f.Seek(c.flags.off, io.SeekStart); err != nil {
-				s.abort()
-				return nil, err
-			}
-		}
-		return s, nil
-	}
-	ts, err := openTempSink(dst.path)
-	if err != nil {
-		return nil, err
-	}
-	return &sink{w: ts.f, f: ts.f, tmp: ts}, nil
-}
-
-// commit finishes a successful copy.
-func (s *sink) commit() error {
-	switch {
-	case s.tmp != nil:
-		return s.tmp.commit()
-	case s.f == nil:
-		return nil
-	}
-	err := s.f.Close()
-	if err != nil && s.remove {
-		os.Remove(s.f.Name())
-	}
-	return err
-}
-
-// abort drops a failed copy: a file we created is removed.
-func (s *sink) abort() {
-	switch {
-	case s.tmp != nil:
-		s.tmp.abort()
-	case s.f != nil:
-		s.f.Close()
-		if s.remove {
-			os.Remove(s.f.Name())
-		}
-	}
 }
 
 // humanBytes formats a byte count (or rate) with a binary unit.

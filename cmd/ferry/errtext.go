@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // dialError is the error of a failed connection to the remote location l:
@@ -33,7 +35,7 @@ func dialError(l location, err error) error {
 		}
 		reason = fmt.Errorf("%w (Ferry servers listen on port 2811 by default: try %s://%s/)", reason, scheme, net.JoinHostPort(l.hostname, "2811"))
 	}
-	return &opError{what: "connect to " + l.addr, err: reason}
+	return &opError{What: "connect to " + l.addr, Err: reason}
 }
 
 // plural is "1 file", "2 files": n and the singular or plural noun.
@@ -74,4 +76,17 @@ func dumpFileNote(file string, args []string) string {
 		s += " instead of " + strings.Join(shown, " ")
 	}
 	return s + "; remove it to start afresh"
+}
+
+// withNote returns err for ferry CMD to print; a transfer.LeftError's
+// note is printed after it on a line of its own, and the exit status is
+// 1.
+func withNote(e *env, cmd string, err error) error {
+	var le *transfer.LeftError
+	if !errors.As(err, &le) {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "ferry %s: %v\n", cmd, err)
+	fmt.Fprintf(e.stderr, "ferry %s: %s\n", cmd, le.Note)
+	return exitError{code: 1}
 }

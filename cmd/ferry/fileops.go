@@ -50,12 +50,12 @@ func runMkdir(ctx context.Context, e *env, args []string) error {
 	p := strings.TrimSuffix(loc.path, "/")
 	if !*parents {
 		if err := c.Mkdir(ctx, p); err != nil {
-			return &opError{what: loc.String(), err: err}
+			return &opError{What: loc.String(), Err: err}
 		}
 		return nil
 	}
 	if err := mkdirAll(ctx, c, p); err != nil {
-		return &opError{what: loc.String(), err: err}
+		return &opError{What: loc.String(), Err: err}
 	}
 	return nil
 }
@@ -160,14 +160,14 @@ func removeOne(ctx context.Context, c *client.Conn, loc location, p string, dir,
 		if en == nil {
 			st, err := c.Stat(ctx, p)
 			if err != nil {
-				return &opError{what: what, err: err}
+				return &opError{What: what, Err: err}
 			}
 			en = &st
 		}
 		isDir = isDirType(en.Type) && en.Slink == ""
 		if isDir {
 			if err := removeTree(ctx, c, strings.TrimSuffix(p, "/"), 0); err != nil {
-				return &opError{what: what, err: err}
+				return &opError{What: what, Err: err}
 			}
 			return nil
 		}
@@ -181,7 +181,7 @@ func removeOne(ctx context.Context, c *client.Conn, loc location, p string, dir,
 		err = c.Delete(ctx, p)
 	}
 	if err != nil {
-		return &opError{what: what, err: err}
+		return &opError{What: what, Err: err}
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func runMv(ctx context.Context, e *env, args []string) error {
 	}
 	defer hangUp(ctx, c)
 	if err := c.Rename(ctx, strings.TrimSuffix(from.path, "/"), to); err != nil {
-		return &opError{what: fmt.Sprintf("rename %s to %s", from, to), err: err}
+		return &opError{What: fmt.Sprintf("rename %s to %s", from, to), Err: err}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/testutil/scripted"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // silentQuitServer is a scripted FTP server that logs anyone in and
@@ -54,6 +55,8 @@ func TestHangUpBounded(t *testing.T) {
 	addr, quits := silentQuitServer(t)
 	defer func(d time.Duration) { quitTimeout = d }(quitTimeout)
 	quitTimeout = 200 * time.Millisecond
+	defer func(d time.Duration) { transfer.QuitTimeout = d }(transfer.QuitTimeout)
+	transfer.QuitTimeout = 200 * time.Millisecond
 	dial := func() *client.Conn {
 		c, err := client.Dial(t.Context(), addr, nil)
 		if err != nil {
@@ -81,13 +84,11 @@ func TestHangUpBounded(t *testing.T) {
 	}{
 		{"hangUp", context.Background(), true, func(ctx context.Context) { hangUp(ctx, dial()) }},
 		{"hangUp after Ctrl-C", cancelled, false, func(ctx context.Context) { hangUp(ctx, dial()) }},
-		{"cpWorker.Close", context.Background(), true, func(ctx context.Context) {
-			w := &cpWorker{c: &copier{sessions: map[string]*client.Session{"a": session()}}}
-			w.Close(ctx)
+		{"transfer.CloseSession", context.Background(), true, func(ctx context.Context) {
+			transfer.CloseSession(ctx, session())
 		}},
-		{"cpWorker.Close after Ctrl-C", cancelled, false, func(ctx context.Context) {
-			w := &cpWorker{c: &copier{sessions: map[string]*client.Session{"a": session()}}}
-			w.Close(ctx)
+		{"transfer.CloseSession after Ctrl-C", cancelled, false, func(ctx context.Context) {
+			transfer.CloseSession(ctx, session())
 		}},
 	} {
 		done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // Create makes writes from the second MiB on wait while hang is set, as
@@ -123,7 +124,7 @@ func sizeOf(name string) int64 {
 func anyBytes(dir string) bool {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && !strings.HasSuffix(e.Name(), rangesSuffix) {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && !strings.HasSuffix(e.Name(), transfer.RangesSuffix) {
 			return true
 		}
 	}
@@ -152,7 +153,7 @@ func TestCpKilledStreamDownload(t *testing.T) {
 	p.stop(t, syscall.SIGKILL)
 	s.hang.Store(false)
 
-	n, ranges := sizeOf(dst), sizeOf(dst+rangesSuffix)
+	n, ranges := sizeOf(dst), sizeOf(dst+transfer.RangesSuffix)
 	if n >= 0 && ranges < 0 {
 		t.Fatalf("killed download left %s (%d of %d bytes) with nothing marking it incomplete", dst, n, size)
 	}
@@ -168,7 +169,7 @@ func TestCpKilledStreamDownload(t *testing.T) {
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("contents differ")
 	}
-	if _, err := os.Stat(dst + rangesSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dst + transfer.RangesSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ranges file left behind: %v", err)
 	}
 	if n > 0 && !strings.Contains(stderr.String(), "resuming") {
@@ -195,8 +196,8 @@ func TestCpInterruptedDownloadResumes(t *testing.T) {
 	s.hang.Store(true)
 	p := startBin(t, bin, env, args...)
 	p.waitUntil(t, "ranges stored", func() bool {
-		st, err := readState(dst + rangesSuffix)
-		return err == nil && st.ranges.Total() > 0
+		st, err := transfer.ReadResumeState(dst + transfer.RangesSuffix)
+		return err == nil && st.Ranges.Total() > 0
 	})
 	took, code := p.stop(t, os.Interrupt)
 	s.hang.Store(false)

@@ -63,12 +63,12 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	}
 	st, err := c.Stat(ctx, p)
 	if err != nil {
-		return &opError{what: loc.String(), err: err}
+		return &opError{What: loc.String(), Err: err}
 	}
 	entries := []client.Entry{st}
 	if isDirType(st.Type) {
 		if entries, err = c.List(ctx, p); err != nil {
-			return &opError{what: loc.String(), err: err}
+			return &opError{What: loc.String(), Err: err}
 		}
 		if !*all {
 			entries = slices.DeleteFunc(entries, func(e client.Entry) bool { return strings.HasPrefix(e.Name, ".") })
@@ -103,7 +103,7 @@ func globEntries(ctx context.Context, c *client.Conn, loc location) ([]client.En
 	}
 	entries, err := matchEntries(ctx, c, dir, base)
 	if err != nil {
-		return nil, &opError{what: loc.String(), err: err}
+		return nil, &opError{What: loc.String(), Err: err}
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("%s: no match", loc)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -26,94 +24,8 @@ import (
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/server"
+	"github.com/ferrygrid/ferry/transfer"
 )
-
-func sampleState() resumeState {
-	var rs client.RangeSet
-	rs.Add(client.Range{Start: 0, End: 100})
-	rs.Add(client.Range{Start: 200, End: 300})
-	return resumeState{source: "ftp://h:21/a b\n", dest: "/tmp/x", size: 1000, mtime: 1700000000123456789,
-		offset: 0, length: -1, ranges: rs}
-}
-
-func TestStateRoundTrip(t *testing.T) {
-	for _, st := range []resumeState{sampleState(), {source: "s", dest: "d", size: -1, length: -1}} {
-		b := st.marshal()
-		got, err := parseState(b)
-		if err != nil {
-			t.Fatalf("%s: %v", b, err)
-		}
-		if !got.matches(st) || got.ranges.String() != st.ranges.String() {
-			t.Fatalf("round trip: %+v, want %+v", got, st)
-		}
-		name := filepath.Join(t.TempDir(), "f"+rangesSuffix)
-		if err := writeState(name, st); err != nil {
-			t.Fatal(err)
-		}
-		got, err = readState(name)
-		if err != nil || !got.matches(st) {
-			t.Fatalf("file round trip: %+v, %v", got, err)
-		}
-		if entries, _ := os.ReadDir(filepath.Dir(name)); len(entries) != 1 {
-			t.Fatalf("temporary files left: %v", entries)
-		}
-	}
-}
-
-func TestStateCorruptIgnored(t *testing.T) {
-	good := sampleState().marshal()
-	// Every strict prefix fails, and so does any one flipped byte.
-	for i := range len(good) {
-		if _, err := parseState(good[:i]); err == nil {
-			t.Fatalf("a %d-byte prefix parsed", i)
-		}
-		bad := bytes.Clone(good)
-		bad[i] ^= 0x20
-		if _, err := parseState(bad); err == nil {
-			t.Fatalf("flipped byte %d parsed: %q", i, bad)
-		}
-	}
-	for _, s := range []string{
-		"",
-		"garbage",
-		"ferry-resume 2\n",
-		strings.Replace(string(good), "ranges 0-100,200-300", "ranges 200-300,0-100", 1), // CRC wrong
-	} {
-		if _, err := parseState([]byte(s)); err == nil {
-			t.Errorf("%q parsed", s)
-		}
-	}
-	// A correct CRC does not make nonsense valid.
-	for _, body := range []string{
-		stateMagic + "\nsource \"a\"\ndest \"b\"\nsize 1\nmtime 0\nwindow 0 -1\nranges 5-1\n",
-		stateMagic + "\nsource \"a\"\ndest \"b\"\nsize -2\nmtime 0\nwindow 0 -1\nranges \n",
-		stateMagic + "\nsource a\ndest \"b\"\nsize 1\nmtime 0\nwindow 0 -1\nranges \n",
-		stateMagic + "\nsource \"a\"\ndest \"b\"\nsize 1\nmtime 0\nwindow 0 -1\nranges 0-5,5-9\n",
-		stateMagic + "\nsource \"a\"\ndest \"b\"\nsize 1\nmtime 0\nwindow 0 -1\n",
-	} {
-		b := []byte(body)
-		b = fmt.Appendf(b, "crc %08x\n", crc32.ChecksumIEEE(b))
-		if _, err := parseState(b); err == nil {
-			t.Errorf("%q parsed", b)
-		}
-	}
-}
-
-func FuzzParseState(f *testing.F) {
-	f.Add(sampleState().marshal())
-	f.Add(resumeState{source: "", dest: "", size: -1, length: -1}.marshal())
-	f.Add([]byte("ferry-resume 1\ncrc 00000000\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := parseState(b)
-		if err != nil {
-			return
-		}
-		again, err := parseState(st.marshal())
-		if err != nil || !again.matches(st) || again.ranges.String() != st.ranges.String() {
-			t.Fatalf("re-encoded %+v gave %+v, %v", st, again, err)
-		}
-	})
-}
 
 // ferrySrv is Ferry's server in-process, serving dir; slow throttles its
 // reads while set.
@@ -245,7 +157,7 @@ func TestCpModeE(t *testing.T) {
 		if !strings.Contains(r.stderr, "stream  0:") || lastBytes(t, r.stderr) != int64(len(data)) {
 			t.Fatalf("download -vb: %q", r.stderr)
 		}
-		if _, err := os.Stat(dst + rangesSuffix); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(dst + transfer.RangesSuffix); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("ranges file left behind: %v", err)
 		}
 		// ERET with -p: the bytes land at the same offset.
@@ -264,7 +176,7 @@ func TestCpModeE(t *testing.T) {
 		if r := ferry(t, nil, "cp", "-p", "4", url+"/nothing-here", missing); r.code != 1 {
 			t.Fatalf("missing source: exit %d, %q", r.code, r.stderr)
 		}
-		for _, n := range []string{missing, missing + rangesSuffix} {
+		for _, n := range []string{missing, missing + transfer.RangesSuffix} {
 			if _, err := os.Stat(n); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("%s left behind: %v", n, err)
 			}
@@ -278,30 +190,6 @@ func TestCpModeE(t *testing.T) {
 		s := startFerrySrv(t)
 		run(t, s.dir, s.url)
 	})
-}
-
-func TestCpVerifyMismatch(t *testing.T) {
-	s := startFerrySrv(t)
-	data := randomData(t, 1000)
-	if err := os.WriteFile(filepath.Join(s.dir, "f"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.WriteFile(other, randomData(t, 1000), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loc, err := parseLocation(s.url + "/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &copier{env: &env{}, flags: cpFlags{checksumAlg: "MD5"}}
-	sess := c.session(loc)
-	ctx := t.Context()
-	defer sess.Close(ctx)
-	err = c.verify(ctx, sess, loc, other, 0, -1)
-	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
-		t.Fatalf("got %v", err)
-	}
 }
 
 // TestCpResumesFromState checks that a download and an upload continue
@@ -329,8 +217,8 @@ func TestCpResumesFromState(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := s.url + "/f"
-	st := resumeState{source: url, dest: dst, size: size, mtime: fi.ModTime().Truncate(time.Second).UnixNano(), length: -1, ranges: half}
-	if err := writeState(dst+rangesSuffix, st); err != nil {
+	st := transfer.ResumeState{Source: url, Dest: dst, Size: size, MTime: fi.ModTime().Truncate(time.Second).UnixNano(), Length: -1, Ranges: half}
+	if err := transfer.WriteResumeState(dst+transfer.RangesSuffix, st); err != nil {
 		t.Fatal(err)
 	}
 	r := ok(t, "cp", "-p", "4", "-vb", url, dst)
@@ -340,7 +228,7 @@ func TestCpResumesFromState(t *testing.T) {
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("resumed download differs")
 	}
-	if _, err := os.Stat(dst + rangesSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dst + transfer.RangesSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("ranges file left behind")
 	}
 
@@ -348,8 +236,8 @@ func TestCpResumesFromState(t *testing.T) {
 	if err := os.WriteFile(dst, partial, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st.size++
-	if err := writeState(dst+rangesSuffix, st); err != nil {
+	st.Size++
+	if err := transfer.WriteResumeState(dst+transfer.RangesSuffix, st); err != nil {
 		t.Fatal(err)
 	}
 	r = ok(t, "cp", "-p", "4", "-vb", url, dst)
@@ -370,14 +258,14 @@ func TestCpResumesFromState(t *testing.T) {
 	}
 	sfi, _ := os.Stat(src)
 	upURL := s.url + "/up"
-	name, err := uploadStatePath(os.Getenv, src, upURL)
+	name, err := transfer.UploadStatePath(os.Getenv, src, upURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeState(name, resumeState{source: src, dest: upURL, size: size, mtime: sfi.ModTime().UnixNano(), length: -1, ranges: half}); err != nil {
+	if err := transfer.WriteResumeState(name, transfer.ResumeState{Source: src, Dest: upURL, Size: size, MTime: sfi.ModTime().UnixNano(), Length: -1, Ranges: half}); err != nil {
 		t.Fatal(err)
 	}
 	r = ok(t, "cp", "-p", "4", "-vb", src, upURL)
@@ -438,8 +326,8 @@ func TestCpKilledResumes(t *testing.T) {
 			t.Fatalf("ferry cp exited early: %v; %q", err, stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
-		if st, err := readState(dst + rangesSuffix); err == nil {
-			stored = st.ranges.Total()
+		if st, err := transfer.ReadResumeState(dst + transfer.RangesSuffix); err == nil {
+			stored = st.Ranges.Total()
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -467,7 +355,7 @@ func TestCpKilledResumes(t *testing.T) {
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("contents differ")
 	}
-	if _, err := os.Stat(dst + rangesSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dst + transfer.RangesSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ranges file left behind: %v", err)
 	}
 }

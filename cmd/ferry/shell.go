@@ -26,6 +26,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -123,6 +124,10 @@ func findShellCmd(name string) *shellCmd {
 type shell struct {
 	env  *env
 	opts clientOptions
+	// historyDB is the transfer history database (-history-db).
+	historyDB string
+	// eng is the copy engine of the shell's transfers (see engine).
+	eng *transfer.Engine
 	// parallel is the number of data connections per transfer (-p): above
 	// 1 the transfers use MODE E.
 	parallel int
@@ -165,6 +170,7 @@ func runShell(ctx context.Context, e *env, args []string) error {
 	workers := fs.Int("cc", 0, fmt.Sprintf("`N` files that get -r, put -r, mget and mput copy at once, each with its own session; 0: %d", job.DefaultWorkers))
 	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
 	historyFile := fs.String("history", "", "history `FILE` (default ~/.ferry_history; \"none\" keeps no file)")
+	historyDB := fs.String("history-db", "", "record every transfer in the transfer history database `DSN`: a file path or postgres://...; \"off\": none (default $FERRY_HISTORY, else ~/.local/share/ferry/history.db); see ferry history")
 	stopOnError := fs.Bool("e", false, "script mode: stop at the first failing command")
 	var g gsiFlags
 	g.register(fs, true)
@@ -195,8 +201,13 @@ func runShell(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	s := &shell{env: e, opts: clientOptions{active: *active, gsi: &g}, parallel: *parallel,
-		verbose: *verbose, workers: *workers, lcwd: lcwd, listings: map[string]listing{}}
+		verbose: *verbose, workers: *workers, lcwd: lcwd, listings: map[string]listing{}, historyDB: *historyDB}
 	defer s.disconnect(ctx)
+	defer func() {
+		if s.eng != nil {
+			closeEngine(s.eng)
+		}
+	}()
 	if fs.NArg() == 1 {
 		loc, err := parseLocation(fs.Arg(0))
 		if err != nil {
@@ -725,13 +736,19 @@ func (s *shell) getFile(ctx context.Context, src, dst string, size int64) (int64
 		}
 	}()
 	tp := s.startTransfer(src, size)
-	opts := &client.RetrieveOptions{Parallel: s.parallel, Progress: tp.update, ProgressInterval: progressInterval}
+	tr := s.track(src, dst, false, size)
+	update := func(p client.Progress) {
+		tr.Progress(p)
+		tp.update(p)
+	}
+	opts := &client.RetrieveOptions{Parallel: s.parallel, Progress: update, ProgressInterval: progressInterval}
 	var n int64
 	if s.parallel > 1 {
 		n, err = s.conn.RetrieveAt(ctx, src, f, opts)
 	} else {
 		n, err = s.conn.Retrieve(ctx, src, f, opts)
 	}
+	tr.Done(ctx, n, err)
 	tp.finish(n, err)
 	if err != nil {
 		return n, err
@@ -803,7 +820,12 @@ func (s *shell) putFile(ctx context.Context, src, dst string) (int64, error) {
 		return 0, fmt.Errorf("%s is not a regular file", src)
 	}
 	tp := s.startTransfer(dst, fi.Size())
-	opts := &client.StoreOptions{Parallel: s.parallel, Progress: tp.update, ProgressInterval: progressInterval}
+	tr := s.track(dst, src, true, fi.Size())
+	update := func(p client.Progress) {
+		tr.Progress(p)
+		tp.update(p)
+	}
+	opts := &client.StoreOptions{Parallel: s.parallel, Progress: update, ProgressInterval: progressInterval}
 	var n int64
 	if s.parallel > 1 {
 		n, err = s.conn.StoreAt(ctx, dst, f, fi.Size(), opts)
@@ -815,6 +837,7 @@ func (s *shell) putFile(ctx context.Context, src, dst string) (int64, error) {
 	if err == nil && n != fi.Size() {
 		err = fmt.Errorf("%s changed during the upload (%d of %d bytes sent)", src, n, fi.Size())
 	}
+	tr.Done(ctx, n, err)
 	if err != nil {
 		return n, fmt.Errorf("%w (%s may be incomplete on the server)", err, dst)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // jobOptions are the word options of the many-file commands besides -r:
@@ -59,6 +60,8 @@ func (s *shell) cpFlags() cpFlags {
 		stallTimeout: defaultStallTimeout,
 		checksumAlg:  "MD5",
 		gsi:          s.opts.gsi,
+		history:      s.historyDB,
+		concurrency:  max(s.workers, 1),
 	}
 }
 
@@ -101,12 +104,15 @@ func (s *shell) runJob(ctx context.Context, cmd string, upload bool, o shellOpts
 		return failures(problems, len(problems))
 	}
 
-	j := &cpJob{env: s.env, flags: s.cpFlags(), opts: s.opts, ends: map[string]location{end: s.loc}}
-	first := j.newWorker()
+	xo := s.cpFlags().options()
+	xo.Concurrency = workers
+	j := s.engine().NewJob(xo, false)
+	j.AddEndpoint(s.loc.export())
+	first := j.NewWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
 	defer first.Close(ctx)
 	obs := s.newJobDisplay(int64(len(plan.Pairs)+len(plan.Failed)), plan.Bytes())
-	r := &job.Runner{Workers: workers, NewWorker: j.newWorker, Observer: obs}
+	r := &job.Runner{Workers: workers, NewWorker: j.NewWorker, Observer: obs}
 	sum := r.Run(ctx, plan, first)
 	obs.close()
 
@@ -221,4 +227,31 @@ func (d *jobDisplay) close() {
 	if d.live != nil {
 		d.live.Close()
 	}
+}
+
+// engine is the copy engine of the shell's transfers, made on first
+// use; runShell closes it.
+func (s *shell) engine() *transfer.Engine {
+	if s.eng == nil {
+		s.eng = newEngine(s.env, s.cpFlags(), false, "shell")
+	}
+	return s.eng
+}
+
+// remoteLoc is the location of the path p on the shell's server.
+func (s *shell) remoteLoc(p string) transfer.Location {
+	l := s.loc
+	l.path, l.display = p, p
+	return l.export()
+}
+
+// track starts the history record of a get (or with upload a put) of
+// size bytes (-1: unknown) between the remote path remote and the local
+// file local, made on the shell's own connection.
+func (s *shell) track(remote, local string, upload bool, size int64) *transfer.Tracker {
+	src, dst := s.remoteLoc(remote), transfer.LocalLocation(local)
+	if upload {
+		src, dst = dst, src
+	}
+	return s.engine().Track(src, dst, s.cpFlags().options(), size)
 }

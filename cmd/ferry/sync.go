@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,8 +19,10 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -43,93 +44,6 @@ A second run changes nothing. The other flags are those of ferry cp.
 
 func runSync(ctx context.Context, e *env, args []string) error {
 	return runCopy(ctx, e, args, true)
-}
-
-// endpointKey names the endpoint of a remote location: its URL prefix
-// with user and password; "" for local files.
-func endpointKey(l location) string {
-	if l.kind != locRemote {
-		return ""
-	}
-	u := url.URL{Scheme: "ftp", Host: l.addr}
-	switch {
-	case l.gsi:
-		u.Scheme = "gsiftp"
-	case l.ftps:
-		u.Scheme = "ftps" // never shares a session with ftp:// of the same host
-	}
-	switch {
-	case l.hasUser && l.hasPass:
-		u.User = url.UserPassword(l.user, l.pass)
-	case l.hasUser:
-		u.User = url.User(l.user)
-	}
-	return u.String()
-}
-
-// cpJob is one run of a many-file copy.
-type cpJob struct {
-	env   *env
-	flags cpFlags
-	opts  clientOptions
-	// pipeline makes the workers copy small files in pipelined batches
-	// (-pp, on by default).
-	pipeline bool
-	// ends maps endpoint keys to a location there, for its connection
-	// settings; filled while planning, read-only while workers run.
-	ends map[string]location
-}
-
-// newWorker makes a worker with its own sessions; with pipelining (the
-// default) it copies small files in batches.
-func (j *cpJob) newWorker() job.Worker {
-	w := &cpWorker{j: j, c: &copier{env: j.env, flags: j.flags, opts: j.opts, sessions: map[string]*client.Session{}}}
-	if j.pipeline {
-		return batchWorker{w}
-	}
-	return w
-}
-
-// cpWorker copies pairs with the copier of ferry cp, keeping one session
-// per endpoint (and role) between copies.
-type cpWorker struct {
-	j *cpJob
-	c *copier
-}
-
-// loc turns a job location into a command-line location.
-func (w *cpWorker) loc(l job.Loc) location {
-	if l.Local() {
-		return location{kind: locLocal, path: l.Path, display: l.Path}
-	}
-	b := w.j.ends[l.End]
-	b.path, b.display = l.Path, l.String()
-	return b
-}
-
-func (w *cpWorker) FS(end string) job.FS {
-	if end == "" {
-		return job.Local{}
-	}
-	s := w.c.session(w.j.ends[end])
-	return job.Remote{Conn: s.Conn}
-}
-
-func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (int64, error) {
-	src, dst := w.loc(p.Src), w.loc(p.Dst)
-	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
-	defer func() { w.c.prog = nil }()
-	n, err := w.c.copy(ctx, src, dst)
-	if err == nil {
-		// A file written to while it was read arrives torn.
-		err = sourceChanged(p)
-	}
-	return n, err
-}
-
-func (w *cpWorker) Close(ctx context.Context) error {
-	w.c.closeSessions(ctx)
-	return nil
 }
 
 // jobFlags are the flags of many-file copies.
@@ -165,7 +79,14 @@ func isPattern(arg string) bool {
 
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
-	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}, pipeline: jf.pipeline}
+	f.concurrency, f.pipeline = jf.concurrency, jf.pipeline
+	if f.concurrency == 0 {
+		f.concurrency = job.DefaultWorkers
+	}
+	tool := "cp"
+	if jf.mirror {
+		tool = "sync"
+	}
 	links := job.LinksFollow
 	if jf.links != "" {
 		var err error
@@ -173,54 +94,36 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 			return usagef("-links: %v", err)
 		}
 	}
-	opts := job.Options{
-		Recursive:   jf.recursive,
-		CreateDirs:  jf.createDirs,
-		Links:       links,
-		Sync:        jf.sync,
-		SyncLevel:   jf.syncLevel,
-		ChecksumAlg: f.checksumAlg,
-		Delete:      jf.del,
-		Mirror:      jf.mirror,
+	eng := newEngine(e, f, false, tool)
+	defer closeEngine(eng)
+	jr, err := eng.PlanJob(ctx, transfer.JobRequest{
+		Pairs:    reqs,
+		FromList: jf.listFile != "",
+		Options:  f.options(),
+		Plan: job.Options{
+			Recursive:   jf.recursive,
+			CreateDirs:  jf.createDirs,
+			Links:       links,
+			Sync:        jf.sync,
+			SyncLevel:   jf.syncLevel,
+			ChecksumAlg: f.checksumAlg,
+			Delete:      jf.del,
+			Mirror:      jf.mirror,
+		},
+		Preserve: jf.preserve,
+	})
+	if err != nil {
+		return err
 	}
-	first := j.newWorker()
 	// After Ctrl-C (ctx done) the sessions close without QUIT.
-	defer first.Close(ctx)
-	plan := &job.Plan{}
-	fromList := jf.listFile != ""
-	for _, r := range reqs {
-		src, err := parseLocation(r.Src)
-		if err == nil {
-			var dst location
-			if dst, err = parseLocation(r.Dst); err == nil {
-				if src.kind == locStdio || dst.kind == locStdio {
-					err = errors.New("standard input and output (-) cannot be used with -r, -f, -sync or wildcards")
-				}
-				if err == nil {
-					err = j.plan(ctx, first, plan, src, dst, opts)
-				}
-			}
-		}
-		if err != nil {
-			if !fromList {
-				return err
-			}
-			// The failure line names the pair: a server's reply needs
-			// only the list line, not the location again.
-			var re *client.ReplyError
-			if errors.As(err, &re) {
-				err = re
-			}
-			plan.Failed = append(plan.Failed, job.Result{Pair: listPair(r), Err: fmt.Errorf("line %d: %w", r.Line, err)})
-		}
-	}
+	defer jr.Close(ctx)
+	plan := jr.Plan
 	if jf.dryRun {
 		return printPlan(e, plan, jf.json, f.verbose)
 	}
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
-	r := &job.Runner{Workers: jf.concurrency, NewWorker: j.newWorker, Observer: obs, Preserve: jf.preserve, MaxBatch: batchMaxPairs}
-	sum := r.Run(ctx, plan, first)
+	sum := jr.Run(ctx, obs)
 	obs.stop()
 	if jf.dumpFile != "" {
 		if err := writeDumpFile(jf.dumpFile, sum); err != nil {
@@ -232,38 +135,6 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-// listPair is the pair of a list line that could not be parsed or
-// planned, kept for -df in the URL form given.
-func listPair(r job.URLPair) job.Pair {
-	loc := func(s string) job.Loc {
-		if l, err := parseLocation(s); err == nil && l.kind == locRemote {
-			return job.Loc{End: endpointKey(l), Path: l.path}
-		} else if err == nil && l.kind == locLocal {
-			return job.Loc{Path: l.path}
-		}
-		return job.Loc{Path: s}
-	}
-	return job.Pair{Src: loc(r.Src), Dst: loc(r.Dst), Size: -1}
-}
-
-// plan adds the copy of src to dst to plan.
-func (j *cpJob) plan(ctx context.Context, w job.Worker, plan *job.Plan, src, dst location, opts job.Options) error {
-	sk, dk := endpointKey(src), endpointKey(dst)
-	if sk != "" {
-		j.ends[sk] = src
-	}
-	if dk != "" {
-		j.ends[dk] = dst
-	}
-	// Two endpoints have two sessions: their logins and first looks overlap.
-	pl := &job.Planner{Src: w.FS(sk), Dst: w.FS(dk), SrcEnd: sk, DstEnd: dk, Options: opts, Concurrent: sk != dk || sk == ""}
-	err := pl.Add(ctx, plan, src.path, dst.path)
-	if err == nil || strings.HasPrefix(err.Error(), src.String()+": ") || strings.HasPrefix(err.Error(), dst.String()+": ") {
-		return err // nil, or it names the location that failed
-	}
-	return &opError{what: src.String() + " -> " + dst.String(), err: err}
 }
 
 // reason renders a failure for the user: a server's reply as "CODE text".
@@ -658,22 +529,23 @@ func runList(ctx context.Context, e *env, f cpFlags, arg string) error {
 	if l.kind == locStdio {
 		return usagef("-list wants a URL or a local directory")
 	}
-	j := &cpJob{env: e, flags: f, opts: clientOptions{active: f.active, gsi: f.gsi}, ends: map[string]location{}}
+	f.history = hist.OffDSN // lists, copies nothing
+	eng := newEngine(e, f, false, "cp")
+	defer closeEngine(eng)
+	j := eng.NewJob(f.options(), false)
+	j.AddEndpoint(l.export())
 	k := endpointKey(l)
-	if k != "" {
-		j.ends[k] = l
-	}
-	w := j.newWorker()
+	w := j.NewWorker()
 	defer w.Close(ctx)
 	fsys := w.FS(k)
 	in, err := fsys.Stat(ctx, l.path)
 	if err != nil {
-		return &opError{what: l.String(), err: err}
+		return &opError{What: l.String(), Err: err}
 	}
 	entries := []job.Info{in}
 	if in.Type == job.TypeDir {
 		if entries, err = fsys.ReadDir(ctx, l.path); err != nil {
-			return &opError{what: l.String(), err: err}
+			return &opError{What: l.String(), Err: err}
 		}
 	}
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Name < entries[b].Name })

@@ -7,17 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
-	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 // locKind says what a command-line location names.
@@ -53,121 +49,6 @@ type location struct {
 }
 
 func (l location) String() string { return l.display }
-
-// parseLocation parses a command-line location: "-", an ftp://, gsiftp://
-// or file:// URL, or a local path.
-//
-// ftp://[user[:password]@]host[:port]/path names path on the server, port
-// 21 by default; ftps:// the same with explicit FTPS (AUTH TLS on the
-// same port, 21 by default; not implicit FTPS on 990);
-// gsiftp://[user@]host[:port]/path the same with GSI, port 2811 by
-// default. The path is percent-decoded and absolute; /~/ at its
-// start makes it relative to the login directory (ftp://host/~/data is
-// "data", ftp://host/~/ is "./"). A trailing slash is kept.
-func parseLocation(arg string) (location, error) {
-	if arg == "-" {
-		return location{kind: locStdio, display: "-"}, nil
-	}
-	scheme, _, isURL := strings.Cut(arg, "://")
-	if !isURL || strings.ContainsAny(scheme, "/\\") {
-		if arg == "" {
-			return location{}, errors.New("empty path")
-		}
-		return location{kind: locLocal, path: arg, display: arg}, nil
-	}
-	u, err := url.Parse(arg)
-	if err != nil {
-		return location{}, fmt.Errorf("bad URL %q: %v", redactURL(arg), unwrapURLError(err))
-	}
-	defaultPort := "21"
-	ftps := false
-	switch strings.ToLower(u.Scheme) {
-	case "ftp":
-	case "ftps":
-		ftps = true
-	case "gsiftp":
-		defaultPort = "2811"
-	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return location{}, fmt.Errorf("%s: file:// URLs must be local (file:///path)", u.Redacted())
-		}
-		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return location{}, fmt.Errorf("%s: file:// URLs need an absolute path", u.Redacted())
-		}
-		return location{kind: locLocal, path: filepath.FromSlash(u.Path), display: arg}, nil
-	default:
-		return location{}, fmt.Errorf("%s: unsupported URL scheme %q (ftp://, ftps://, gsiftp://, file:// or a local path)", u.Redacted(), u.Scheme)
-	}
-	// wildcardURL writes the wildcard "?" of a pattern as %3f (lower
-	// case, where people type %3F): messages show it as typed.
-	display := strings.ReplaceAll(u.Redacted(), "%3f", "?")
-	l := location{kind: locRemote, display: display, gsi: defaultPort == "2811", ftps: ftps}
-	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(arg, "?") || strings.HasSuffix(arg, "#") {
-		return location{}, fmt.Errorf("%s: '?' and '#' in a path must be written %%3F and %%23", l.display)
-	}
-	l.hostname = u.Hostname()
-	if l.hostname == "" {
-		return location{}, fmt.Errorf("no host in URL %s", redactURL(arg))
-	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return location{}, fmt.Errorf("%s: bad port %q", l.display, port)
-	}
-	l.addr = net.JoinHostPort(l.hostname, port)
-	if u.User != nil {
-		l.user, l.hasUser = u.User.Username(), true
-		l.pass, l.hasPass = u.User.Password()
-	}
-	switch p := u.Path; {
-	case p == "":
-		l.path = "/"
-	case p == "/~":
-		l.path = "."
-	case p == "/~/":
-		l.path = "./"
-	case strings.HasPrefix(p, "/~/"):
-		l.path = p[len("/~/"):]
-	default:
-		l.path = p
-	}
-	if strings.ContainsAny(l.path, "\r\n") {
-		return location{}, fmt.Errorf("%s: the path contains a line break", l.display)
-	}
-	return l, nil
-}
-
-// unwrapURLError drops url.Error's repetition of the URL (which may hold a
-// password).
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// redactURL hides the password of a URL that url.Parse rejected.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	end := strings.IndexByte(rest, '/')
-	if end < 0 {
-		end = len(rest)
-	}
-	at := strings.LastIndexByte(rest[:end], '@')
-	if at < 0 {
-		return s
-	}
-	if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx" + rest[at:]
-	}
-	return s
-}
 
 // netrcEntry is one machine (or the default) of a .netrc file.
 type netrcEntry struct {
@@ -377,6 +258,24 @@ func credentials(l location, getenv func(string) string) (user, pass string, err
 	return "anonymous", anonymousPassword, nil
 }
 
+// export is the transfer.Location of l.
+func (l location) export() transfer.Location {
+	return transfer.Location{Kind: transfer.Kind(l.kind), Path: l.path, Addr: l.addr, Host: l.hostname, GSI: l.gsi, FTPS: l.ftps,
+		User: l.user, Pass: l.pass, HasUser: l.hasUser, HasPass: l.hasPass, Display: l.display}
+}
+
+// importLocation is the location of a transfer.Location.
+func importLocation(l transfer.Location) location {
+	return location{kind: locKind(l.Kind), path: l.Path, addr: l.Addr, hostname: l.Host, gsi: l.GSI, ftps: l.FTPS,
+		user: l.User, pass: l.Pass, hasUser: l.HasUser, hasPass: l.HasPass, display: l.Display}
+}
+
+// opError is a failed operation: "what: why" (transfer.OpError).
+type opError = transfer.OpError
+
+// describe renders an error for the user (transfer.Describe).
+func describe(err error) string { return transfer.Describe(err) }
+
 // clientOptions are the connection settings shared by the client
 // subcommands.
 type clientOptions struct {
@@ -423,31 +322,9 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 		if user == "" {
 			user = client.GlobusMapping
 		}
-		return nil, &opError{what: "login to " + l.addr + " as " + user, err: err}
+		return nil, &opError{What: "login to " + l.addr + " as " + user, Err: err}
 	}
 	return c, nil
-}
-
-// dialTogether logs in to the sessions' servers at the same time: each
-// login is several round trips. A failed dial is not repeated: the
-// session's next Conn returns its error, as if it had dialled then.
-func dialTogether(ctx context.Context, ss ...*client.Session) {
-	errs := make([]error, len(ss))
-	var wg sync.WaitGroup
-	for i, s := range ss {
-		wg.Go(func() { _, errs[i] = s.Conn(ctx) })
-	}
-	wg.Wait()
-	for i, s := range ss {
-		if errs[i] == nil {
-			continue
-		}
-		dial, err := s.Dial, errs[i]
-		s.Dial = func(context.Context) (*client.Conn, error) {
-			s.Dial = dial
-			return nil, err
-		}
-	}
 }
 
 // quitTimeout bounds the wait for the reply to QUIT: a server that does
@@ -466,62 +343,18 @@ func hangUp(ctx context.Context, c *client.Conn) {
 	_ = c.Quit(qctx)
 }
 
-// closeSession is hangUp for a Session.
-func closeSession(ctx context.Context, s *client.Session) {
-	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
-	defer cancel()
-	_ = s.Close(qctx) // closes without QUIT when ctx is done
+// endpointKey names the endpoint of a remote location: its URL prefix
+// with user and password; "" for local files.
+func endpointKey(l location) string { return l.export().Endpoint() }
+
+// parseLocation parses a command-line location (transfer.ParseLocation).
+func parseLocation(arg string) (location, error) {
+	l, err := transfer.ParseLocation(arg)
+	if err != nil {
+		return location{}, err
+	}
+	return importLocation(l), nil
 }
 
-// opError is a failed operation: "what: why", where a server's reply is
-// shown as one line.
-type opError struct {
-	what string
-	err  error
-}
-
-func (e *opError) Error() string { return e.what + ": " + describe(e.err) }
-func (e *opError) Unwrap() error { return e.err }
-
-// describe renders an error for the user. A server reply becomes
-// "CODE text"; GCT's structured errors are shortened to their reason and
-// error string.
-func describe(err error) string {
-	var re *client.ReplyError
-	if errors.Is(err, client.ErrThirdPartyFTPS) {
-		return progress.Printable(err.Error() + " (with -notpt)")
-	}
-	if !errors.As(err, &re) {
-		return progress.Printable(err.Error())
-	}
-	r := re.Reply
-	var reason, errstr string
-	var lines []string
-	for i, l := range r.Lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "GridFTP-Reason:"):
-			reason = strings.TrimSpace(strings.TrimPrefix(l, "GridFTP-Reason:"))
-		case strings.HasPrefix(l, "GridFTP-Error-String:"):
-			errstr = strings.TrimSpace(strings.TrimPrefix(l, "GridFTP-Error-String:"))
-		case l == "" || (i == len(r.Lines)-1 && i > 0 && strings.HasPrefix(l, "End")):
-		default:
-			lines = append(lines, l)
-		}
-	}
-	text := strings.Join(lines, "; ")
-	switch {
-	case reason != "" && errstr != "":
-		text = reason + ": " + errstr
-	case errstr != "":
-		text = errstr
-	}
-	msg := fmt.Sprintf("%03d %s", r.Code, text)
-	switch {
-	case errors.Is(err, client.ErrTLSRefused):
-		msg = "the server refused AUTH TLS (ftps://), so nothing was sent in clear: " + msg
-	case errors.Is(err, client.ErrDataProtectionRefused):
-		msg = "the server refused encrypted data channels (PBSZ 0, PROT P): " + msg
-	}
-	return progress.Printable(msg)
-}
+// redactURL hides the password of a URL that url.Parse rejected.
+func redactURL(s string) string { return transfer.RedactURL(s) }

@@ -74,6 +74,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/dtp/...", "internal/pi", "the DTP never parses commands"},
 		{"client", "server", "the client library does not depend on the server"},
 		{"client", "internal/pi", "the client library does not depend on the server"},
+		{"transfer", "cmd/...", "the copy engine is a library under the commands"},
+		{"transfer", "server", "the copy engine is a client-side library"},
+		{"transfer", "internal/pi", "the copy engine is a client-side library"},
 	}
 	for _, p := range packages(t) {
 		for _, imp := range p.Imports {

@@ -9,6 +9,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The ferry processes must not write to the user's transfer history.
+	os.Setenv("FERRY_HISTORY", "off")
 	code := m.Run()
 	if code == 0 {
 		if err := leak.Check("github.com/ferrygrid/ferry/internal/bench"); err != nil {

@@ -31,6 +31,8 @@ var ferryBin string
 const cmdTimeout = 2 * time.Minute
 
 func TestMain(m *testing.M) {
+	// The ferry processes must not write to the user's transfer history.
+	os.Setenv("FERRY_HISTORY", "off")
 	os.Exit(buildAndRun(m))
 }
 

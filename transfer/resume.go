@@ -1,4 +1,4 @@
-package main
+package transfer
 
 // Resume state of ferry cp: what a download has stored, or what the server
 // has acknowledged of an upload, kept on disk so that a later run of the
@@ -30,8 +30,8 @@ import (
 	"github.com/ferrygrid/ferry/client"
 )
 
-// rangesSuffix is appended to a download's destination to name its state.
-const rangesSuffix = ".ferry-ranges"
+// RangesSuffix is appended to a download's destination to name its state.
+const RangesSuffix = ".ferry-ranges"
 
 // stateMagic is the first line of a state file.
 const stateMagic = "ferry-resume 1"
@@ -39,27 +39,27 @@ const stateMagic = "ferry-resume 1"
 // saveInterval is the least time between two writes of a state file.
 const saveInterval = time.Second
 
-// resumeState describes a partial copy.
-type resumeState struct {
-	source, dest   string // what was copied where (URL or absolute path)
-	size           int64  // the source's size, -1 if unknown
-	mtime          int64  // the source's modification time, Unix nanoseconds, 0 if unknown
-	offset, length int64  // the -off/-len window (length -1: to the end)
-	ranges         client.RangeSet
+// ResumeState describes a partial copy.
+type ResumeState struct {
+	Source, Dest   string // what was copied where (URL or absolute path)
+	Size           int64  // the source's size, -1 if unknown
+	MTime          int64  // the source's modification time, Unix nanoseconds, 0 if unknown
+	Offset, Length int64  // the -off/-len window (Length -1: to the end)
+	Ranges         client.RangeSet
 }
 
 // matches reports whether st describes the same copy of the same source
 // version as want.
-func (st resumeState) matches(want resumeState) bool {
-	return st.source == want.source && st.dest == want.dest && st.size == want.size &&
-		st.mtime == want.mtime && st.offset == want.offset && st.length == want.length
+func (st ResumeState) matches(want ResumeState) bool {
+	return st.Source == want.Source && st.Dest == want.Dest && st.Size == want.Size &&
+		st.MTime == want.MTime && st.Offset == want.Offset && st.Length == want.Length
 }
 
 // marshal encodes st.
-func (st resumeState) marshal() []byte {
+func (st ResumeState) marshal() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\nsource %s\ndest %s\nsize %d\nmtime %d\nwindow %d %d\nranges %s\n",
-		stateMagic, strconv.Quote(st.source), strconv.Quote(st.dest), st.size, st.mtime, st.offset, st.length, st.ranges.String())
+		stateMagic, strconv.Quote(st.Source), strconv.Quote(st.Dest), st.Size, st.MTime, st.Offset, st.Length, st.Ranges.String())
 	fmt.Fprintf(&b, "crc %08x\n", crc32.ChecksumIEEE(b.Bytes()))
 	return b.Bytes()
 }
@@ -68,77 +68,77 @@ var errBadState = errors.New("bad resume state")
 
 // parseState decodes a state file; anything but a well-formed one with a
 // correct CRC is an error.
-func parseState(b []byte) (resumeState, error) {
+func parseState(b []byte) (ResumeState, error) {
 	i := bytes.LastIndex(b, []byte("crc "))
 	if i < 0 || (i > 0 && b[i-1] != '\n') {
-		return resumeState{}, fmt.Errorf("%w: no checksum", errBadState)
+		return ResumeState{}, fmt.Errorf("%w: no checksum", errBadState)
 	}
 	body, tail := b[:i], string(b[i:])
 	var crc uint32
 	if n, err := fmt.Sscanf(tail, "crc %08x\n", &crc); n != 1 || err != nil || tail != fmt.Sprintf("crc %08x\n", crc) {
-		return resumeState{}, fmt.Errorf("%w: bad checksum line", errBadState)
+		return ResumeState{}, fmt.Errorf("%w: bad checksum line", errBadState)
 	}
 	if crc32.ChecksumIEEE(body) != crc {
-		return resumeState{}, fmt.Errorf("%w: checksum mismatch", errBadState)
+		return ResumeState{}, fmt.Errorf("%w: checksum mismatch", errBadState)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	want := []string{"", "source", "dest", "size", "mtime", "window", "ranges"}
-	var st resumeState
+	var st ResumeState
 	var n int
 	for sc.Scan() {
 		line := sc.Text()
 		if n >= len(want) {
-			return resumeState{}, fmt.Errorf("%w: extra line", errBadState)
+			return ResumeState{}, fmt.Errorf("%w: extra line", errBadState)
 		}
 		if n == 0 {
 			if line != stateMagic {
-				return resumeState{}, fmt.Errorf("%w: not a resume file", errBadState)
+				return ResumeState{}, fmt.Errorf("%w: not a resume file", errBadState)
 			}
 			n++
 			continue
 		}
 		key, val, ok := strings.Cut(line, " ")
 		if !ok || key != want[n] {
-			return resumeState{}, fmt.Errorf("%w: line %d", errBadState, n+1)
+			return ResumeState{}, fmt.Errorf("%w: line %d", errBadState, n+1)
 		}
 		var err error
 		switch key {
 		case "source":
-			st.source, err = strconv.Unquote(val)
+			st.Source, err = strconv.Unquote(val)
 		case "dest":
-			st.dest, err = strconv.Unquote(val)
+			st.Dest, err = strconv.Unquote(val)
 		case "size":
-			st.size, err = parseInt(val, -1)
+			st.Size, err = parseInt(val, -1)
 		case "mtime":
-			st.mtime, err = strconv.ParseInt(val, 10, 64)
+			st.MTime, err = strconv.ParseInt(val, 10, 64)
 		case "window":
 			a, b, ok := strings.Cut(val, " ")
 			if !ok {
 				err = errBadState
 				break
 			}
-			if st.offset, err = parseInt(a, 0); err == nil {
-				st.length, err = parseInt(b, -1)
+			if st.Offset, err = parseInt(a, 0); err == nil {
+				st.Length, err = parseInt(b, -1)
 			}
 		case "ranges":
 			if val != "" {
-				st.ranges, err = client.ParseRangeList(val)
-				if err == nil && st.ranges.String() != val {
+				st.Ranges, err = client.ParseRangeList(val)
+				if err == nil && st.Ranges.String() != val {
 					err = errors.New("not canonical")
 				}
 			}
 		}
 		if err != nil {
-			return resumeState{}, fmt.Errorf("%w: %s: %v", errBadState, key, err)
+			return ResumeState{}, fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
 		n++
 	}
 	if err := sc.Err(); err != nil {
-		return resumeState{}, fmt.Errorf("%w: %v", errBadState, err)
+		return ResumeState{}, fmt.Errorf("%w: %v", errBadState, err)
 	}
 	if n != len(want) {
-		return resumeState{}, fmt.Errorf("%w: truncated", errBadState)
+		return ResumeState{}, fmt.Errorf("%w: truncated", errBadState)
 	}
 	return st, nil
 }
@@ -152,17 +152,17 @@ func parseInt(s string, lowest int64) (int64, error) {
 	return v, err
 }
 
-// readState reads a state file; a missing or corrupt one is an error.
-func readState(name string) (resumeState, error) {
+// ReadResumeState reads a state file; a missing or corrupt one is an error.
+func ReadResumeState(name string) (ResumeState, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return resumeState{}, err
+		return ResumeState{}, err
 	}
 	return parseState(b)
 }
 
-// writeState replaces the state file name atomically.
-func writeState(name string, st resumeState) error {
+// WriteResumeState replaces the state file name atomically.
+func WriteResumeState(name string, st ResumeState) error {
 	return writeFileAtomic(name, st.marshal())
 }
 
@@ -193,9 +193,9 @@ func writeFileAtomic(name string, data []byte) error {
 	return err
 }
 
-// uploadStatePath names the state file of an upload of the local file
+// UploadStatePath names the state file of an upload of the local file
 // src (an absolute path) to the URL dst.
-func uploadStatePath(getenv func(string) string, src, dst string) (string, error) {
+func UploadStatePath(getenv func(string) string, src, dst string) (string, error) {
 	dir := getenv("XDG_STATE_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -205,7 +205,7 @@ func uploadStatePath(getenv func(string) string, src, dst string) (string, error
 		dir = filepath.Join(home, ".local", "state")
 	}
 	sum := sha256.Sum256([]byte(src + "\x00" + dst))
-	return filepath.Join(dir, "ferry", "resume", hex.EncodeToString(sum[:16])+".ranges"), nil
+	return filepath.Join(dir, "ferry", "resume", hex.EncodeToString(sum[:16])+".Ranges"), nil
 }
 
 // stateSaver records a copy's progress in its state file, at most once
@@ -217,7 +217,7 @@ type stateSaver struct {
 	sync func() error
 
 	mu    sync.Mutex
-	st    resumeState // guarded by mu
+	st    ResumeState // guarded by mu
 	last  time.Time   // guarded by mu
 	saved string      // ranges last written; guarded by mu
 	err   error       // first write error; guarded by mu
@@ -227,7 +227,7 @@ type stateSaver struct {
 func (s *stateSaver) update(rs client.RangeSet, force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.ranges = rs.Clone()
+	s.st.Ranges = rs.Clone()
 	text := rs.String()
 	if !force && (text == s.saved || time.Since(s.last) < saveInterval) {
 		return nil
@@ -237,7 +237,7 @@ func (s *stateSaver) update(rs client.RangeSet, force bool) error {
 		err = s.sync()
 	}
 	if err == nil {
-		err = writeState(s.name, s.st)
+		err = WriteResumeState(s.name, s.st)
 	}
 	if err != nil {
 		if s.err == nil {
@@ -252,7 +252,7 @@ func (s *stateSaver) update(rs client.RangeSet, force bool) error {
 // flush writes the latest ranges now.
 func (s *stateSaver) flush() error {
 	s.mu.Lock()
-	rs := s.st.ranges.Clone()
+	rs := s.st.Ranges.Clone()
 	s.mu.Unlock()
 	return s.update(rs, true)
 }

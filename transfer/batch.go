@@ -1,4 +1,4 @@
-package main
+package transfer
 
 // Pipelined batches for many-file jobs (issue 7): a worker hands the
 // small files of a batch to client.GetFiles or PutFiles on its session's
@@ -70,7 +70,7 @@ const (
 // which kind. Third-party copies of parts of files (-off, -len), striped
 // ones and those through this client (-notpt) go one by one.
 func (w batchWorker) batchable(p job.Pair) batchKind {
-	f := w.c.flags
+	f := w.c.o
 	switch {
 	case p.Link != "" || p.Size > batchMaxSize:
 		return batchNone
@@ -78,7 +78,7 @@ func (w batchWorker) batchable(p job.Pair) batchKind {
 		return batchGet
 	case p.Src.Local() && !p.Dst.Local():
 		return batchPut
-	case !p.Src.Local() && !p.Dst.Local() && !f.noTPT && !f.stripe && f.off == 0 && f.length <= 0:
+	case !p.Src.Local() && !p.Dst.Local() && !f.NoTPT && !f.Stripe && f.Offset == 0 && f.Length <= 0:
 		return batchTPT
 	}
 	return batchNone
@@ -118,6 +118,7 @@ type batchItem struct {
 	pair job.Pair
 
 	started bool      // FileStarted was called; set by Open, read after Done
+	start   time.Time // when the file started (Open), or its batch did
 	sink    *tempSink // download: where the bytes go
 	moved   atomic.Int64
 	last    atomic.Int64 // UnixNano of the last progress report
@@ -150,24 +151,24 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		ds = w.c.tptDest(w.loc(remote), w.loc(pairs[idx[0]].Dst))
 	}
 	rounds := batchRetries
-	if w.c.flags.restart {
-		rounds = max(w.c.flags.retries, batchRetries)
+	if w.c.o.Restart {
+		rounds = max(w.c.o.Retries, batchRetries)
 	}
 	opts := &client.BatchOptions{
-		Parallel:  max(w.c.flags.parallel, 1),
-		TCPBuffer: int(w.c.flags.tcpBuffer),
-		BlockSize: int(w.c.flags.blockSize),
+		Parallel:  max(w.c.o.Parallel, 1),
+		TCPBuffer: int(w.c.o.TCPBuffer),
+		BlockSize: int(w.c.o.BlockSize),
 		// Without it a server that starts a file and then sends
 		// nothing would hang the batch.
-		StallTimeout: w.c.flags.stallTimeout,
+		StallTimeout: w.c.o.StallTimeout,
 	}
-	wait := w.c.flags.interval
+	wait := w.c.o.RetryInterval
 	todo := idx
 	for round := 0; len(todo) > 0; round++ {
 		last := round >= rounds || ctx.Err() != nil
 		items := make([]*batchItem, len(todo))
 		for k, i := range todo {
-			items[k] = &batchItem{idx: i, pair: pairs[i]}
+			items[k] = &batchItem{idx: i, pair: pairs[i], start: time.Now()}
 		}
 		if ds != nil {
 			dialTogether(ctx, s, ds)
@@ -180,9 +181,9 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			dconn, err = ds.Conn(ctx)
 		}
 		if err != nil {
-			err = &opError{what: "connect to " + w.loc(failed).String(), err: err}
+			err = &OpError{What: "connect to " + w.loc(failed).String(), Err: err}
 			for _, it := range items {
-				w.finishItem(it, 0, err, obs, res)
+				w.finishItem(ctx, it, 0, err, obs, res)
 			}
 			return
 		}
@@ -202,24 +203,24 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			mu.Lock()
 			final++
 			mu.Unlock()
-			if err == nil && w.c.flags.verify {
+			if err == nil && w.c.o.Verify {
 				mu.Lock()
 				verify = append(verify, it)
 				mu.Unlock()
 				return
 			}
-			w.finishItem(it, it.moved.Load(), err, obs, res)
+			w.finishItem(ctx, it, it.moved.Load(), err, obs, res)
 		}
 		w.sendBatch(ctx, kind, conn, dconn, items, opts, obs)
 		for _, it := range verify {
 			err := w.verifyItem(ctx, kind, s, ds, it)
-			w.finishItem(it, it.moved.Load(), err, obs, res)
+			w.finishItem(ctx, it, it.moved.Load(), err, obs, res)
 		}
 		if final > 0 && len(again) > 0 {
 			round-- // progress: not a retry
 		}
 		todo = again
-		if len(todo) > 0 && w.c.flags.restart && round > 0 {
+		if len(todo) > 0 && w.c.o.Restart && round > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -267,9 +268,9 @@ func (w batchWorker) verifyItem(ctx context.Context, kind batchKind, s, ds *clie
 	case batchTPT:
 		return w.c.verifyBoth(ctx, s, r, ds, l)
 	case batchPut:
-		return w.c.verify(ctx, s, l, r.path, 0, -1)
+		return w.c.verify(ctx, s, l, r.Path, 0, -1)
 	default:
-		return w.c.verify(ctx, s, r, l.path, 0, -1)
+		return w.c.verify(ctx, s, r, l.Path, 0, -1)
 	}
 }
 
@@ -285,7 +286,7 @@ func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
 	var re *client.ReplyError
 	var le *localError
 	switch {
-	case !w.c.flags.restart, errors.As(err, &le), errors.Is(err, context.Canceled), errors.Is(err, client.ErrBadCommand):
+	case !w.c.o.Restart, errors.As(err, &le), errors.Is(err, context.Canceled), errors.Is(err, client.ErrBadCommand):
 		return false
 	case errors.As(err, &re):
 		return re.Reply.Code/100 == 4 || it.moved.Load() > 0
@@ -294,9 +295,14 @@ func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
 }
 
 // finishItem records a file's result and tells the observer.
-func (w batchWorker) finishItem(it *batchItem, n int64, err error, obs job.Observer, res []job.Result) {
+func (w batchWorker) finishItem(ctx context.Context, it *batchItem, n int64, err error, obs job.Observer, res []job.Result) {
 	if !it.started {
 		obs.FileStarted(it.pair, it.pair.Size)
+	}
+	if run := w.c.e.startRun(w.loc(it.pair.Src), w.loc(it.pair.Dst), w.c.o, it.pair.Size); run != nil {
+		run.rec.Start = it.start
+		run.rec.Params.Mode, run.rec.Params.Pipeline = "E", true
+		w.c.e.finishRun(ctx, run, n, err)
 	}
 	res[it.idx].Bytes, res[it.idx].Err = n, err
 	obs.FileDone(it.pair, n, err)
@@ -308,7 +314,7 @@ func (w batchWorker) finishItem(it *batchItem, n int64, err error, obs job.Obser
 func (w batchWorker) settle(it *batchItem, kind batchKind, err error) error {
 	if kind == batchTPT {
 		if err != nil {
-			return &opError{what: fmt.Sprintf("third-party copy %s to %s", w.loc(it.pair.Src), w.loc(it.pair.Dst)), err: err}
+			return &OpError{What: fmt.Sprintf("third-party copy %s to %s", w.loc(it.pair.Src), w.loc(it.pair.Dst)), Err: err}
 		}
 		// The servers confirmed the whole file; its size is the plan's.
 		it.moved.Store(max(it.pair.Size, 0))
@@ -333,12 +339,12 @@ func (w batchWorker) settle(it *batchItem, kind batchKind, err error) error {
 			it.sink = nil
 		}
 		if err != nil {
-			return &opError{what: "download " + w.loc(it.pair.Src).String(), err: err}
+			return &OpError{What: "download " + w.loc(it.pair.Src).String(), Err: err}
 		}
 		return nil
 	}
 	if err != nil {
-		return &opError{what: "upload to " + w.loc(it.pair.Dst).String(), err: err}
+		return &OpError{What: "upload to " + w.loc(it.pair.Dst).String(), Err: err}
 	}
 	return sourceChanged(it.pair)
 }
@@ -363,7 +369,7 @@ func sourceChanged(p job.Pair) error {
 // destination.
 func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterAt, error) {
 	return func() (io.WriterAt, error) {
-		it.started = true
+		it.started, it.start = true, time.Now()
 		obs.FileStarted(it.pair, it.pair.Size)
 		s, err := openTempSink(it.pair.Dst.Path)
 		if err != nil {
@@ -378,7 +384,7 @@ func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterA
 // since it was planned (its bytes would not match the size announced).
 func (w batchWorker) openPut(it *batchItem, obs job.Observer) func() (io.ReaderAt, error) {
 	return func() (io.ReaderAt, error) {
-		it.started = true
+		it.started, it.start = true, time.Now()
 		obs.FileStarted(it.pair, it.pair.Size)
 		f, err := os.Open(it.pair.Src.Path)
 		if err != nil {
@@ -429,12 +435,6 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (c *countingReader) Close() error { return c.f.Close() }
-
-// localError is a failure of the local file system: no retry helps.
-type localError struct{ err error }
-
-func (e *localError) Error() string { return e.err.Error() }
-func (e *localError) Unwrap() error { return e.err }
 
 // tempSink is a download written under a temporary name beside its
 // destination (.NAME.ferry-RANDOM) and renamed into place once complete,

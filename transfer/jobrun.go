@@ -1,0 +1,114 @@
+package transfer
+
+// Many-file copies from request to summary: planning the pairs of a
+// request, then running the plan with a job.Runner.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/job"
+)
+
+// JobRequest is a many-file copy: trees, wildcards, lists of pairs, sync.
+type JobRequest struct {
+	// Pairs are the sources and destinations, as ParseLocation reads
+	// them; standard input and output cannot be used.
+	Pairs []job.URLPair
+	// FromList says the pairs come from a list file (ferry cp -f): a
+	// pair that cannot be parsed or planned fails on its own, its error
+	// naming its line, and the others are copied.
+	FromList bool
+	// Options are those of each copy. Options.Concurrency is the number
+	// of workers (0: job.DefaultWorkers); Options.Pipeline copies small
+	// files in pipelined batches.
+	Options Options
+	// Plan says what to copy (recursion, links, sync, delete).
+	Plan job.Options
+	// Preserve gives copies the source's modification time and
+	// permission bits.
+	Preserve bool
+}
+
+// JobRun is a planned many-file copy. Plan may be looked at (a dry run)
+// before Run copies it; Close ends its sessions.
+type JobRun struct {
+	Plan *job.Plan
+
+	req   JobRequest
+	j     *Job
+	first job.Worker // planned with; the first worker of Run
+}
+
+// PlanJob plans the copies of req. An error is that of the first pair
+// that could not be parsed or planned (unless req.FromList: see there).
+func (e *Engine) PlanJob(ctx context.Context, req JobRequest) (*JobRun, error) {
+	j := e.NewJob(req.Options, req.Options.Pipeline)
+	r := &JobRun{Plan: &job.Plan{}, req: req, j: j, first: j.NewWorker()}
+	for _, p := range req.Pairs {
+		err := r.add(ctx, p)
+		if err == nil {
+			continue
+		}
+		if !req.FromList {
+			r.Close(ctx)
+			return nil, err
+		}
+		// The failure line names the pair: a server's reply needs
+		// only the list line, not the location again.
+		var re *client.ReplyError
+		if errors.As(err, &re) {
+			err = re
+		}
+		r.Plan.Failed = append(r.Plan.Failed, job.Result{Pair: listPair(p), Err: fmt.Errorf("line %d: %w", p.Line, err)})
+	}
+	return r, nil
+}
+
+// add plans the copy of one pair.
+func (r *JobRun) add(ctx context.Context, p job.URLPair) error {
+	src, err := ParseLocation(p.Src)
+	if err != nil {
+		return err
+	}
+	dst, err := ParseLocation(p.Dst)
+	if err != nil {
+		return err
+	}
+	if src.Kind == Stdio || dst.Kind == Stdio {
+		return errors.New("standard input and output (-) cannot be used with -r, -f, -sync or wildcards")
+	}
+	return r.j.Plan(ctx, r.first, r.Plan, src, dst, r.req.Plan)
+}
+
+// Run copies the plan, obs (when not nil) seeing every file, and
+// returns what happened.
+func (r *JobRun) Run(ctx context.Context, obs job.Observer) *job.Summary {
+	run := &job.Runner{Workers: r.req.Options.Concurrency, NewWorker: r.j.NewWorker, Preserve: r.req.Preserve, MaxBatch: BatchMaxPairs}
+	if obs != nil {
+		run.Observer = obs
+	}
+	return run.Run(ctx, r.Plan, r.first)
+}
+
+// Close ends the sessions of the planning worker (without QUIT once ctx
+// is done).
+func (r *JobRun) Close(ctx context.Context) error {
+	return r.first.Close(ctx)
+}
+
+// listPair is the pair of a list line that could not be parsed or
+// planned, kept for -df in the URL form given.
+func listPair(r job.URLPair) job.Pair {
+	loc := func(s string) job.Loc {
+		if l, err := ParseLocation(s); err == nil && l.Kind == Remote {
+			return job.Loc{End: endpointKey(l), Path: l.Path}
+		} else if err == nil && l.Kind == Local {
+			return job.Loc{Path: l.Path}
+		}
+		return job.Loc{Path: s}
+	}
+	return job.Pair{Src: loc(r.Src), Dst: loc(r.Dst), Size: -1}
+}

@@ -1,0 +1,71 @@
+package transfer
+
+import (
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+)
+
+// Options are the parameters of a copy. The zero value copies a whole
+// file in stream mode without retries; Length must be set to -1 for
+// "to the end" (ferry cp's default).
+type Options struct {
+	// Offset and Length select part of the source (-off, -len), written
+	// at the same offset of the destination; Length -1 means to the end.
+	Offset, Length int64
+	// Parallel is the number of data connections; above 1 uses MODE E.
+	Parallel int
+	// TCPBuffer is the TCP buffer size of the data connections (0: the
+	// system's); BlockSize the MODE E block size of uploads (0: 1 MiB);
+	// StripeBlockSize the stripe block size with Stripe (0: 1 MiB).
+	TCPBuffer, BlockSize, StripeBlockSize int64
+	// Fast uses MODE E even with one connection and keeps the data
+	// connections for the next transfer (globus-url-copy -fast).
+	Fast bool
+	// Stripe asks for striped transfers (SPAS/SPOR).
+	Stripe bool
+	// NoTPT routes server-to-server copies through this client.
+	NoTPT bool
+	// Active makes the client listen for data connections (EPRT/PORT).
+	// The Engine's Dial applies it; it is recorded in the history.
+	Active bool
+	// Restart retries failed transfers (Retries times, waiting
+	// RetryInterval, doubled after each failure, for at most
+	// RetryTimeout in all; 0: no limit) and resumes them.
+	Restart       bool
+	Retries       int
+	RetryInterval time.Duration
+	RetryTimeout  time.Duration
+	// StallTimeout ends a transfer (or an attempt) when no data moved for
+	// that long; 0: never.
+	StallTimeout time.Duration
+	// Concurrency (files at once, -cc) and Pipeline (pipelined batches,
+	// -pp) are those of a many-file job; they are recorded in the
+	// history, Engine.NewJob's argument decides pipelining.
+	Concurrency int
+	Pipeline    bool
+	// Auto says the advisor chose these options rather than flags, and
+	// PredictedETA is the duration it predicted for the copy (0: none);
+	// both are recorded in the history.
+	Auto         bool
+	PredictedETA time.Duration
+	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
+	Verify      bool
+	ChecksumAlg string
+}
+
+// modeE reports whether the options ask for MODE E.
+func (o *Options) modeE() bool { return o.Parallel > 1 || o.Fast }
+
+// resumable reports whether local files are written in place with resume
+// state: MODE E transfers and Restart.
+func (o *Options) resumable() bool { return o.modeE() || o.Restart }
+
+// retryPolicy is the client.RetryPolicy of the options.
+func (o *Options) retryPolicy() client.RetryPolicy {
+	p := client.RetryPolicy{StallTimeout: o.StallTimeout, Interval: o.RetryInterval, Timeout: o.RetryTimeout}
+	if o.Restart {
+		p.Retries = o.Retries
+	}
+	return p
+}
