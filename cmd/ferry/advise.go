@@ -189,7 +189,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		}
 		r, err := probe.Run(ctx, c, probe.Options{Endpoint: locEndpoint(loc), Path: p, Kernel: &in.Kernel})
 		if err != nil {
-			return &opError{what: "probe of " + loc.String(), err: err}
+			return &opError{What: "probe of " + loc.String(), Err: err}
 		}
 		if r.ID, err = st.AddProbe(ctx, &r.Probe); err != nil {
 			log.Warn("history: probe not stored", "err", err)
@@ -215,7 +215,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		}
 		*calib = append(*calib, recs...)
 		if err != nil {
-			return &opError{what: "calibration of " + loc.String(), err: err}
+			return &opError{What: "calibration of " + loc.String(), Err: err}
 		}
 	}
 	return nil

@@ -108,7 +108,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 			MaxBytes: int64(maxBytes), Duration: *dur, UploadPath: *upload, Kernel: &k,
 		})
 		if err != nil {
-			return &opError{what: "probe of " + loc.String(), err: err}
+			return &opError{What: "probe of " + loc.String(), Err: err}
 		}
 		if r.ID, err = st.AddProbe(ctx, &r.Probe); err != nil {
 			log.Warn("history: probe not stored", "err", err)
@@ -127,7 +127,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 			MaxBuffer: minKnownInt(results[0].ServerBuf, results[1].ServerBuf),
 		})
 		if err != nil {
-			return &opError{what: "third-party probe " + locs[0].String() + " → " + locs[1].String(), err: err}
+			return &opError{What: "third-party probe " + locs[0].String() + " → " + locs[1].String(), Err: err}
 		}
 		if r.ID, err = st.AddProbe(ctx, &r.Probe); err != nil {
 			log.Warn("history: probe not stored", "err", err)
