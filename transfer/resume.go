@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/atomicfile"
 )
 
 // RangesSuffix is appended to a download's destination to name its state.
@@ -163,34 +164,7 @@ func ReadResumeState(name string) (ResumeState, error) {
 
 // WriteResumeState replaces the state file name atomically.
 func WriteResumeState(name string, st ResumeState) error {
-	return writeFileAtomic(name, st.marshal())
-}
-
-// writeFileAtomic replaces the file name with data (mode 0600) through a
-// temporary file beside it, so that a reader never sees half of it.
-func writeFileAtomic(name string, data []byte) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.Write(name, st.marshal())
 }
 
 // UploadStatePath names the state file of an upload of the local file

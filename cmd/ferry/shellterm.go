@@ -30,7 +30,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +38,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/ferrygrid/ferry/internal/atomicfile"
 )
 
 // errInterrupted is lineTerm.readLine's error for a line abandoned with
@@ -253,7 +254,7 @@ func (h *history) save(name string) error {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	return writeFileAtomic(name, []byte(b.String()))
+	return atomicfile.Write(name, []byte(b.String()))
 }
 
 // completer proposes completions for the text before the cursor, head.
@@ -435,31 +436,4 @@ func columns(names []string, width int) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// writeFileAtomic replaces the file name with data (mode 0600) through a
-// temporary file beside it, so that a reader never sees half of it.
-func writeFileAtomic(name string, data []byte) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
