@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/advisor"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
 	"github.com/ferrygrid/ferry/internal/progress"
@@ -124,7 +125,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 			Src: locEndpoint(locs[0]), Dst: locEndpoint(locs[1]), SrcPath: locs[0].path,
 			DstDir: burstDir(ctx, conns[1], locs[1].path), Streams: *par, MaxBytes: int64(maxBytes), Duration: *dur,
 			SrcRTT: results[0].Link.RTT, DstRTT: results[1].Link.RTT,
-			MaxBuffer: minKnownInt(results[0].ServerBuf, results[1].ServerBuf),
+			MaxBuffer: advisor.MinKnown(results[0].ServerBuf, results[1].ServerBuf),
 		})
 		if err != nil {
 			return &opError{What: "third-party probe " + locs[0].String() + " → " + locs[1].String(), Err: err}
@@ -154,16 +155,6 @@ func burstDir(ctx context.Context, c *client.Conn, p string) string {
 		return p
 	}
 	return parentDir(p)
-}
-
-func minKnownInt(a, b int) int {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // locEndpoint is the history Endpoint of a location.

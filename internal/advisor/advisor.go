@@ -266,9 +266,9 @@ func linkProbe(in Input) (*history.Probe, string) {
 		// slower end's bandwidth, the longer RTT, the higher loss.
 		c := *src
 		c.Link.RTT = max(src.Link.RTT, dst.Link.RTT)
-		c.Link.Bandwidth = minKnown(src.Link.Bandwidth, dst.Link.Bandwidth)
+		c.Link.Bandwidth = MinKnown(src.Link.Bandwidth, dst.Link.Bandwidth)
 		c.Link.LossRate = max(src.Link.LossRate, dst.Link.LossRate)
-		c.MaxBuffer = int(minKnown(float64(src.MaxBuffer), float64(dst.MaxBuffer)))
+		c.MaxBuffer = int(MinKnown(float64(src.MaxBuffer), float64(dst.MaxBuffer)))
 		return &c, fmt.Sprintf("probes #%d and #%d of each end", src.ID, dst.ID) + probeFacts(&c)
 	case src != nil:
 		return src, fmt.Sprintf("probe #%d of %s", src.ID, src.Time.UTC().Format(time.DateTime)) + probeFacts(src)
@@ -278,7 +278,9 @@ func linkProbe(in Input) (*history.Probe, string) {
 	return nil, ""
 }
 
-func minKnown(a, b float64) float64 {
+// MinKnown is the smaller of a and b where zero or less means unknown:
+// the known one when only one is.
+func MinKnown[T int | int64 | float64](a, b T) T {
 	switch {
 	case a <= 0:
 		return b

@@ -534,16 +534,7 @@ func WriteWANOutputs(dir string, p Preset, results []WANResult, meta ReportMeta)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	write := func(name string, fn func(io.Writer) error) error {
-		var buf bytes.Buffer
-		if err := fn(&buf); err != nil {
-			return fmt.Errorf("bench: %s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		return nil
-	}
+	write := func(name string, fn func(io.Writer) error) error { return writeOutput(dir, name, fn) }
 	p.Join(results)
 	if err := write(p.Name+".csv", func(w io.Writer) error { return WriteWANCSV(w, results) }); err != nil {
 		return err
@@ -562,6 +553,19 @@ func WriteWANOutputs(dir string, p Preset, results []WANResult, meta ReportMeta)
 		if err := write(g.ID+".png", pl.PNG); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeOutput writes what fn renders to the file name in dir, whole or
+// not at all when fn fails.
+func writeOutput(dir, name string, fn func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := fn(&buf); err != nil {
+		return fmt.Errorf("bench: %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
 }

@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/csv"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,16 +372,7 @@ func WriteTuneOutputs(dir string, p Preset, rows []TuneRowResult, meta ReportMet
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	write := func(name string, fn func(io.Writer) error) error {
-		var buf bytes.Buffer
-		if err := fn(&buf); err != nil {
-			return fmt.Errorf("bench: %s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		return nil
-	}
+	write := func(name string, fn func(io.Writer) error) error { return writeOutput(dir, name, fn) }
 	var cells []WANResult
 	for _, r := range rows {
 		cells = append(cells, r.All()...)
