@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -81,7 +81,7 @@ func startFTPSServer(t *testing.T, pki *gsipki.PKI, certFile, keyFile string) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{
+	s.addr = ftpserver.Start(t, server.Config{
 		Storage: fs,
 		Authenticate: func(ctx context.Context, user, pass string) (*server.Account, error) {
 			s.auths.Add(1)
@@ -97,20 +97,6 @@ func startFTPSServer(t *testing.T, pki *gsipki.PKI, certFile, keyFile string) *f
 		ServeMappedAsServer: true,
 		LoginFailureDelay:   -1,
 		Logger:              slog.New(s.cmds),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
 	})
 	return s
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/gct"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -390,16 +390,5 @@ func serveHanging(t *testing.T, dir string, hangAt int64) (addr string, hung *at
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	hung = new(atomic.Bool)
-	srv, err := server.New(server.Config{Storage: hangFS{fs, hangAt, release, hung}, Anonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() { srv.Close(); wg.Wait() })
-	return l.Addr().String(), hung
+	return ftpserver.Start(t, server.Config{Storage: hangFS{fs, hangAt, release, hung}, Anonymous: true}), hung
 }

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -56,7 +56,7 @@ func startFTPSSrv(t *testing.T, pki *gsipki.PKI, certFile, keyFile string) *ftps
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{
+	s.addr = ftpserver.Start(t, server.Config{
 		Storage: fs,
 		Authenticate: func(ctx context.Context, user, pass string) (*server.Account, error) {
 			s.auths.Add(1)
@@ -72,20 +72,6 @@ func startFTPSSrv(t *testing.T, pki *gsipki.PKI, certFile, keyFile string) *ftps
 		ServeMappedAsServer: true,
 		LoginFailureDelay:   -1,
 		Logger:              slog.New(passCounter{&s.passes}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
 	})
 	return s
 }

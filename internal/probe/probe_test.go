@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -25,21 +25,7 @@ import (
 // returns its address.
 func serve(t *testing.T, st dsi.Storage) string {
 	t.Helper()
-	srv, err := server.New(server.Config{Storage: st, Anonymous: true, AnonymousWrite: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
-	})
-	return l.Addr().String()
+	return ftpserver.Start(t, server.Config{Storage: st, Anonymous: true, AnonymousWrite: true})
 }
 
 func login(t *testing.T, ctx context.Context, addr string) *client.Conn {
