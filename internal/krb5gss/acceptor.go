@@ -107,6 +107,7 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (*Context, []byte, erro
 		key:       key,
 		Flags:     gflags,
 		Principal: auth.CName.PrincipalNameString() + "@" + auth.CRealm,
+		Service:   req.Ticket.SName.PrincipalNameString() + "@" + req.Ticket.Realm,
 		recvSeq:   uint64(uint32(auth.SeqNumber)),
 	}
 	mutual := gflags&FlagMutual != 0 || types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired)

@@ -18,6 +18,9 @@ type Context struct {
 	// Principal is the initiator's principal, "name@REALM" (acceptor
 	// side), or the target's (initiator side).
 	Principal string
+	// Service is the service principal of the ticket, "ftp/HOST@REALM"
+	// (acceptor side).
+	Service string
 
 	sendMu  sync.Mutex
 	sendSeq uint64
