@@ -2,9 +2,9 @@
 # Installs the programs the tests run against (the GCT GridFTP server,
 # globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
 # PostgreSQL, whose private clusters the history tests start, an MIT
-# Kerberos KDC for the Kerberos tests, and Prometheus, which the metrics test starts to scrape ferry serve) on
-# Debian/Ubuntu when any is missing, then downloads the Go modules. Used by
-# "make deps".
+# Kerberos KDC and python3-gssapi for the Kerberos tests, and Prometheus,
+# which the metrics test starts to scrape ferry serve) on Debian/Ubuntu
+# when any is missing, then downloads the Go modules. Used by "make deps".
 set -euo pipefail
 
 missing=()
@@ -27,6 +27,8 @@ command -v prometheus >/dev/null || missing+=(prometheus)
 { [ -x /usr/sbin/krb5kdc ] || command -v krb5kdc; } >/dev/null || missing+=(krb5-kdc)
 { [ -x /usr/sbin/kadmin.local ] || command -v kadmin.local; } >/dev/null || missing+=(krb5-admin-server)
 command -v kinit >/dev/null || missing+=(krb5-user)
+# MIT's GSS-API for Python, for the Kerberos FTP client of server/testdata/krbftp.py.
+/usr/bin/python3 -c 'import gssapi' 2>/dev/null || missing+=(python3-gssapi)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"

@@ -426,3 +426,45 @@ func TestKerberosCurl(t *testing.T) {
 		t.Fatalf("curl got %d bytes, want %d (%v)", len(got), len(data), err)
 	}
 }
+
+// TestKerberosMITGSSAPI runs a Kerberos FTP client on MIT's GSS-API
+// (testdata/krbftp.py with Debian's python3-gssapi): MIT's libraries
+// make the AP-REQ, check the server's AP-REP, and make and check every
+// MIC and ENC token.
+func TestKerberosMITGSSAPI(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import gssapi").CombinedOutput(); err != nil {
+		t.Fatalf("python3-gssapi is missing (make deps): %v %s", err, out)
+	}
+	e := startKerberos(t, nil)
+	data := bytes.Repeat([]byte("mit gssapi\n"), 50000)
+	if err := os.WriteFile(filepath.Join(e.dir, "down.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(e.addr)
+	run := func(principal string, args ...string) ([]byte, error) {
+		cc := e.kdc.Kinit(t, principal)
+		cmd := exec.Command(python, append([]string{"testdata/krbftp.py", "localhost", port, krbAccount}, args...)...)
+		cmd.Env = append(e.kdc.Env(), "KRB5CCNAME=FILE:"+cc)
+		return cmd.CombinedOutput()
+	}
+	for _, level := range []string{"mic", "enc"} {
+		local := filepath.Join(t.TempDir(), "got")
+		up := filepath.Join(t.TempDir(), "up")
+		os.WriteFile(up, data[:7777], 0o644)
+		out, err := run("alice", level, "/down.txt", local, up, "/up-"+level)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", level, err, out)
+		}
+		t.Logf("%s: %s", level, out)
+		if got, _ := os.ReadFile(local); !bytes.Equal(got, data) {
+			t.Fatalf("%s: downloaded %d bytes, want %d", level, len(got), len(data))
+		}
+		if got, _ := os.ReadFile(filepath.Join(e.dir, "up-"+level)); !bytes.Equal(got, data[:7777]) {
+			t.Fatalf("%s: uploaded %d bytes", level, len(got))
+		}
+	}
+	if out, err := run("mallory", "mic", "--refused"); err != nil {
+		t.Fatalf("mallory: %v\n%s", err, out)
+	}
+}
