@@ -43,7 +43,14 @@ var ErrNotKerberos = errors.New("krb5gss: not a Kerberos 5 initial context token
 // send back: an AP-REP when the initiator asked for mutual
 // authentication, else nil. Every failure is an error and establishes
 // nothing.
-func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (*Context, []byte, error) {
+func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []byte, err error) {
+	defer func() {
+		// gokrb5 parses and decrypts what the peer sent; a panic there
+		// is a refusal, never a context.
+		if p := recover(); p != nil {
+			ctx, out, err = nil, nil, fmt.Errorf("%w: malformed AP-REQ (%v)", ErrProtocol, p)
+		}
+	}()
 	if a == nil || a.Keytab == nil {
 		return nil, nil, errors.New("krb5gss: no keytab")
 	}
@@ -54,6 +61,10 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (*Context, []byte, erro
 	var req messages.APReq
 	if err := req.Unmarshal(inner[2:]); err != nil {
 		return nil, nil, fmt.Errorf("krb5gss: AP-REQ: %w", err)
+	}
+	// gokrb5 slices short ciphertexts out of range: check first.
+	if !longEnough(req.Ticket.EncPart) || !longEnough(req.EncryptedAuthenticator) {
+		return nil, nil, fmt.Errorf("%w: AP-REQ ciphertext too short", ErrProtocol)
 	}
 	if a.Service != "" {
 		sn := req.Ticket.SName.NameString
@@ -102,7 +113,7 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (*Context, []byte, erro
 		}
 		key = auth.SubKey
 	}
-	ctx := &Context{
+	ctx = &Context{
 		acceptor:  true,
 		key:       key,
 		Flags:     gflags,
@@ -124,6 +135,16 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (*Context, []byte, erro
 		return nil, nil, err
 	}
 	return ctx, frame(tokAPRep, rep), nil
+}
+
+// longEnough reports whether ed can hold a confounder and a checksum of
+// its (supported) enctype.
+func longEnough(ed types.EncryptedData) bool {
+	et, err := crypto.GetEtype(ed.EType)
+	if err != nil {
+		return false
+	}
+	return len(ed.Cipher) >= et.GetConfounderByteSize()+et.GetHMACBitLength()/8
 }
 
 func hostAddress(ip netip.Addr) types.HostAddress {

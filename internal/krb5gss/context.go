@@ -72,6 +72,11 @@ func (c *Context) Wrap(msg []byte, conf bool) ([]byte, error) {
 func (c *Context) Unwrap(tok []byte) (msg []byte, conf bool, err error) {
 	c.recvMu.Lock()
 	defer c.recvMu.Unlock()
+	defer func() {
+		if p := recover(); p != nil { // in gokrb5's decryption
+			msg, conf, err = nil, false, fmt.Errorf("%w: malformed wrap token (%v)", ErrProtocol, p)
+		}
+	}()
 	usage := uint32(usageAcceptorSeal)
 	if c.acceptor {
 		usage = usageInitiatorSeal

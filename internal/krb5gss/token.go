@@ -175,6 +175,10 @@ func openToken(key types.EncryptionKey, usage uint32, wantFlags byte, tok []byte
 		return nil, 0, false, err
 	}
 	if flags&flagSealed != 0 {
+		// gokrb5 slices short ciphertexts out of range: check first.
+		if len(body) < et.GetConfounderByteSize()+et.GetHMACBitLength()/8+hdrLen {
+			return nil, 0, false, fmt.Errorf("%w: sealed token too short", ErrProtocol)
+		}
 		plain, err := et.DecryptMessage(key.KeyValue, body, usage)
 		if err != nil {
 			return nil, 0, false, fmt.Errorf("krb5gss: wrap token does not decrypt: %w", err)
