@@ -90,6 +90,11 @@ type Config struct {
 	// (PBSZ 0, PROT P); it fails rather than continue in clear. See
 	// FTPSConfig. GSI and FTPS exclude each other.
 	FTPS *FTPSConfig
+
+	// Kerberos, when not nil, makes Dial authenticate with Kerberos 5
+	// (AUTH GSSAPI, krb5.go) right after the greeting; later commands
+	// and replies are protected, data channels are not (PROT C).
+	Kerberos *KerberosConfig
 }
 
 // Conn is a client's control connection to a GridFTP server.
@@ -106,6 +111,7 @@ type Conn struct {
 	rs      *replyStream  // the one reader of the replies
 	gsi     *gsiState     // nil without GSI
 	ftps    *ftpsState    // nil without FTPS (AUTH TLS)
+	krb     *krbState     // nil without Kerberos (krb5.go)
 	dsec    *dcsec.Config // data connection security; nil: plain TCP
 	log     *slog.Logger
 	dialer  *net.Dialer
@@ -207,6 +213,12 @@ func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn,
 			return nil, err
 		}
 	}
+	if cfg.Kerberos != nil {
+		if err := c.authKrb(ctx, cfg.Kerberos, host); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -238,7 +250,7 @@ func (cfg *Config) withDefaults() *Config {
 // error wrapping ErrDataProtectionRefused), and an empty user with
 // FTPSConfig.Certificate means GlobusMapping too.
 func (c *Conn) Login(ctx context.Context, user, pass string) error {
-	if (c.gsi != nil || c.ftps != nil && c.ftps.cert != nil) && user == "" {
+	if (c.gsi != nil || c.krb != nil || c.ftps != nil && c.ftps.cert != nil) && user == "" {
 		user = GlobusMapping
 	}
 	r, err := c.cmd(ctx, "USER %s", user)
@@ -482,6 +494,9 @@ func (c *Conn) send(line string) error {
 	}
 	if c.gsi != nil {
 		return c.sendWrapped(line)
+	}
+	if c.krb != nil {
+		return c.sendKrb(line)
 	}
 	c.wbuf = append(append(c.wbuf[:0], line...), '\r', '\n')
 	_, err := c.nc.Write(c.wbuf)

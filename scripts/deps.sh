@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run against (the GCT GridFTP server,
 # globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
-# PostgreSQL, whose private clusters the history tests start, and
-# Prometheus, which the metrics test starts to scrape ferry serve) on
-# Debian/Ubuntu when any is missing, then downloads the Go modules. Used by
-# "make deps".
+# PostgreSQL, whose private clusters the history tests start, an MIT
+# Kerberos KDC and python3-gssapi for the Kerberos tests, and Prometheus,
+# which the metrics test starts to scrape ferry serve) on Debian/Ubuntu
+# when any is missing, then downloads the Go modules. Used by "make deps".
 set -euo pipefail
 
 missing=()
@@ -22,6 +22,13 @@ command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 # The Prometheus server, for the end-to-end test of ferry serve -metrics.
 command -v prometheus >/dev/null || missing+=(prometheus)
+# An MIT Kerberos KDC (krb5kdc, kdb5_util), kadmin.local and kinit, for
+# internal/testutil/krb5kdc (Debian keeps the KDC programs in /usr/sbin).
+{ [ -x /usr/sbin/krb5kdc ] || command -v krb5kdc; } >/dev/null || missing+=(krb5-kdc)
+{ [ -x /usr/sbin/kadmin.local ] || command -v kadmin.local; } >/dev/null || missing+=(krb5-admin-server)
+command -v kinit >/dev/null || missing+=(krb5-user)
+# MIT's GSS-API for Python, for the Kerberos FTP client of server/testdata/krbftp.py.
+/usr/bin/python3 -c 'import gssapi' 2>/dev/null || missing+=(python3-gssapi)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -41,7 +48,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL and Prometheus are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Kerberos and Prometheus are installed"
 fi
 
 go mod download

@@ -21,6 +21,7 @@ const (
 	AuthPassword  = "password" // a password, on a plain or TLS control channel
 	AuthGSI       = "gsi"      // a certificate proved with AUTH GSSAPI (GSI)
 	AuthTLSCert   = "tls-cert" // a client certificate of AUTH TLS
+	AuthKerberos  = "krb5"     // a Kerberos principal proved with AUTH GSSAPI
 	AuthRefused   = "policy"   // a request the server's policy refuses before any check
 )
 
@@ -113,6 +114,8 @@ var (
 // what it presented.
 func authLabel(req pi.LoginRequest, method loginMethod) string {
 	switch {
+	case method == kerberosLogin || req.Mechanism == "krb5":
+		return AuthKerberos
 	case method == anonymousLogin:
 		return AuthAnonymous
 	case method == passwordLogin:

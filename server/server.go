@@ -101,6 +101,12 @@ type Config struct {
 	// "map me") to an account; nil uses the grid-mapfile, granting the
 	// mapped account the whole tree, writable. It returns ErrLoginDenied to refuse.
 	AuthorizeCert func(ctx context.Context, dn, user string) (*Account, error)
+	// Keytab, when set, is the keytab of the service principal
+	// ftp/HOST@REALM: the server then also accepts AUTH GSSAPI with the
+	// Kerberos 5 mechanism (kerberos.go). KrbMap is the file mapping
+	// principals to accounts ("PRINCIPAL ACCOUNT" lines); "" maps only
+	// name@REALM of the server's realm to the local account name.
+	Keytab, KrbMap string
 	// DataInterface is the address data connections use; invalid means the
 	// address the client reached the control channel on.
 	DataInterface netip.Addr
@@ -295,6 +301,7 @@ const (
 	anonymousLogin
 	passwordLogin
 	certificateLogin
+	kerberosLogin
 )
 
 // authorize is the one decision of which check, if any, a login request
@@ -311,6 +318,15 @@ func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
 	anonName := req.User == "anonymous" || req.User == "ftp"
 	mapMe := req.User == ":globus-mapping:"
 	switch {
+	case req.Principal != "":
+		// A Kerberos session logs in as its principal's account or not
+		// at all: never anonymously, never by password.
+		if err := kerberosLoginAllowed(req); err != nil {
+			return denyLogin, err
+		}
+		return kerberosLogin, nil
+	case req.Mechanism == "krb5":
+		return denyLogin, fmt.Errorf("%w: a Kerberos session without a principal", pi.ErrLoginDenied)
 	case anonName && s.cfg.Anonymous:
 		return anonymousLogin, nil
 	case mapMe && req.Identity == nil && s.cfg.Anonymous:
@@ -358,6 +374,8 @@ func (s *Server) loginAs(ctx context.Context, req pi.LoginRequest, method loginM
 		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
 	case certificateLogin:
 		a, err = s.authorizeCert(ctx, req.Identity.DN, req.User)
+	case kerberosLogin:
+		a, err = s.authorizePrincipal(ctx, req.Principal, req.Service, req.User)
 	case passwordLogin:
 		var release func()
 		if release, err = s.passwords.acquire(ctx, req.Remote); err == nil {
@@ -471,9 +489,17 @@ func (s *Server) gridMapPath() string {
 	return "/etc/grid-security/grid-mapfile"
 }
 
-// security loads the host credential and trust directory, when configured.
+// security loads the host credential and trust directory, and the
+// Kerberos keytab, when configured.
 func (cfg *Config) security() (*pi.Security, error) {
+	krb, err := cfg.kerberosAcceptor()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.HostCert == "" && cfg.HostKey == "" {
+		if krb != nil {
+			return &pi.Security{Kerberos: krb, RequireProtection: true}, nil
+		}
 		return nil, nil
 	}
 	cred, err := gsi.LoadCredential(cfg.HostCert, cfg.HostKey)
@@ -488,7 +514,7 @@ func (cfg *Config) security() (*pi.Security, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: trust directory: %w", err)
 	}
-	return &pi.Security{Host: cred, Trust: trust, RequireProtection: true}, nil
+	return &pi.Security{Host: cred, Trust: trust, RequireProtection: true, Kerberos: krb}, nil
 }
 
 func (s *Server) newDTP(control net.Conn) pi.DTP {

@@ -52,6 +52,8 @@ type gsiFlags struct {
 	cfg  *client.GSIConfig
 	err  error
 
+	krb krbFlags // Kerberos (krbflags.go)
+
 	ftpsOnce sync.Once // ftpsConfig's loading (ftps.go)
 	ftpsCfg  *client.FTPSConfig
 	ftpsErr  error
@@ -67,6 +69,7 @@ func (g *gsiFlags) register(fs *flag.FlagSet, data bool) {
 	fs.BoolVar(&g.noDelegate, "nodelegate", false, noDelegate)
 	fs.StringVar(&g.cert, "cert", "", "gsiftp: credential `FILE` (a proxy, or a certificate with -key) instead of the default proxy; ftps: present it as TLS client certificate")
 	fs.StringVar(&g.key, "key", "", "gsiftp, ftps: private key `FILE` for -cert (default: -cert itself)")
+	g.krb.register(fs)
 	if data {
 		fs.BoolVar(&g.noDCAU, "nodcau", false, "gsiftp: no data channel authentication (DCAU N): data connections are plain TCP")
 		fs.BoolVar(&g.dcSafe, "dcsafe", false, "gsiftp: integrity-protected data channels (PROT S)")
@@ -88,7 +91,7 @@ func (g *gsiFlags) check() error {
 	if g.key != "" && g.cert == "" {
 		return usagef("-key needs -cert")
 	}
-	return nil
+	return g.krb.check()
 }
 
 // config returns the client's GSIConfig for a gsiftp:// location: the

@@ -310,6 +310,13 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 		if cfg.FTPS, user, pass, err = ftpsLogin(l, o.gsi, getenv); err != nil {
 			return nil, err
 		}
+	} else if o.gsi != nil && o.gsi.krb.on {
+		// Kerberos: the principal is mapped; the URL's user may pick
+		// one of its accounts. No password is sent.
+		if cfg.Kerberos, err = o.gsi.krb.config(); err != nil {
+			return nil, err
+		}
+		user = l.user
 	} else if user, pass, err = credentials(l, getenv); err != nil {
 		return nil, err
 	}

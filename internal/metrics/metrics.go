@@ -39,7 +39,7 @@ const (
 )
 
 // authMethods are the auth labels server.Observer uses (server.AuthNone...).
-var authMethods = []string{"none", "anonymous", "password", "gsi", "tls-cert"}
+var authMethods = []string{"none", "anonymous", "password", "gsi", "tls-cert", "krb5"}
 
 // NewRegistry returns a registry with the Go runtime's and the process's
 // collectors, for one server or mover.
@@ -104,7 +104,7 @@ func NewServer(reg prometheus.Registerer) *Server {
 			m.refused.WithLabelValues(a)
 		}
 	}
-	for _, mech := range []string{"gsi", "tls"} {
+	for _, mech := range []string{"gsi", "tls", "krb5"} {
 		m.handshakes.WithLabelValues(mech, OutcomeOK)
 		m.handshakes.WithLabelValues(mech, "failed")
 		m.handshakeTime.WithLabelValues(mech)

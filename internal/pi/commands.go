@@ -124,8 +124,10 @@ func cmdPASS(ctx context.Context, s *session, arg string) wire.Reply {
 	s.user = ""
 	req := LoginRequest{
 		User: user, Password: arg,
-		Protected: s.sec.mode == secGSI || s.sec.mode == secTLS,
+		Protected: s.sec.mode == secGSI || s.sec.mode == secTLS || s.sec.mode == secKrb5,
 		Identity:  s.sec.identity(),
+		Principal: s.sec.krbPrincipal(),
+		Service:   s.sec.service,
 		Remote:    remoteAddrPort(s.conn).Addr().Unmap(),
 		Mechanism: s.sec.mechanism(),
 	}
@@ -520,6 +522,9 @@ func cmdPROT(ctx context.Context, s *session, arg string) wire.Reply {
 		return ok(536, "Protection level E is not supported.")
 	case level != "S" && level != "P":
 		return ok(504, "Unknown protection level.")
+	case s.sec.mode == secKrb5:
+		// Kerberos sessions keep data channels in clear (krb5.go).
+		return ok(536, "Protection level %s is not supported with Kerberos; only PROT C.", level)
 	case s.sec.mode != secGSI && s.sec.mode != secTLS:
 		return ok(536, "Protection level %s needs AUTH GSSAPI or AUTH TLS first; data would flow in clear.", level)
 	case s.sec.mode == secGSI && s.dcau == 'N':
@@ -591,7 +596,7 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 		}
 	}
 	if sec := s.cfg.Security; sec != nil {
-		if sec.Host != nil && sec.Trust != nil {
+		if sec.Host != nil && sec.Trust != nil || sec.Kerberos != nil {
 			lines = append(lines, "AUTH GSSAPI")
 		}
 		if sec.tlsCert() != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/dcsec"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/gss"
+	"github.com/ferrygrid/ferry/internal/krb5gss"
 	"github.com/ferrygrid/ferry/internal/wire"
 )
 
@@ -41,6 +42,10 @@ type Security struct {
 	// it: an identity that could never log in (a DN the grid-mapfile does
 	// not know) is refused there and costs no key generation.
 	Admit func(id *gsi.Identity) error
+	// Kerberos, when set, also accepts AUTH GSSAPI with the Kerberos 5
+	// mechanism (krb5.go); with it alone (no Host), AUTH GSSAPI is
+	// Kerberos only.
+	Kerberos *krb5gss.Acceptor
 }
 
 func (sec *Security) tlsCert() *tls.Certificate {
@@ -66,8 +71,13 @@ type LoginRequest struct {
 	Identity *gsi.Identity
 	// Remote is the client's address, for limits per source.
 	Remote netip.Addr
+	// Principal is the Kerberos principal ("name@REALM") proved on this
+	// control channel by a verified AP-REQ; "" when there is none.
+	// Service is the service principal its ticket was for (name@REALM).
+	Principal, Service string
 	// Mechanism is how the control channel was authenticated: "gsi" (AUTH
-	// GSSAPI), "tls" (AUTH TLS) or "" (not at all).
+	// GSSAPI with GSI), "krb5" (AUTH GSSAPI with Kerberos), "tls" (AUTH
+	// TLS) or "" (not at all).
 	Mechanism string
 }
 
@@ -79,6 +89,7 @@ const (
 	secGSIPending         // AUTH GSSAPI accepted, ADAT exchange under way
 	secGSI                // GSI context established
 	secTLS                // AUTH TLS handshake completed
+	secKrb5               // Kerberos context established (krb5.go)
 )
 
 // secState is the control channel's security as one value, so that its
@@ -91,6 +102,17 @@ type secState struct {
 	peer    *gsi.Identity // secGSI, or secTLS with a client certificate
 	// delegated is the credential the client delegated (secGSI only).
 	delegated *gsi.Credential
+	// principal is the Kerberos principal and service the service
+	// principal its ticket was for (secKrb5 only).
+	principal, service string
+}
+
+// krbPrincipal is the proved Kerberos principal, or "".
+func (st *secState) krbPrincipal() string {
+	if st.mode == secKrb5 {
+		return st.principal
+	}
+	return ""
 }
 
 // identity is the proved peer, or nil: only an established state has one.
@@ -108,6 +130,8 @@ func (st *secState) mechanism() string {
 		return "gsi"
 	case secTLS:
 		return "tls"
+	case secKrb5:
+		return "krb5"
 	}
 	return ""
 }
@@ -115,7 +139,8 @@ func (st *secState) mechanism() string {
 // gsiPending is a GSI exchange under way. Its delegated credential is
 // handed out only when the exchange completes.
 type gsiPending struct {
-	ctx       *gss.Context
+	ctx       *gss.Context    // nil when only Kerberos is offered
+	steps     int             // ADAT tokens seen; the first picks the mechanism
 	delegated *gsi.Credential // written by the exchange goroutine before it ends
 	timer     *time.Timer     // ends an exchange that takes too long
 	began     time.Time       // AUTH GSSAPI: the exchange's latency counts from here
@@ -123,7 +148,9 @@ type gsiPending struct {
 
 func (p *gsiPending) close() {
 	p.timer.Stop()
-	p.ctx.Close()
+	if p.ctx != nil {
+		p.ctx.Close()
+	}
 }
 
 // handshakeTimeout bounds AUTH TLS and each ADAT step; gsiExchangeTimeout
@@ -159,10 +186,16 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	switch strings.ToUpper(strings.TrimSpace(arg)) {
 	case "GSSAPI":
-		if sec == nil || sec.Host == nil || sec.Trust == nil {
+		gsiOn := sec != nil && sec.Host != nil && sec.Trust != nil
+		if !gsiOn && (sec == nil || sec.Kerberos == nil) {
 			return ok(504, "GSSAPI authentication is not configured on this server.")
 		}
-		p := s.newAcceptor()
+		var p *gsiPending
+		if gsiOn {
+			p = s.newAcceptor()
+		} else {
+			p = &gsiPending{began: time.Now(), timer: time.AfterFunc(gsiExchangeTimeout, func() {})}
+		}
 		s.sec = secState{mode: secGSIPending, pending: p}
 		return ok(334, "Using authentication type; ADAT must follow.")
 	case "TLS", "SSL", "TLS-C":
@@ -273,6 +306,21 @@ func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
 	if !ok2 {
 		s.log.Warn("ADAT refused: too many handshakes in progress")
 		return s.gsiFailed(p, errors.New("too many handshakes in progress"), "Too many authentications in progress; try again later.", 431)
+	}
+	first := p.steps == 0
+	p.steps++
+	// The first token picks the mechanism (krb5.go); neither falls back
+	// to the other.
+	if first && krb5gss.IsKerberos(token) {
+		defer release()
+		if s.cfg.Security.Kerberos == nil {
+			return s.krbFailed(p, errors.New("Kerberos is not configured on this server"))
+		}
+		return s.acceptKerberos(p, token)
+	}
+	if p.ctx == nil {
+		release()
+		return s.krbFailed(p, errors.New("the first ADAT token is not a Kerberos 5 AP-REQ"))
 	}
 	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()

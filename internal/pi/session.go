@@ -2,6 +2,7 @@ package pi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -86,6 +87,7 @@ type session struct {
 	// security (security.go)
 	sec          secState                    // the one record of how the channel is protected and by whom
 	gssCtx       atomic.Pointer[gss.Context] // established GSI context; the reader unwraps with it
+	krb          atomic.Pointer[krbState]    // established Kerberos context (krb5.go); the reader unwraps with it
 	startTLS     bool                        // AUTH TLS accepted: switch after the 234
 	switched     chan net.Conn               // executor → reader: the connection to read after AUTH TLS
 	adatDone     chan struct{}               // executor → reader: an ADAT was answered (the context may now exist)
@@ -134,8 +136,12 @@ type replyWriter struct {
 	mu   sync.Mutex
 	conn net.Conn                          // guarded by mu
 	wrap func(line []byte) ([]byte, error) // guarded by mu; nil = plain
-	buf  []byte
-	err  error
+	// wrapCode is the reply code of wrapped lines ("632" for GSI; 631 or
+	// 632 for Kerberos, krb5.go); guarded by mu.
+	wrapCode string
+	krb      *krbState // guarded by mu; nil without Kerberos
+	buf      []byte
+	err      error
 }
 
 func (w *replyWriter) setWrap(f func([]byte) ([]byte, error)) {
@@ -158,7 +164,7 @@ func (w *replyWriter) write(r wire.Reply) error {
 	}
 	w.buf = r.AppendWire(w.buf[:0])
 	if w.wrap != nil {
-		w.buf, w.err = wrapReply(w.buf, w.wrap)
+		w.buf, w.err = wrapReply(w.buf, w.wrap, cmp.Or(w.wrapCode, "632"))
 		if w.err != nil {
 			return w.err
 		}
@@ -168,9 +174,9 @@ func (w *replyWriter) write(r wire.Reply) error {
 	return w.err
 }
 
-// wrapReply turns the wire form of a reply into 632 lines, one token per
-// line: "632-<b64>" for all but the last, "632 <b64>" for the last.
-func wrapReply(plain []byte, wrap func([]byte) ([]byte, error)) ([]byte, error) {
+// wrapReply turns the wire form of a reply into 632 (or code) lines, one
+// token per line: "632-<b64>" for all but the last, "632 <b64>" for the last.
+func wrapReply(plain []byte, wrap func([]byte) ([]byte, error), code string) ([]byte, error) {
 	lines := bytes.SplitAfter(plain, []byte("\r\n"))
 	var out []byte
 	for i, l := range lines {
@@ -185,7 +191,7 @@ func wrapReply(plain []byte, wrap func([]byte) ([]byte, error)) ([]byte, error) 
 		if i < len(lines)-2 || i == len(lines)-2 && len(lines[len(lines)-1]) > 0 {
 			sep = '-'
 		}
-		out = append(out, '6', '3', '2', sep)
+		out = append(append(out, code...), sep)
 		out = base64.StdEncoding.AppendEncode(out, tok)
 		out = append(out, '\r', '\n')
 	}
@@ -297,6 +303,14 @@ func (s *session) readLoop(items chan<- item) {
 		wrapped := false
 		if g := s.gssCtx.Load(); g != nil {
 			if line, err = s.unwrapLine(g, line); err != nil {
+				if !push(item{err: err}) {
+					return
+				}
+				continue
+			}
+			wrapped = true
+		} else if k := s.krb.Load(); k != nil {
+			if line, err = s.unwrapKrbLine(k, line); err != nil {
 				if !push(item{err: err}) {
 					return
 				}
@@ -442,10 +456,10 @@ func (s *session) execute(ctx context.Context, it item) {
 		}
 	}
 	switch {
-	case errors.Is(it.err, errUnprotected), s.sec.mode == secGSI && !it.wrapped && it.err == nil:
-		s.reply(533, "Command protection level denied: send commands in ENC after GSSAPI authentication.")
+	case errors.Is(it.err, errUnprotected), (s.sec.mode == secGSI || s.sec.mode == secKrb5) && !it.wrapped && it.err == nil:
+		s.reply(533, "Command protection level denied: send commands in ENC (or MIC) after GSSAPI authentication.")
 		return
-	case it.err != nil && s.gssCtx.Load() != nil && !errors.Is(it.err, wire.ErrLineTooLong) && !errors.Is(it.err, wire.ErrEmptyCommand) && !errors.Is(it.err, wire.ErrBadCommand):
+	case it.err != nil && (s.gssCtx.Load() != nil || s.krb.Load() != nil) && !errors.Is(it.err, wire.ErrLineTooLong) && !errors.Is(it.err, wire.ErrEmptyCommand) && !errors.Is(it.err, wire.ErrBadCommand):
 		s.log.Warn("cannot unwrap a command; closing", "err", it.err)
 		s.reply(535, "Failed to unwrap the command: %s", reason(it.err))
 		s.quit = true

@@ -1,0 +1,470 @@
+package server_test
+
+// Kerberos logins against a real MIT KDC (internal/testutil/krb5kdc), with
+// Ferry's server, a protocol driver using internal/krb5gss, and Debian's
+// curl (--krb).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/credentials"
+
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/krb5gss"
+	"github.com/ferrygrid/ferry/internal/testutil/krb5kdc"
+	"github.com/ferrygrid/ferry/server"
+)
+
+// krbAccount is the local account the test principal maps to: it must
+// exist on the host (the server refuses unknown accounts when root).
+const krbAccount = "nobody"
+
+type krbEnv struct {
+	kdc    *krb5kdc.KDC
+	addr   string
+	dir    string // the served tree
+	keytab string
+}
+
+func startKerberos(t *testing.T, mutate func(*server.Config)) *krbEnv {
+	t.Helper()
+	k := krb5kdc.Start(t)
+	for _, p := range []string{"ftp/localhost", "alice", "mallory"} {
+		k.AddPrincipal(t, p)
+	}
+	e := &krbEnv{kdc: k, dir: t.TempDir(), keytab: k.Keytab(t, "ftp.keytab", "ftp/localhost")}
+	kmap := filepath.Join(k.Dir, "krb-map")
+	if err := os.WriteFile(kmap, []byte("# principal account\nalice@"+krb5kdc.Realm+" "+krbAccount+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := posix.New(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.Config{Storage: fs, Keytab: e.keytab, KrbMap: kmap, ServeMappedAsServer: true, Anonymous: true}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(l) })
+	t.Cleanup(func() { srv.Close(); wg.Wait() })
+	e.addr = l.Addr().String()
+	return e
+}
+
+// krbClient is a minimal RFC 2228 Kerberos FTP client for the tests.
+type krbClient struct {
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	ctx  *krb5gss.Context
+	conf bool
+}
+
+func (e *krbEnv) gokrb5(t *testing.T, principal string) *krbclient.Client {
+	t.Helper()
+	cfg, err := config.Load(e.kdc.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := credentials.LoadCCache(e.kdc.Kinit(t, principal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := krbclient.NewFromCCache(cc, cfg, krbclient.DisablePAFXFAST(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func (e *krbEnv) dial(t *testing.T) *krbClient {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", e.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	k := &krbClient{t: t, c: c, r: bufio.NewReader(c)}
+	if code, _ := k.reply(); code != 220 {
+		t.Fatalf("greeting %d", code)
+	}
+	return k
+}
+
+// token returns a fresh initial context token for principal.
+func (e *krbEnv) token(t *testing.T, principal string) (*krb5gss.Initiator, []byte) {
+	t.Helper()
+	cl := e.gokrb5(t, principal)
+	tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, tok, err := krb5gss.Initiate(tkt, key, cl.Credentials.Domain(), cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, tok
+}
+
+// auth runs AUTH GSSAPI and ADAT with tok and returns the ADAT reply.
+func (k *krbClient) auth(in *krb5gss.Initiator, tok []byte) (int, string) {
+	k.t.Helper()
+	if code, text := k.cmd("AUTH GSSAPI"); code != 334 {
+		k.t.Fatalf("AUTH GSSAPI: %d %s", code, text)
+	}
+	code, text := k.cmd("ADAT " + base64.StdEncoding.EncodeToString(tok))
+	if code != 235 {
+		return code, text
+	}
+	b64, found := strings.CutPrefix(text, "ADAT=")
+	if !found {
+		k.t.Fatalf("235 without the AP-REP: %s", text)
+	}
+	rep, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if k.ctx, err = in.Finish(rep); err != nil {
+		k.t.Fatal(err)
+	}
+	return code, text
+}
+
+func (k *krbClient) cmd(line string) (int, string) {
+	k.t.Helper()
+	k.send(line)
+	return k.reply()
+}
+
+func (k *krbClient) send(line string) {
+	k.t.Helper()
+	out := line
+	if k.ctx != nil {
+		tok, err := k.ctx.Wrap([]byte(line+"\r\n"), k.conf)
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		verb := "MIC "
+		if k.conf {
+			verb = "ENC "
+		}
+		out = verb + base64.StdEncoding.EncodeToString(tok)
+	}
+	if _, err := io.WriteString(k.c, out+"\r\n"); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// reply reads one reply, unwrapping 631/632 lines; it returns the code
+// and the text of its last line.
+func (k *krbClient) reply() (int, string) {
+	k.t.Helper()
+	for {
+		line, err := k.r.ReadString('\n')
+		if err != nil {
+			k.t.Fatalf("reply: %v", err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if strings.HasPrefix(line, "631") || strings.HasPrefix(line, "632") {
+			if k.ctx == nil {
+				k.t.Fatalf("protected reply before the context: %s", line)
+			}
+			want := "631"
+			if k.conf {
+				want = "632"
+			}
+			if line[:3] != want {
+				k.t.Fatalf("reply in %s, want %s", line[:3], want)
+			}
+			tok, err := base64.StdEncoding.DecodeString(line[4:])
+			if err != nil {
+				k.t.Fatal(err)
+			}
+			plain, conf, err := k.ctx.Unwrap(tok)
+			if err != nil {
+				k.t.Fatalf("unwrap reply: %v", err)
+			}
+			if conf != k.conf {
+				k.t.Fatalf("reply confidentiality %v, want %v", conf, k.conf)
+			}
+			line = strings.TrimRight(string(plain), "\r\n")
+		} else if k.ctx != nil && line[0] != '4' && line[0] != '5' {
+			k.t.Fatalf("unprotected reply after authentication: %s", line)
+		}
+		if len(line) >= 4 && line[3] == ' ' {
+			code, err := strconv.Atoi(line[:3])
+			if err != nil {
+				k.t.Fatalf("bad reply %q", line)
+			}
+			return code, line[4:]
+		}
+	}
+}
+
+func (k *krbClient) login(user string) (int, string) {
+	k.t.Helper()
+	code, text := k.cmd("USER " + user)
+	if code != 331 {
+		return code, text
+	}
+	return k.cmd("PASS ")
+}
+
+// transfer runs a PASV transfer: STOR of data, or RETR returning it.
+func (k *krbClient) transfer(verb, path string, data []byte) []byte {
+	k.t.Helper()
+	code, text := k.cmd("PASV")
+	if code != 227 {
+		k.t.Fatalf("PASV: %d %s", code, text)
+	}
+	i, j := strings.Index(text, "("), strings.Index(text, ")")
+	f := strings.Split(text[i+1:j], ",")
+	p1, _ := strconv.Atoi(f[4])
+	p2, _ := strconv.Atoi(f[5])
+	dc, err := net.Dial("tcp", fmt.Sprintf("%s.%s.%s.%s:%d", f[0], f[1], f[2], f[3], p1*256+p2))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	defer dc.Close()
+	k.send(verb + " " + path)
+	if code, text := k.reply(); code != 150 && code != 125 {
+		k.t.Fatalf("%s: %d %s", verb, code, text)
+	}
+	var got []byte
+	if verb == "STOR" {
+		dc.Write(data)
+		dc.Close()
+	} else {
+		got, _ = io.ReadAll(dc)
+	}
+	if code, text := k.reply(); code != 226 {
+		k.t.Fatalf("%s: %d %s", verb, code, text)
+	}
+	return got
+}
+
+func TestKerberosLoginAndTransfer(t *testing.T) {
+	e := startKerberos(t, nil)
+	for _, conf := range []bool{false, true} {
+		k := e.dial(t)
+		in, tok := e.token(t, "alice")
+		k.auth(in, tok)
+		k.conf = conf
+		if code, text := k.login(krbAccount); code != 230 {
+			t.Fatalf("login: %d %s", code, text)
+		}
+		if code, text := k.cmd("TYPE I"); code != 200 {
+			t.Fatalf("TYPE: %d %s", code, text)
+		}
+		data := bytes.Repeat([]byte("kerberos "), 10000)
+		k.transfer("STOR", "/up.bin", data)
+		if got := k.transfer("RETR", "/up.bin", nil); !bytes.Equal(got, data) {
+			t.Fatalf("RETR: %d bytes, want %d", len(got), len(data))
+		}
+		// Data channels stay in clear: PROT P is refused, PROT C accepted.
+		if code, _ := k.cmd("PBSZ 0"); code != 200 {
+			t.Fatalf("PBSZ: %d", code)
+		}
+		if code, _ := k.cmd("PROT P"); code != 536 {
+			t.Fatalf("PROT P: %d, want 536", code)
+		}
+		if code, _ := k.cmd("PROT C"); code != 200 {
+			t.Fatalf("PROT C: %d", code)
+		}
+		if code, _ := k.cmd("QUIT"); code != 221 {
+			t.Fatalf("QUIT: %d", code)
+		}
+	}
+}
+
+func TestKerberosRefusals(t *testing.T) {
+	e := startKerberos(t, nil)
+
+	t.Run("unknown principal", func(t *testing.T) {
+		k := e.dial(t)
+		in, tok := e.token(t, "mallory")
+		if code, text := k.auth(in, tok); code != 235 {
+			t.Fatalf("ADAT: %d %s", code, text)
+		}
+		for i, user := range []string{krbAccount, "mallory", "anonymous"} {
+			want := 530
+			if i == 2 {
+				want = 421 // the third failure closes the session
+			}
+			if code, text := k.login(user); code != want || !strings.HasPrefix(text, "Login incorrect") {
+				t.Fatalf("login of mallory as %q: %d %s, want %d", user, code, text, want)
+			}
+			if i < 2 {
+				if code, _ := k.cmd("PWD"); code != 530 {
+					t.Fatalf("PWD after a refused login: %d", code)
+				}
+			}
+		}
+	})
+
+	t.Run("mapped principal, other account", func(t *testing.T) {
+		k := e.dial(t)
+		in, tok := e.token(t, "alice")
+		k.auth(in, tok)
+		if code, text := k.login("root"); code != 530 {
+			t.Fatalf("alice as root: %d %s", code, text)
+		}
+	})
+
+	t.Run("corrupted ticket", func(t *testing.T) {
+		k := e.dial(t)
+		in, tok := e.token(t, "alice")
+		bad := bytes.Clone(tok)
+		bad[len(bad)-60] ^= 0x5a
+		if code, text := k.auth(in, bad); code != 535 {
+			t.Fatalf("ADAT with a corrupted ticket: %d %s", code, text)
+		}
+		// Nothing was established: commands are plain and refused.
+		if code, _ := k.cmd("USER " + krbAccount); code != 331 {
+			t.Fatalf("USER: %d", code)
+		}
+		if code, _ := k.cmd("PASS "); code != 530 {
+			t.Fatalf("PASS without a context: %d, want 530", code)
+		}
+	})
+
+	t.Run("replayed AP-REQ", func(t *testing.T) {
+		in, tok := e.token(t, "alice")
+		k := e.dial(t)
+		if code, _ := k.auth(in, tok); code != 235 {
+			t.Fatalf("first ADAT: %d", code)
+		}
+		k2 := e.dial(t)
+		if code, text := k2.auth(in, tok); code != 535 {
+			t.Fatalf("replayed ADAT: %d %s, want 535", code, text)
+		}
+	})
+
+	t.Run("plain command after authentication", func(t *testing.T) {
+		k := e.dial(t)
+		in, tok := e.token(t, "alice")
+		k.auth(in, tok)
+		io.WriteString(k.c, "USER "+krbAccount+"\r\n")
+		if code, _ := k.reply(); code != 533 {
+			t.Fatalf("plain USER: %d, want 533", code)
+		}
+	})
+
+	t.Run("keytab of another service", func(t *testing.T) {
+		e.kdc.AddPrincipal(t, "host/localhost")
+		kt := e.kdc.Keytab(t, "host.keytab", "host/localhost")
+		fs, _ := posix.New(t.TempDir())
+		_, err := server.New(server.Config{Storage: fs, Keytab: kt})
+		if err == nil || !strings.Contains(err.Error(), "ftp/HOST@REALM") {
+			t.Fatalf("server with a host/ keytab: %v", err)
+		}
+	})
+}
+
+// TestKerberosCurl runs Debian's curl (7.88, MIT GSS-API) with --krb
+// against the server. curl authenticates (its AP-REQ made by MIT's
+// libraries is verified, and MIT's gss_init_sec_context accepts the
+// server's AP-REP), but curl 7.88 cannot send any protected command
+// afterwards ("send: no filter connected": its FTP Kerberos was broken
+// by the connection filters of 7.87 and removed in 8.17), so the
+// transfer is checked only if this curl can.
+func TestKerberosCurl(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl not found (make deps)")
+	}
+	if out, _ := exec.Command(curl, "-V").Output(); !bytes.Contains(out, []byte("GSS-API")) {
+		t.Fatalf("curl lacks GSS-API: %s", out)
+	}
+	e := startKerberos(t, nil)
+	data := bytes.Repeat([]byte("from ferry over kerberos\n"), 4000)
+	if err := os.WriteFile(filepath.Join(e.dir, "down.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := e.kdc.Kinit(t, "alice")
+	_, port, _ := net.SplitHostPort(e.addr)
+	out := filepath.Join(t.TempDir(), "got")
+	cmd := exec.Command(curl, "-v", "--max-time", "5", "--krb", "clear", "-u", krbAccount+":", "-o", out, "ftp://localhost:"+port+"/down.txt")
+	cmd.Env = append(e.kdc.Env(), "KRB5CCNAME=FILE:"+cc)
+	msg, err := cmd.CombinedOutput()
+	if !bytes.Contains(msg, []byte("< 235 ADAT=")) || !bytes.Contains(msg, []byte("Authentication successful")) {
+		t.Fatalf("curl --krb did not authenticate: %v\n%s", err, msg)
+	}
+	if err != nil {
+		if !bytes.Contains(msg, []byte("no filter connected")) {
+			t.Fatalf("curl --krb failed after authenticating: %v\n%s", err, msg)
+		}
+		t.Logf("curl authenticated with Kerberos; its protected commands fail on the client side (curl bug): %v", err)
+		return
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("curl got %d bytes, want %d (%v)", len(got), len(data), err)
+	}
+}
+
+// TestKerberosMITGSSAPI runs a Kerberos FTP client on MIT's GSS-API
+// (testdata/krbftp.py with Debian's python3-gssapi): MIT's libraries
+// make the AP-REQ, check the server's AP-REP, and make and check every
+// MIC and ENC token.
+func TestKerberosMITGSSAPI(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import gssapi").CombinedOutput(); err != nil {
+		t.Fatalf("python3-gssapi is missing (make deps): %v %s", err, out)
+	}
+	e := startKerberos(t, nil)
+	data := bytes.Repeat([]byte("mit gssapi\n"), 50000)
+	if err := os.WriteFile(filepath.Join(e.dir, "down.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(e.addr)
+	run := func(principal string, args ...string) ([]byte, error) {
+		cc := e.kdc.Kinit(t, principal)
+		cmd := exec.Command(python, append([]string{"testdata/krbftp.py", "localhost", port, krbAccount}, args...)...)
+		cmd.Env = append(e.kdc.Env(), "KRB5CCNAME=FILE:"+cc)
+		return cmd.CombinedOutput()
+	}
+	for _, level := range []string{"mic", "enc"} {
+		local := filepath.Join(t.TempDir(), "got")
+		up := filepath.Join(t.TempDir(), "up")
+		os.WriteFile(up, data[:7777], 0o644)
+		out, err := run("alice", level, "/down.txt", local, up, "/up-"+level)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", level, err, out)
+		}
+		t.Logf("%s: %s", level, out)
+		if got, _ := os.ReadFile(local); !bytes.Equal(got, data) {
+			t.Fatalf("%s: downloaded %d bytes, want %d", level, len(got), len(data))
+		}
+		if got, _ := os.ReadFile(filepath.Join(e.dir, "up-"+level)); !bytes.Equal(got, data[:7777]) {
+			t.Fatalf("%s: uploaded %d bytes", level, len(got))
+		}
+	}
+	if out, err := run("mallory", "mic", "--refused"); err != nil {
+		t.Fatalf("mallory: %v\n%s", err, out)
+	}
+}
