@@ -156,7 +156,7 @@ func (c *Conn) authKrb(ctx context.Context, k *KerberosConfig, host string) erro
 		return fmt.Errorf("client: Kerberos authentication: %w", err)
 	}
 	c.krb = &krbState{ctx: kctx, conf: k.Confidential}
-	c.rr = wire.NewReplyReader(&krbUnwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), st: c.krb})
+	c.rs.setReader(wire.NewReplyReader(&krbUnwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), st: c.krb}))
 	c.log.Debug("Kerberos authenticated", "server", kctx.Principal)
 	return nil
 }
