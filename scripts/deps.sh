@@ -22,6 +22,12 @@ command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 # The Prometheus server, for the end-to-end test of ferry serve -metrics.
 command -v prometheus >/dev/null || missing+=(prometheus)
+# The package test (cmd/ferry TestPackage): adduser for its maintainer
+# scripts, systemd-analyze to verify its unit, groff to check the manual
+# pages (TestManPages).
+command -v adduser >/dev/null || missing+=(adduser)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v groff >/dev/null || missing+=(groff-base)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -41,7 +47,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL and Prometheus are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Prometheus, adduser, systemd-analyze and groff are installed"
 fi
 
 go mod download
