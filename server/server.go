@@ -268,6 +268,9 @@ func New(cfg Config) (*Server, error) {
 		sec.Admit = s.admit
 	}
 	s.policy.Store(newPolicy(&cfg, sec))
+	if p := s.policy.Load(); p.gridMapErr != nil {
+		s.log.Warn("grid-mapfile not loaded: certificate logins are refused until it can be read (each login tries again)", "file", p.gridMapPath, "err", p.gridMapErr)
+	}
 	handshakes := cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
 	s.pi = pi.Config{
 		Banner:                  banner,

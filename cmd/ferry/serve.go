@@ -31,9 +31,23 @@ func init() {
 		name:    "serve",
 		summary: "run a GridFTP server",
 		usage:   "[flags]",
+		help:    serveHelp,
 		run:     runServe,
 	})
 }
+
+// serveHelp is the end of ferry serve -h (and of ferry-serve(1)).
+const serveHelp = `
+Signals: SIGTERM and SIGINT stop the server: it stops accepting, lets
+running transfers finish for up to -shutdown-grace, and exits 0. SIGHUP
+reopens the -transfer-log file, reads the -config file again and applies
+its keys anonymous, anonymous-write, passwd, gridmap, cert, key (and a
+striped server's movers), and reads the password file, the grid-mapfile,
+the host credential and the trust directory with its CRLs again. New
+logins follow the new files; logged-in sessions and their transfers carry
+on. A file that cannot be used is refused with an error in the log and the
+current one kept. Other keys need a restart; the log names those changed.
+`
 
 // serveFlags are the flags of ferry serve; -config files use the same keys.
 type serveFlags struct {
