@@ -352,3 +352,64 @@ func processExists(pid int) bool {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z"
 }
+
+// TestReloadSIGHUPRevokes: through a real SIGHUP to a ferry serve process,
+// a CRL that revokes the user's certificate refuses the user's new GSI
+// logins, while the session logged in before carries on; a corrupt
+// grid-mapfile is refused with an error naming it.
+func TestReloadSIGHUPRevokes(t *testing.T) {
+	bin := ferryBinary(t)
+	pki := gsipki.New(t, "")
+	root := t.TempDir()
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-root", root, "-run-as-mapped-user=false",
+		"-cert", pki.HostCert, "-key", pki.HostKey, "-gridmap", pki.GridMap)
+	cmd.Env = append(os.Environ(), "X509_CERT_DIR="+pki.TrustDir)
+	addr, log := serveChild(t, cmd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// The client's trust store is loaded once, before the server's
+	// directory changes.
+	trust, err := ftpclient.LoadTrustStore(pki.TrustDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func() (*ftpclient.Conn, error) {
+		cred, err := ftpclient.LoadCredential(pki.Proxy(t, gsi.ProxyOptions{}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ftpclient.Dial(ctx, addr, &ftpclient.Config{GSI: &ftpclient.GSIConfig{Credential: cred, Trust: trust}})
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, c.Login(ctx, "", "x")
+	}
+	old, err := login()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	os.WriteFile(pki.GridMap+".new", []byte("\"/C=US/O=broken\n"), 0o644)
+	good, _ := os.ReadFile(pki.GridMap)
+	os.Rename(pki.GridMap+".new", pki.GridMap)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 1)
+	if !strings.Contains(log.String(), `level=ERROR msg="SIGHUP: grid-mapfile refused; keeping the current one" file=`+pki.GridMap) {
+		t.Errorf("no error naming the corrupt grid-mapfile:\n%s", log)
+	}
+	if _, err := login(); err != nil {
+		t.Fatalf("login with the grid-mapfile kept: %v", err)
+	}
+	os.WriteFile(pki.GridMap, good, 0o644)
+
+	pki.Revoke(t, pki.User)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 2)
+	if _, err := login(); err == nil {
+		t.Fatal("a revoked certificate logged in after SIGHUP")
+	}
+	if err := old.Mkdir(ctx, "/still"); err != nil {
+		t.Fatalf("the session of before the reload: %v", err)
+	}
+}
