@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build install deps vet test demo bench bench-stream clean
+.PHONY: all build install deps vet test demo bench bench-stream package clean
 
 PREFIX ?= /usr/local
 
@@ -11,6 +11,21 @@ all: build
 
 build:
 	$(GO) build -o bin/ferry ./cmd/ferry
+
+# The package's version: internal/version's, unless given.
+VERSION ?= $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/version/version.go)
+DEB_ARCH ?= $(shell $(GO) env GOARCH)
+
+# Builds the Debian package bin/ferry_$(VERSION)_$(DEB_ARCH).deb: the binary,
+# manual pages written from the commands' own help (ferry man), the
+# systemd unit, /etc/ferry/ferry.conf and the maintainer scripts of
+# packaging/, put together by internal/tools/mkdeb (nfpm as a Go library,
+# no other tool needed). See packaging/README.md.
+package:
+	$(GO) build -trimpath -ldflags=-s -o bin/pkg/ferry ./cmd/ferry
+	rm -rf bin/pkg/man
+	bin/pkg/ferry man -dir bin/pkg/man
+	$(GO) run ./internal/tools/mkdeb -bin bin/pkg/ferry -man bin/pkg/man -src packaging -version $(VERSION) -arch $(DEB_ARCH) -out bin
 
 # Copies bin/ferry to $(PREFIX)/bin.
 install: build

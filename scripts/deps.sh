@@ -29,6 +29,12 @@ command -v prometheus >/dev/null || missing+=(prometheus)
 command -v kinit >/dev/null || missing+=(krb5-user)
 # MIT's GSS-API for Python, for the Kerberos FTP client of server/testdata/krbftp.py.
 /usr/bin/python3 -c 'import gssapi' 2>/dev/null || missing+=(python3-gssapi)
+# The package test (cmd/ferry TestPackage): adduser for its maintainer
+# scripts, systemd-analyze to verify its unit, groff to check the manual
+# pages (TestManPages).
+command -v adduser >/dev/null || missing+=(adduser)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v groff >/dev/null || missing+=(groff-base)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -48,7 +54,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Kerberos and Prometheus are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Kerberos, Prometheus, adduser, systemd-analyze and groff are installed"
 fi
 
 go mod download

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ferrygrid/ferry/dsi/memory"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/pi"
 )
@@ -56,15 +55,15 @@ func TestAuthorize(t *testing.T) {
 // request rq (with identity id where it has one).
 func checkAuthorize(t *testing.T, sv authServer, rq authRequest, id *gsi.Identity) {
 	t.Helper()
-	s := &Server{cfg: Config{Storage: memory.New(), Anonymous: sv.anonymous}}
+	p := &loginPolicy{anonymous: sv.anonymous}
 	if sv.passwords {
-		s.cfg.Authenticate = func(ctx context.Context, user, pass string) (*Account, error) { return nil, ErrLoginDenied }
+		p.authenticate = func(ctx context.Context, user, pass string) (*Account, error) { return nil, ErrLoginDenied }
 	}
 	if sv.hostCred {
-		s.pi.Security = &pi.Security{}
+		p.sec = &pi.Security{}
 	}
 	want := wantLogin(sv, rq)
-	got, err := s.authorize(authLoginRequest(rq, id))
+	got, err := p.authorize(authLoginRequest(rq, id))
 	if got != want {
 		t.Fatalf("authorize = %v (%v), want %v", got, err, want)
 	}

@@ -73,9 +73,9 @@ root@R.TEST    bin
 // TestKerberosAuthorize: a Kerberos session logs in only through its
 // principal, and a principal is believed only on a Kerberos session.
 func TestKerberosAuthorize(t *testing.T) {
-	s := &Server{cfg: Config{Storage: memory.New(), Anonymous: true, Authenticate: func(context.Context, string, string) (*Account, error) {
+	p := &loginPolicy{anonymous: true, authenticate: func(context.Context, string, string) (*Account, error) {
 		return &Account{Name: "pw"}, nil
-	}}}
+	}}
 	for _, c := range []struct {
 		req  pi.LoginRequest
 		want loginMethod
@@ -86,7 +86,7 @@ func TestKerberosAuthorize(t *testing.T) {
 		{pi.LoginRequest{User: "x", Mechanism: "", Principal: "a@R"}, denyLogin},
 		{pi.LoginRequest{User: "x", Protected: true, Mechanism: "gsi", Principal: "a@R", Identity: &gsi.Identity{DN: "/CN=x"}}, denyLogin},
 	} {
-		got, _ := s.authorize(c.req)
+		got, _ := p.authorize(c.req)
 		if got != c.want {
 			t.Errorf("%+v: %v, want %v", c.req, got, c.want)
 		}

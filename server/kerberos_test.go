@@ -36,6 +36,8 @@ const krbAccount = "nobody"
 
 type krbEnv struct {
 	kdc    *krb5kdc.KDC
+	srv    *server.Server
+	cfg    server.Config
 	addr   string
 	dir    string // the served tree
 	keytab string
@@ -71,7 +73,7 @@ func startKerberos(t *testing.T, mutate func(*server.Config)) *krbEnv {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(l) })
 	t.Cleanup(func() { srv.Close(); wg.Wait() })
-	e.addr = l.Addr().String()
+	e.addr, e.srv, e.cfg = l.Addr().String(), srv, cfg
 	return e
 }
 
@@ -466,5 +468,20 @@ func TestKerberosMITGSSAPI(t *testing.T) {
 	}
 	if out, err := run("mallory", "mic", "--refused"); err != nil {
 		t.Fatalf("mallory: %v\n%s", err, out)
+	}
+}
+
+// TestKerberosReload checks that a server with a keytab and no host
+// credential reloads without refusing anything, and still logs in.
+func TestKerberosReload(t *testing.T) {
+	e := startKerberos(t, nil)
+	if applied, err := e.srv.Reload(e.cfg); err != nil {
+		t.Fatalf("Reload of a Kerberos-only server: %v (applied %v)", err, applied)
+	}
+	k := e.dial(t)
+	in, tok := e.token(t, "alice")
+	k.auth(in, tok)
+	if code, text := k.login(krbAccount); code != 230 {
+		t.Fatalf("login after reload: %d %s", code, text)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -207,6 +208,11 @@ type Server struct {
 
 	passwords *checkLimiter // bounds concurrent Authenticate calls
 
+	// policy decides logins; Reload replaces it (under reloadMu), each
+	// new session and each login reads it.
+	policy   atomic.Pointer[loginPolicy]
+	reloadMu sync.Mutex
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]*connState
@@ -267,12 +273,15 @@ func New(cfg Config) (*Server, error) {
 	if sec != nil {
 		sec.Admit = s.admit
 	}
+	s.policy.Store(newPolicy(&cfg, sec))
+	if p := s.policy.Load(); p.gridMapErr != nil {
+		s.log.Warn("grid-mapfile not loaded: certificate logins are refused until it can be read (each login tries again)", "file", p.gridMapPath, "err", p.gridMapErr)
+	}
 	handshakes := cmp.Or(cfg.MaxHandshakes, DefaultMaxHandshakes)
 	s.pi = pi.Config{
 		Banner:                  banner,
 		Version:                 "Ferry " + version.Version,
 		Login:                   s.login,
-		Security:                sec,
 		NewDTP:                  s.newDTP,
 		IdleTimeout:             cfg.IdleTimeout,
 		AllowForeignDataAddress: cfg.AllowForeignDataAddress,
@@ -314,7 +323,7 @@ const (
 //   - passwords need the Authenticate hook, and a protected channel on a
 //     server that has a host credential (so that they never cross in
 //     clear where protection is on offer).
-func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
+func (p *loginPolicy) authorize(req pi.LoginRequest) (loginMethod, error) {
 	anonName := req.User == "anonymous" || req.User == "ftp"
 	mapMe := req.User == ":globus-mapping:"
 	switch {
@@ -327,22 +336,22 @@ func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
 		return kerberosLogin, nil
 	case req.Mechanism == "krb5":
 		return denyLogin, fmt.Errorf("%w: a Kerberos session without a principal", pi.ErrLoginDenied)
-	case anonName && s.cfg.Anonymous:
+	case anonName && p.anonymous:
 		return anonymousLogin, nil
-	case mapMe && req.Identity == nil && s.cfg.Anonymous:
+	case mapMe && req.Identity == nil && p.anonymous:
 		// GCT clients send it by default; without a certificate, GCT's
 		// server takes it as an anonymous name.
 		return anonymousLogin, nil
-	case req.Identity != nil && req.Protected && (mapMe || req.Password == "" || s.cfg.Authenticate == nil):
+	case req.Identity != nil && req.Protected && (mapMe || req.Password == "" || p.authenticate == nil):
 		return certificateLogin, nil
 	case req.Identity != nil && !req.Protected:
 		// Cannot happen through the PI; refuse rather than trust it.
 		return denyLogin, fmt.Errorf("%w: an identity on an unprotected channel", pi.ErrLoginDenied)
 	case mapMe:
 		return denyLogin, fmt.Errorf("%w: no certificate identity to map", pi.ErrLoginDenied)
-	case s.cfg.Authenticate == nil:
+	case p.authenticate == nil:
 		return denyLogin, fmt.Errorf("%w: no password logins on this server", pi.ErrLoginDenied)
-	case s.pi.Security != nil && !req.Protected:
+	case p.sec != nil && !req.Protected:
 		return denyLogin, pi.ErrProtectionRequired
 	}
 	return passwordLogin, nil
@@ -351,10 +360,14 @@ func (s *Server) authorize(req pi.LoginRequest) (loginMethod, error) {
 // login is pi.Config.Login: it checks a login request, and tells the
 // observers of a refusal.
 func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, error) {
-	method, err := s.authorize(req)
+	p := s.policy.Load()
+	method, err := p.authorize(req)
+	if err == nil && method == certificateLogin {
+		err = p.recheckIdentity(req.Identity)
+	}
 	if err == nil {
 		var acct *pi.Account
-		if acct, err = s.loginAs(ctx, req, method); err == nil {
+		if acct, err = s.loginAs(ctx, p, req, method); err == nil {
 			acct.Auth = authLabel(req, method)
 			return acct, nil
 		}
@@ -366,20 +379,20 @@ func (s *Server) login(ctx context.Context, req pi.LoginRequest) (*pi.Account, e
 }
 
 // loginAs checks a login request that authorize let through as method.
-func (s *Server) loginAs(ctx context.Context, req pi.LoginRequest, method loginMethod) (*pi.Account, error) {
+func (s *Server) loginAs(ctx context.Context, p *loginPolicy, req pi.LoginRequest, method loginMethod) (*pi.Account, error) {
 	var err error
 	var a *Account
 	switch method {
 	case anonymousLogin:
-		a = &Account{Name: "anonymous", Writable: s.cfg.AnonymousWrite}
+		a = &Account{Name: "anonymous", Writable: p.anonymousWrite}
 	case certificateLogin:
-		a, err = s.authorizeCert(ctx, req.Identity.DN, req.User)
+		a, err = p.authorizeCertificate(ctx, req.Identity.DN, req.User)
 	case kerberosLogin:
 		a, err = s.authorizePrincipal(ctx, req.Principal, req.Service, req.User)
 	case passwordLogin:
 		var release func()
 		if release, err = s.passwords.acquire(ctx, req.Remote); err == nil {
-			a, err = s.cfg.Authenticate(ctx, req.User, req.Password)
+			a, err = p.authenticate(ctx, req.User, req.Password)
 			release()
 		}
 	default:
@@ -442,12 +455,13 @@ func (s *Server) userStorage(ctx context.Context, name string) (dsi.Storage, err
 // admit is asked before a GSI delegation: only an identity that could log
 // in is worth a key generation. A custom AuthorizeCert decides at login.
 func (s *Server) admit(id *gsi.Identity) error {
-	if s.cfg.AuthorizeCert != nil {
+	p := s.policy.Load()
+	if p.authorizeCert != nil {
 		return nil
 	}
-	gm, err := gsi.LoadGridMap(s.gridMapPath())
+	gm, err := p.grid()
 	if err != nil {
-		return fmt.Errorf("grid-mapfile: %w", err)
+		return err
 	}
 	if accounts, found := gm.Lookup(id.DN); !found || len(accounts) == 0 {
 		return fmt.Errorf("%s is not in the grid-mapfile", id.DN)
@@ -457,13 +471,13 @@ func (s *Server) admit(id *gsi.Identity) error {
 
 // authorizeCert maps a certificate identity to an account: through the
 // AuthorizeCert hook, or the grid-mapfile.
-func (s *Server) authorizeCert(ctx context.Context, dn, user string) (*Account, error) {
-	if s.cfg.AuthorizeCert != nil {
-		return s.cfg.AuthorizeCert(ctx, dn, user)
+func (p *loginPolicy) authorizeCertificate(ctx context.Context, dn, user string) (*Account, error) {
+	if p.authorizeCert != nil {
+		return p.authorizeCert(ctx, dn, user)
 	}
-	gm, err := gsi.LoadGridMap(s.gridMapPath())
+	gm, err := p.grid()
 	if err != nil {
-		return nil, fmt.Errorf("server: grid-mapfile: %w", err)
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	accounts, found := gm.Lookup(dn)
 	if !found || len(accounts) == 0 {
@@ -477,16 +491,6 @@ func (s *Server) authorizeCert(ctx context.Context, dn, user string) (*Account, 
 		name = user
 	}
 	return &Account{Name: name, Writable: true, LocalUser: name}, nil
-}
-
-func (s *Server) gridMapPath() string {
-	switch {
-	case s.cfg.GridMap != "":
-		return s.cfg.GridMap
-	case os.Getenv("GRIDMAP") != "":
-		return os.Getenv("GRIDMAP")
-	}
-	return "/etc/grid-security/grid-mapfile"
 }
 
 // security loads the host credential and trust directory, and the
@@ -506,11 +510,7 @@ func (cfg *Config) security() (*pi.Security, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: host credential: %w", err)
 	}
-	dir := cfg.TrustDir
-	if dir == "" {
-		dir = gsi.TrustDir()
-	}
-	trust, err := gsi.LoadTrustDir(dir)
+	trust, err := gsi.LoadTrustDir(trustDir(cfg.TrustDir))
 	if err != nil {
 		return nil, fmt.Errorf("server: trust directory: %w", err)
 	}
@@ -749,7 +749,11 @@ func (s *Server) handle(conn net.Conn) {
 		}
 	}()
 	s.log.Debug("session started", "remote", conn.RemoteAddr().String())
-	err := pi.Serve(s.ctx, conn, &s.pi)
+	// The session keeps the host credential and trust directory of its
+	// start: a Reload affects the sessions that begin after it.
+	cfg := s.pi
+	cfg.Security = s.policy.Load().sec
+	err := pi.Serve(s.ctx, conn, &cfg)
 	s.log.Debug("session ended", "remote", conn.RemoteAddr().String(), "err", err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"github.com/ferrygrid/ferry/dsi/privsep"
@@ -41,6 +42,9 @@ func runPrivsepHelper(ctx context.Context, e *env, args []string) error {
 	if err := syscall.Fstat(*fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
 		return fmt.Errorf("descriptor %d is not a socket; this command is started by ferry serve", *fd)
 	}
+	// SIGHUP is for ferry serve (reload); a helper that got it too, from a
+	// signal to the whole service, must not end.
+	signal.Ignore(syscall.SIGHUP)
 	conn := os.NewFile(uintptr(*fd), "privsep")
 	defer conn.Close()
 	return privsep.Serve(ctx, conn, *root)

@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -33,9 +31,23 @@ func init() {
 		name:    "serve",
 		summary: "run a GridFTP server",
 		usage:   "[flags]",
+		help:    serveHelp,
 		run:     runServe,
 	})
 }
+
+// serveHelp is the end of ferry serve -h (and of ferry-serve(1)).
+const serveHelp = `
+Signals: SIGTERM and SIGINT stop the server: it stops accepting, lets
+running transfers finish for up to -shutdown-grace, and exits 0. SIGHUP
+reopens the -transfer-log file, reads the -config file again and applies
+its keys anonymous, anonymous-write, passwd, gridmap, cert, key (and a
+striped server's movers), and reads the password file, the grid-mapfile,
+the host credential and the trust directory with its CRLs again. New
+logins follow the new files; logged-in sessions and their transfers carry
+on. A file that cannot be used is refused with an error in the log and the
+current one kept. Other keys need a restart; the log names those changed.
+`
 
 // serveFlags are the flags of ferry serve; -config files use the same keys.
 type serveFlags struct {
@@ -151,11 +163,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// One SIGHUP handler for everything that reloads.
+	rl := &reloader{args: args, cur: f, values: flagValues(fs), moversFromFlag: moversOnCommandLine, srv: srv, obs: obs, log: cfg.Logger, authenticate: cfg.Authenticate}
+	defer rl.onHangup()()
 	fmt.Fprintf(e.stdout, "Server listening at %s\n", l.Addr())
-	if f.movers != "" {
-		stop := reloadMoversOnHangup(moversOnCommandLine, f.config, srv, cfg.Logger)
-		defer stop()
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -204,6 +215,7 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
+		cfg.Authenticate = passwdAuthenticate(pw)
 		for _, u := range pw.Users() {
 			if u.Home == "/" {
 				continue
@@ -211,13 +223,6 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 			if fi, err := cfg.Storage.Stat(context.Background(), u.Home); err != nil || !fi.IsDir() {
 				cfg.Logger.Warn("a password user's home is not a directory of the served tree: that user cannot log in", "user", u.Name, "home", u.Home)
 			}
-		}
-		cfg.Authenticate = func(ctx context.Context, user, pass string) (*server.Account, error) {
-			u, good := pw.Verify(user, pass)
-			if !good {
-				return nil, server.ErrLoginDenied
-			}
-			return &server.Account{Name: u.Name, Home: u.Home, Writable: true}, nil
 		}
 	}
 	cfg.HostCert, cfg.HostKey = hostCredentialFiles(f.cert, f.key)
@@ -291,58 +296,15 @@ func parseMovers(list string) ([]string, error) {
 	return movers, nil
 }
 
-// reloadMoversOnHangup makes SIGHUP re-read the movers key of the config
-// file, so that data movers join and leave a running striped server. A
-// -movers flag on the command line wins over the file, as at start-up, so
-// then SIGHUP only says so. It returns a function that stops listening.
-func reloadMoversOnHangup(fromFlag bool, config string, srv *server.Server, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-			}
-			switch {
-			case fromFlag:
-				log.Warn("SIGHUP: the movers were given with -movers on the command line; put them in the -config file to change them while serving")
-				continue
-			case config == "":
-				log.Warn("SIGHUP: no -config file to reload the movers from")
-				continue
-			}
-			movers, err := readConfigMovers(config)
-			if err == nil {
-				var joined, left []string
-				if joined, left, err = srv.SetMovers(movers); err == nil {
-					log.Info("SIGHUP: movers reloaded", "movers", strings.Join(movers, ","), "joined", strings.Join(joined, ","), "left", strings.Join(left, ","))
-					continue
-				}
-			}
-			log.Error("SIGHUP: movers not reloaded; keeping the current ones", "config", config, "err", err)
+// passwdAuthenticate is the server's password check over a password file.
+func passwdAuthenticate(pw *auth.Passwd) func(ctx context.Context, user, pass string) (*server.Account, error) {
+	return func(ctx context.Context, user, pass string) (*server.Account, error) {
+		u, good := pw.Verify(user, pass)
+		if !good {
+			return nil, server.ErrLoginDenied
 		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
+		return &server.Account{Name: u.Name, Home: u.Home, Writable: true}, nil
 	}
-}
-
-// readConfigMovers reads the movers key of a config file.
-func readConfigMovers(file string) ([]string, error) {
-	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	f.register(fs)
-	if err := applyConfigFile(fs, file); err != nil {
-		return nil, err
-	}
-	if f.movers == "" {
-		return nil, fmt.Errorf("%s: no movers key", file)
-	}
-	return parseMovers(f.movers)
 }
 
 // userHelpers runs one privilege-separated storage helper per local account
@@ -374,7 +336,15 @@ func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, er
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if f := h.fs[name]; f != nil {
-		return f, nil
+		err := f.Err()
+		if err == nil {
+			return f, nil
+		}
+		// A helper that died (killed, crashed) is replaced at the
+		// account's next login; the sessions it served have failed.
+		h.log.Warn("privsep helper ended; starting a new one", "account", name, "err", err)
+		f.Close()
+		delete(h.fs, name)
 	}
 	exe, err := os.Executable()
 	if err != nil {

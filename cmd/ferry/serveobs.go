@@ -3,9 +3,6 @@ package main
 import (
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,13 +17,13 @@ type serveObservers struct {
 	observers []server.Observer
 	reg       *prometheus.Registry // nil without -metrics
 	tlog      *translog.Log        // nil without -transfer-log
-	stopHup   func()
+	tlogFile  string
 }
 
 // newServeObservers sets up the metrics registry and opens the transfer
-// log (reopened on SIGHUP), as asked; close ends them.
+// log, as asked; close ends them.
 func newServeObservers(metricsAddr, transferLog string, stdout io.Writer, log *slog.Logger) (*serveObservers, error) {
-	o := &serveObservers{stopHup: func() {}}
+	o := &serveObservers{}
 	if metricsAddr != "" {
 		o.reg = metrics.NewRegistry()
 		o.observers = append(o.observers, metrics.NewServer(o.reg))
@@ -36,48 +33,30 @@ func newServeObservers(metricsAddr, transferLog string, stdout io.Writer, log *s
 		if err != nil {
 			return nil, err
 		}
-		o.tlog = tl
+		o.tlog, o.tlogFile = tl, transferLog
 		o.observers = append(o.observers, server.TransferFunc(tl.Transfer))
-		o.stopHup = reopenOnHangup(tl, transferLog, log)
 	}
 	return o, nil
 }
 
-// close stops reopening and closes the transfer log.
+// close closes the transfer log.
 func (o *serveObservers) close() {
-	o.stopHup()
 	if o.tlog != nil {
 		o.tlog.Close()
 	}
 }
 
-// reopenOnHangup reopens the transfer log on each SIGHUP (log rotation:
-// rename the file, then send SIGHUP). It returns a function that stops.
-func reopenOnHangup(tl *translog.Log, file string, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-			}
-			if err := tl.Reopen(); err != nil {
-				log.Error("SIGHUP: transfer log not reopened; still writing the old file", "file", file, "err", err)
-				continue
-			}
-			log.Info("SIGHUP: transfer log reopened", "file", file)
-		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-		<-stopped
+// reopen reopens the transfer log, if there is one (log rotation: rename
+// the file, then send SIGHUP); the old file stays in use on failure.
+func (o *serveObservers) reopen(log *slog.Logger) {
+	if o.tlog == nil {
+		return
 	}
+	if err := o.tlog.Reopen(); err != nil {
+		log.Error("SIGHUP: transfer log not reopened; still writing the old file", "file", o.tlogFile, "err", err)
+		return
+	}
+	log.Info("SIGHUP: transfer log reopened", "file", o.tlogFile)
 }
 
 // privsep returns the function told of each privsep helper start, nil

@@ -400,6 +400,23 @@ func (f *FS) protocolError(err error) {
 	f.conn.Close() // readLoop ends; the helper sees end of file and exits
 }
 
+// Err reports why f can serve no more (the helper ended, or Close was
+// called), nil while it can.
+func (f *FS) Err() error {
+	if err := f.currentErr(); err != nil {
+		return err
+	}
+	if f.proc == nil {
+		return nil
+	}
+	select {
+	case <-f.exited:
+		return fmt.Errorf("%w (account %q): %s", ErrHelperExited, f.account, f.waitStatus())
+	default:
+		return nil
+	}
+}
+
 func (f *FS) currentErr() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

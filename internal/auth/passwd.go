@@ -157,7 +157,12 @@ func CheckHash(hash, password string) bool {
 }
 
 // SetUser adds or replaces name in the password file (creating it, mode
-// 0600), keeping every other line. The file is replaced atomically.
+// 0600), keeping every other line. The file is replaced atomically; a
+// file that exists keeps its mode (at most 0640: the hashes are never
+// world-readable), and its owner and group when the caller may set them,
+// so that a server running as its own account (the packaged ferry.service
+// reads /etc/ferry/passwd, root:ferry 0640) can still read it after root
+// changed a password.
 func SetUser(file, name, password, home string) error {
 	if name == "" || strings.ContainsAny(name, ":\n\r# ") {
 		return fmt.Errorf("auth: invalid user name %q", name)
@@ -172,6 +177,11 @@ func SetUser(file, name, password, home string) error {
 	old, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	mode, keepOwner := os.FileMode(0o600), func(*os.File) {}
+	if fi, err := os.Stat(file); err == nil {
+		mode = fi.Mode().Perm() & 0o640
+		keepOwner = func(f *os.File) { chownLike(f, fi) }
 	}
 	var out bytes.Buffer
 	for line := range strings.SplitSeq(strings.TrimRight(string(old), "\n"), "\n") {
@@ -197,7 +207,8 @@ func SetUser(file, name, password, home string) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o600); err != nil {
+	keepOwner(tmp)
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}

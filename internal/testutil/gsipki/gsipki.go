@@ -13,6 +13,7 @@ package gsipki
 
 import (
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -182,6 +183,19 @@ func (p *PKI) unique(prefix string) string {
 		return prefix + strconv.Itoa(n)
 	}
 	return prefix
+}
+
+// Revoke rewrites the CA's CRL in the trust directory so that it revokes
+// the certificates of creds (none: the empty CRL again).
+func (p *PKI) Revoke(t testing.TB, creds ...*gsi.Credential) {
+	t.Helper()
+	var certs []*x509.Certificate
+	for _, c := range creds {
+		certs = append(certs, c.Chain[0])
+	}
+	if err := p.ca.WriteCRL(p.TrustDir, certs...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Proxy makes a proxy of the user credential with gsi.NewProxy, writes it
