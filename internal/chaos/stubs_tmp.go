@@ -1,0 +1,7 @@
+package chaos
+
+import "context"
+
+func (h *harness) scan(ctx context.Context) (Result, error)      { return Result{}, nil }
+func (h *harness) slowloris(ctx context.Context) (Result, error) { return Result{}, nil }
+func (h *harness) disk(ctx context.Context) (Result, error)      { return Result{}, nil }
