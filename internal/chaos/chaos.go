@@ -17,6 +17,7 @@ import (
 const (
 	Kill      = "kill"
 	Scan      = "scan"
+	ScanOwn   = "scan-own-host"
 	Slowloris = "slowloris"
 	Disk      = "disk"
 )
@@ -58,13 +59,13 @@ func (c *Config) fill() error {
 		return errors.New("chaos: no ferry binary")
 	}
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = []string{Kill, Scan, Slowloris, Disk}
+		c.Scenarios = []string{Kill, Scan, ScanOwn, Slowloris, Disk}
 	}
 	for _, s := range c.Scenarios {
 		switch s {
-		case Kill, Scan, Slowloris, Disk:
+		case Kill, Scan, ScanOwn, Slowloris, Disk:
 		default:
-			return fmt.Errorf("chaos: unknown scenario %q (kill, scan, slowloris, disk)", s)
+			return fmt.Errorf("chaos: unknown scenario %q (kill, scan, scan-own-host, slowloris, disk)", s)
 		}
 	}
 	if c.Rounds <= 0 {
@@ -170,7 +171,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		case Kill:
 			r, err = h.kill(ctx)
 		case Scan:
-			r, err = h.scan(ctx)
+			r, err = h.scan(ctx, false)
+		case ScanOwn:
+			r, err = h.scan(ctx, true)
 		case Slowloris:
 			r, err = h.slowloris(ctx)
 		case Disk:

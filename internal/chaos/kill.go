@@ -149,7 +149,7 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 
 	kill := make(chan struct{})
 	first := make(chan runResult, 1)
-	go func() { first <- runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, kill, args...) }()
+	go func() { first <- runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, kill, s.dumpAll, args...) }()
 	select {
 	case <-time.After(k.delay):
 	case res := <-first:
@@ -184,7 +184,7 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 	ok := res.err == nil
 	if res.hung {
 		r.Hangs++
-		r.notef("%v: first run hung; dump in %s", k, h.keep(name+".hang.txt", res.out+"\n"+s.dumpAll()))
+		r.notef("%v: first run hung; dump in %s", k, h.keep(name+".hang.txt", res.out))
 	}
 	observe("after the kill")
 	if err := s.waitUp(ctx, 30*time.Second); err != nil {
@@ -193,14 +193,16 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 	}
 	var outs []string
 	for attempt := 0; !ok && attempt < maxAttempts && time.Since(killedAt) < 3*h.cfg.StepBound; attempt++ {
-		res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, args...)
+		res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, args...)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		outs = append(outs, res.out)
 		if res.hung {
 			r.Hangs++
-			r.notef("%v: run %d hung; dump in %s", k, attempt+2, h.keep(fmt.Sprintf("%s.hang%d.txt", name, attempt+2), res.out+"\n"+s.dumpAll()))
+			r.notef("%v: run %d hung; dump in %s", k, attempt+2, h.keep(fmt.Sprintf("%s.hang%d.txt", name, attempt+2), res.out))
+		}
+		if res.hung {
 			s.waitUp(ctx, 30*time.Second)
 		}
 		ok = res.err == nil
@@ -251,7 +253,7 @@ func (h *harness) timeCopy(ctx context.Context, s *site, local, mode string, upl
 	if _, err := writeRandom(srcPath, h.cfg.MaxSize, 1); err != nil {
 		return 0, err
 	}
-	res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, append(append([]string{"cp"}, modeFlags[mode]...), src, dst)...)
+	res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, append(append([]string{"cp"}, modeFlags[mode]...), src, dst)...)
 	if res.err != nil {
 		return 0, fmt.Errorf("timing a %s copy: %v: %s", mode, res.err, res.out)
 	}

@@ -176,9 +176,11 @@ type runResult struct {
 
 // runCmd runs bin args with env, bounded by bound; a command that
 // outlives it is sent SIGQUIT (its goroutine dump lands in out) and
-// killed. kill, if not nil, is a channel on which a value makes runCmd
-// SIGKILL the process at once.
-func runCmd(ctx context.Context, bin string, env []string, bound time.Duration, kill <-chan struct{}, args ...string) runResult {
+// killed, after the goroutine dumps of the servers it talks to, taken
+// first by hangDump when not nil, while the hang lasts. kill, if not
+// nil, is a channel on which a value makes runCmd SIGKILL the process at
+// once.
+func runCmd(ctx context.Context, bin string, env []string, bound time.Duration, kill <-chan struct{}, hangDump func() string, args ...string) runResult {
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -201,6 +203,9 @@ func runCmd(ctx context.Context, bin string, env []string, bound time.Duration, 
 		r.err, r.killed = <-done, true
 	case <-timer.C:
 		r.hung = true
+		if hangDump != nil {
+			fmt.Fprintf(out, "\n=== the servers, while ferry hangs:\n%s\n=== ferry:\n", hangDump())
+		}
 		cmd.Process.Signal(syscall.SIGQUIT)
 		select {
 		case <-done:

@@ -2,6 +2,5 @@ package chaos
 
 import "context"
 
-func (h *harness) scan(ctx context.Context) (Result, error)      { return Result{}, nil }
 func (h *harness) slowloris(ctx context.Context) (Result, error) { return Result{}, nil }
 func (h *harness) disk(ctx context.Context) (Result, error)      { return Result{}, nil }
