@@ -93,3 +93,9 @@ func TestScanOwnHostBrief(t *testing.T) {
 		t.Errorf("strays from the client's host corrupted (%d) or hung (%d) copies: %q", r.Corrupt, r.Hangs, r.Notes)
 	}
 }
+
+// TestSlowlorisBrief: slow control connections, half-open uploads and
+// unread downloads for 8 s; a good client stays served.
+func TestSlowlorisBrief(t *testing.T) {
+	runBrief(t, Config{Scenarios: []string{Slowloris}, Attack: 12 * time.Second})
+}
