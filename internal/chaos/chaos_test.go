@@ -99,3 +99,42 @@ func TestScanOwnHostBrief(t *testing.T) {
 func TestSlowlorisBrief(t *testing.T) {
 	runBrief(t, Config{Scenarios: []string{Slowloris}, Attack: 12 * time.Second})
 }
+
+// TestDiskBrief: uploads and downloads onto a full tmpfs, and an upload
+// onto one remounted read-only, fail clearly and present no partial file
+// as complete.
+func TestDiskBrief(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	cfg := Config{Scenarios: []string{Disk}, Ferry: ferryBin, Seed: 21, Out: t.TempDir(), Progress: testWriter{t}}
+	results, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	var b strings.Builder
+	WriteTable(&b, results)
+	t.Log(b.String())
+	if r.Corrupt+r.Lost+r.Hangs != 0 {
+		t.Errorf("corrupt %d, lost %d, hangs %d: %q", r.Corrupt, r.Lost, r.Hangs, r.Notes)
+	}
+	// A known client defect (docs/bench/chaos.md): a stream-mode upload
+	// whose data connection the server drops on ENOSPC reports the
+	// connection reset, not the server's 452, which the client does not
+	// read. Every other unclear failure fails the test.
+	failed := 0
+	for _, n := range r.Notes {
+		if strings.Contains(n, "no 4xx/5xx reply") || strings.Contains(n, "ferry cp succeeded") {
+			if strings.Contains(n, "(-p 1) to a") && strings.Contains(n, "connection reset by peer") {
+				t.Logf("known defect: %s", n)
+				continue
+			}
+			failed++
+			t.Errorf("%s", n)
+		}
+	}
+	if failed == 0 && r.Failed > 1 {
+		t.Errorf("%d failures: %q", r.Failed, r.Notes)
+	}
+}

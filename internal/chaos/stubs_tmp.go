@@ -1,5 +1,0 @@
-package chaos
-
-import "context"
-
-func (h *harness) disk(ctx context.Context) (Result, error)      { return Result{}, nil }
