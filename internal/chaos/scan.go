@@ -72,7 +72,7 @@ func (h *harness) scan(ctx context.Context, ownHost bool) (Result, error) {
 				}
 				return u
 			}
-			res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, "cp", "-stall-timeout", "30s", "-p", "8", through(src), through(dst))
+			res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, "cp", "-stall-timeout", min(30*time.Second, h.cfg.StepBound/3).String(), "-p", "8", through(src), through(dst))
 			sn.close()
 			stop()
 			what := fmt.Sprintf("round %d: %s of %d bytes, -p 8, scanned from %s (%d connections: %d closed at once, %d garbage, %d forged MODE E blocks, %d held open, %d read)",
