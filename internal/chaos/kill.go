@@ -147,6 +147,16 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 		}
 	}
 
+	// The same check runs every few milliseconds while the copies run.
+	w := &watcher{upload: k.upload, dst: dstPath, size: k.size, want: want}
+	stopWatch := w.start()
+	defer func() {
+		if v := stopWatch(); v != "" && !bad {
+			r.Corrupt++
+			r.notef("%v: while ferry cp ran: %s", k, v)
+		}
+	}()
+
 	kill := make(chan struct{})
 	first := make(chan runResult, 1)
 	go func() { first <- runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, kill, s.dumpAll, args...) }()
@@ -258,4 +268,79 @@ func (h *harness) timeCopy(ctx context.Context, s *site, local, mode string, upl
 		return 0, fmt.Errorf("timing a %s copy: %v: %s", mode, res.err, res.out)
 	}
 	return res.took, nil
+}
+
+// watcher looks at a copy's destination every few milliseconds while the
+// copy runs (and is killed, and runs again): its final name must never
+// hold a file of another size, or, checked at most every 50 ms, other
+// bytes, unless (downloads) a .ferry-ranges file beside it marks it
+// partial. A download's ranges file is looked at first: one removed in
+// between means the file was complete by then.
+type watcher struct {
+	upload bool
+	dst    string
+	size   int64
+	want   [32]byte
+
+	stop     chan struct{}
+	done     chan struct{}
+	found    string
+	lastHash time.Time
+}
+
+func (w *watcher) start() (stop func() string) {
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for w.found == "" {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			w.found = w.look()
+		}
+	}()
+	return func() string {
+		close(w.stop)
+		<-w.done
+		return w.found
+	}
+}
+
+func (w *watcher) look() string {
+	if !w.upload {
+		if _, err := os.Stat(w.dst + ".ferry-ranges"); err == nil {
+			return ""
+		}
+	}
+	fi, err := os.Stat(w.dst)
+	if err != nil {
+		return ""
+	}
+	if fi.Size() != w.size {
+		return fmt.Sprintf("%s held %d of %d bytes with nothing marking it partial", filepath.Base(w.dst), fi.Size(), w.size)
+	}
+	if time.Since(w.lastHash) < 50*time.Millisecond {
+		return ""
+	}
+	w.lastHash = time.Now()
+	if !w.upload {
+		// Hashing takes a while: only a file that stays unmarked
+		// throughout counts.
+		sum, _, err := fileSum(w.dst)
+		if _, rerr := os.Stat(w.dst + ".ferry-ranges"); err != nil || rerr == nil {
+			return ""
+		}
+		if sum != w.want {
+			return fmt.Sprintf("%s held %d bytes other than the source's with nothing marking it partial", filepath.Base(w.dst), w.size)
+		}
+		return ""
+	}
+	if sum, _, err := fileSum(w.dst); err == nil && sum != w.want {
+		return fmt.Sprintf("%s held %d bytes other than the source's", filepath.Base(w.dst), w.size)
+	}
+	return ""
 }
