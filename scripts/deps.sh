@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run against (the GCT GridFTP server,
 # globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
-# PostgreSQL, whose private clusters the history tests start, and
-# Prometheus, which the metrics test starts to scrape ferry serve) on
+# PostgreSQL, whose private clusters the history tests start,
+# Prometheus, which the metrics test starts to scrape ferry serve, and
+# Chromium, the browser of the ferry web tests) on
 # Debian/Ubuntu when any is missing, then downloads the Go modules. Used by
 # "make deps".
 set -euo pipefail
@@ -22,6 +23,9 @@ command -v grid-cert-info >/dev/null || missing+=(globus-gsi-cert-utils-progs)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 # The Prometheus server, for the end-to-end test of ferry serve -metrics.
 command -v prometheus >/dev/null || missing+=(prometheus)
+# Debian's Chromium, which the tests of ferry web (web/) drive headless
+# over the DevTools protocol (chromedp).
+command -v chromium >/dev/null || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -41,7 +45,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL and Prometheus are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Prometheus and Chromium are installed"
 fi
 
 go mod download

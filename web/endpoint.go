@@ -22,6 +22,7 @@ import (
 type endpoint struct {
 	ID      string `json:"id"`
 	Display string `json:"url"`  // the URL without password
+	Base    string `json:"base"` // the URL prefix of its paths: "file://", "ftp://user@host:port"
 	Home    string `json:"home"` // the path the pane opens at
 	local   bool
 	root    string            // local: the allowed root it lies in
@@ -64,7 +65,7 @@ func (a *App) newEndpoint(ctx context.Context, req openRequest) (*endpoint, erro
 			return nil, err
 		}
 		ep.local, ep.root, ep.Home = true, root, p
-		ep.Display = "file://" + filepath.ToSlash(p)
+		ep.Display, ep.Base = "file://"+filepath.ToSlash(p), "file://"
 		if _, err := ep.lstatLocal(p); err != nil {
 			return nil, err
 		}
@@ -77,10 +78,11 @@ func (a *App) newEndpoint(ctx context.Context, req openRequest) (*endpoint, erro
 			l.Pass, l.HasPass = req.Password, req.Password != ""
 		}
 		ep.loc = l
-		ep.Display = "ftp://" + l.Addr
+		ep.Base = "ftp://" + l.Addr
 		if l.HasUser {
-			ep.Display = "ftp://" + l.User + "@" + l.Addr
+			ep.Base = "ftp://" + l.User + "@" + l.Addr
 		}
+		ep.Display = ep.Base
 		c, err := ep.dial(ctx)
 		if err != nil {
 			return nil, err
@@ -199,7 +201,7 @@ func (ep *endpoint) location(p string) transfer.Location {
 	}
 	l := ep.loc
 	l.Path = p
-	l.Display = ep.Display + p
+	l.Display = ep.Base + p
 	return l
 }
 

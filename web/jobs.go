@@ -266,7 +266,7 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	p.TCPBuffer = min(max(p.TCPBuffer, 0), 1<<30)
 	p.BlockSize = min(max(p.BlockSize, 0), 64<<20)
 	j := &job{
-		ID: newToken()[:16], Src: src.Display + req.SrcDir, Dst: dst.Display + req.DstDir, Names: req.Names,
+		ID: newToken()[:16], Src: src.Base + src.clean(req.SrcDir), Dst: dst.Base + dst.clean(req.DstDir), Names: req.Names,
 		State: stateQueued, Files: len(items), Params: p, Created: time.Now().UTC(),
 		items: items, src: src, dst: dst,
 	}
@@ -304,7 +304,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		j.Current = it.src
 		u.bumpLocked()
 		u.mu.Unlock()
-		var lastT time.Time
+		lastT := time.Now()
 		var lastStreams []int64
 		req := transfer.Request{Src: j.src.location(it.src), Dst: j.dst.location(it.dst), Options: o, CreateDirs: true}
 		var res transfer.Result
@@ -324,13 +324,16 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 					j.ETA = 0
 				}
 			}
-			if !lastT.IsZero() && len(lastStreams) == len(e.Progress.Streams) {
-				dt := now.Sub(lastT).Seconds()
-				if dt > 0 {
-					j.Streams = make([]float64, len(e.Progress.Streams))
-					for k, b := range e.Progress.Streams {
-						j.Streams[k] = float64(b-lastStreams[k]) / dt
+			// Each stream's rate since the last report (the file's start
+			// for a stream new since then).
+			if dt := now.Sub(lastT).Seconds(); dt > 0 {
+				j.Streams = make([]float64, len(e.Progress.Streams))
+				for k, b := range e.Progress.Streams {
+					var prev int64
+					if k < len(lastStreams) {
+						prev = lastStreams[k]
 					}
+					j.Streams[k] = float64(max(b-prev, 0)) / dt
 				}
 			}
 			lastT, lastStreams = now, append(lastStreams[:0], e.Progress.Streams...)

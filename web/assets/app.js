@@ -420,7 +420,7 @@ async function startCopy(from, to, names) {
     return;
   }
   const d = $("#advice-dialog");
-  $("#advice-what").textContent = `${adv.files} file(s), ${fmtBytes(adv.bytes)}: ${from.ep.url}${from.path} → ${to.ep.url}${to.path}`;
+  $("#advice-what").textContent = `${adv.files} file(s), ${fmtBytes(adv.bytes)}: ${from.ep.base}${from.path} → ${to.ep.base}${to.path}`;
   $("#advice-eta").textContent = fmtDur(adv.eta);
   $("#advice-rate").textContent = adv.rate > 0 ? `(at ${fmtBytes(adv.rate)}/s, ${adv.basis})` : `(${adv.basis}: no rate known yet)`;
   $("#advice-reason").textContent = adv.reason || "";

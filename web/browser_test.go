@@ -1,0 +1,283 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/ferrygrid/ferry/internal/history"
+)
+
+// browser starts a headless Chromium (Debian's chromium, installed by
+// scripts/deps.sh) for the test and returns a tab's context; the browser
+// is killed when the test ends. The test is skipped without chromium.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		if exe, err = exec.LookPath("chromium-browser"); err != nil {
+			t.Skip("chromium not installed (scripts/deps.sh installs it)")
+		}
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // tests run as root
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+		cancel()
+	})
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return bctx
+}
+
+type step = chromedp.Action[chromedp.Void]
+
+// run runs browser steps, failing the test on error.
+func run(t *testing.T, ctx context.Context, what string, steps ...step) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs one browser action that returns a value.
+func get[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return get(t, ctx, chromedp.Text(chromedp.CSS(sel)))
+}
+
+// until waits until the JavaScript expression is true.
+func until(expr string) step {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(30*time.Second))(ctx, tg)
+		return chromedp.Void{}, err
+	}
+}
+
+// setValue sets an input's value.
+func setValue(sel, v string) step {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+jsString(sel)+`); e.value = `+jsString(v)+`; return true; })()`)(ctx, tg)
+		return chromedp.Void{}, err
+	}
+}
+
+func visible(sel string) step { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+func click(sel string) step   { return chromedp.Click(chromedp.CSS(sel)) }
+func keys(sel, v string) step { return chromedp.SendKeys(chromedp.CSS(sel), v) }
+
+// shot saves a screenshot of the page as docs/NAME.png when
+// FERRY_WEB_SCREENSHOTS names a directory.
+func shot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("FERRY_WEB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+}
+
+// dragJS drags the entry named name of pane from to pane to with
+// synthesized HTML5 drag events carrying a DataTransfer (Chromium cannot
+// be made to start a native drag headless).
+const dragJS = `((from, name, to) => {
+  const src = document.querySelector('[data-pane="' + from + '"] tr.entry[data-name="' + name + '"]');
+  const dst = document.querySelector('[data-pane="' + to + '"] .listing');
+  if (!src || !dst) return "no such entry or pane";
+  const dt = new DataTransfer();
+  const ev = (type, target) => { const e = new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: dt}); target.dispatchEvent(e); return e; };
+  ev("dragstart", src);
+  ev("dragenter", dst);
+  if (!ev("dragover", dst).defaultPrevented) return "drop refused";
+  ev("drop", dst);
+  ev("dragend", src);
+  return "ok";
+})`
+
+func entrySel(pane, name string) string {
+	return `[data-pane="` + pane + `"] tr.entry[data-name="` + name + `"]`
+}
+
+// TestBrowserCopy drives the whole path in a real Chromium: a wrong
+// password, the login, a Ferry server in the left pane and file:// in
+// the right, a file copied with the keyboard path (select, Copy) and a
+// directory dragged across, each after the advisor's dialog with an
+// ETA, progress to 100 %, byte-identical copies, the history table, and
+// a large transfer cancelled midway.
+func TestBrowserCopy(t *testing.T) {
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	data := randomData(8<<20 + 3)
+	writeFile(t, filepath.Join(f.dir, "a.bin"), data)
+	writeFile(t, filepath.Join(f.dir, "tree", "x.txt"), []byte("x file"))
+	writeFile(t, filepath.Join(f.dir, "tree", "sub", "y.txt"), randomData(100<<10))
+	writeFile(t, filepath.Join(f.dir, "slow.bin"), randomData(96<<20))
+	ctx := browser(t)
+
+	run(t, ctx, "wrong password",
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", "alice"),
+		keys("#login-password", "not-her-password"),
+		click("#login-submit"),
+		until(`document.querySelector("#login-error").textContent !== ""`),
+	)
+	if msg := text(t, ctx, "#login-error"); msg != "wrong user name or password" {
+		t.Fatalf("wrong password message %q", msg)
+	}
+	shot(t, ctx, "web-login")
+	run(t, ctx, "log in",
+		setValue("#login-password", ""),
+		keys("#login-password", "alice-secret"),
+		click("#login-submit"),
+		visible("#browse-view"),
+	)
+	run(t, ctx, "open the panes",
+		keys(`[data-pane="left"] .url`, f.url+"/"),
+		click(`[data-pane="left"] .open-button`),
+		visible(entrySel("left", "a.bin")),
+		keys(`[data-pane="right"] .url`, "file://"+ta.root),
+		click(`[data-pane="right"] .open-button`),
+		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(ta.root)),
+	)
+
+	// The keyboard path: select, then Copy.
+	run(t, ctx, "copy a.bin with the button",
+		click(entrySel("left", "a.bin")+" .name"),
+		click(`[data-pane="left"] .copy`),
+		visible("#advice-dialog[open]"),
+	)
+	if eta := text(t, ctx, "#advice-eta"); eta == "" {
+		t.Errorf("the dialog shows no ETA")
+	}
+	shot(t, ctx, "web-advice")
+	run(t, ctx, "confirm and finish",
+		click("#advice-confirm"),
+		visible(`#jobs tr.job[data-state="done"]`),
+		visible(entrySel("right", "a.bin")),
+	)
+	if msg := text(t, ctx, `#jobs tr.job[data-state="done"] .pct`); msg != "100 %" {
+		t.Errorf("finished job shows %q", msg)
+	}
+	if got, err := os.ReadFile(filepath.Join(ta.root, "a.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("a.bin: %d bytes, %v; want the %d bytes sent", len(got), err, len(data))
+	}
+	// The record feeds the advisor of the next copy: its ETA is known.
+	waitRecords(t, ta.hist, 1)
+
+	// A native HTML5 drag (chromedp intercepts it and replays it with
+	// Input.dispatchDragEvent).
+	run(t, ctx, "drag the tree across",
+		chromedp.DragAndDrop(chromedp.CSS(entrySel("left", "tree")+" .size"), chromedp.CSS(`[data-pane="right"] .listing`)),
+		visible("#advice-dialog[open]"),
+	)
+	eta, what := text(t, ctx, "#advice-eta"), text(t, ctx, "#advice-what")
+	if eta == "" || eta == "unknown" || !strings.HasPrefix(what, "2 file(s)") {
+		t.Errorf("drag dialog: ETA %q, %q", eta, what)
+	}
+	run(t, ctx, "confirm the drag",
+		setValue("#advice-parallel", "2"),
+		click("#advice-confirm"),
+		until(`document.querySelectorAll('#jobs tr.job[data-state="done"]').length === 2`),
+		visible(entrySel("right", "tree")),
+	)
+	for _, n := range []string{"tree/x.txt", "tree/sub/y.txt"} {
+		want, _ := os.ReadFile(filepath.Join(f.dir, n))
+		if got, err := os.ReadFile(filepath.Join(ta.root, n)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, or not the same bytes", n, err)
+		}
+	}
+	// The same with events the page makes itself, a drag of a file back.
+	if res := get(t, ctx, chromedp.Evaluate[string](dragJS+`("right", "a.bin", "left")`)); res != "ok" {
+		t.Fatalf("synthesized drag: %s", res)
+	}
+	run(t, ctx, "cancel the dialog", visible("#advice-dialog[open]"), click("#advice-cancel"), chromedp.WaitNotVisible(chromedp.CSS("#advice-dialog")))
+	shot(t, ctx, "web-panes")
+
+	// A large transfer, cancelled midway.
+	run(t, ctx, "start the large copy",
+		click(entrySel("left", "slow.bin")+" .name"),
+		click(`[data-pane="left"] .copy`),
+		visible("#advice-dialog[open]"),
+		click("#advice-confirm"),
+		until(`(() => { const p = document.querySelector('#jobs tr.job[data-state="running"] progress'); return p !== null && p.value > 0; })()`),
+	)
+	shot(t, ctx, "web-progress")
+	run(t, ctx, "cancel it",
+		click(`#jobs tr.job[data-state="running"] .cancel-job`),
+		visible(`#jobs tr.job[data-state="cancelled"]`),
+	)
+	if msg := text(t, ctx, `#jobs tr.job[data-state="cancelled"] .pct`); msg == "100 %" {
+		t.Errorf("the cancelled copy shows 100 %%")
+	}
+	if jobs := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#jobs tr.job").length`)); jobs != 3 {
+		t.Errorf("%d jobs in the table, want 3 (a.bin, tree, slow.bin)", jobs)
+	}
+
+	// The history table.
+	waitRecords(t, ta.hist, 4)
+	run(t, ctx, "history",
+		click("#tab-history"),
+		until(`document.querySelectorAll("#history tr.history-row").length >= 4`),
+	)
+	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#history tr.history-row[data-outcome="cancelled"]').length`)); n != 1 {
+		t.Errorf("%d cancelled rows in the history table, want 1", n)
+	}
+	shot(t, ctx, "web-history")
+}
+
+func jsString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// waitRecords waits until the history holds at least n records.
+func waitRecords(t *testing.T, st history.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		recs, err := st.Records(context.Background(), history.Filter{})
+		if err == nil && len(recs) >= n {
+			return
+		}
+	}
+	t.Fatalf("the history never held %d records", n)
+}
