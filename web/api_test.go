@@ -2,11 +2,14 @@ package web
 
 import (
 	"bytes"
+	"crypto/md5"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoginCookieAndCSRF(t *testing.T) {
@@ -176,8 +179,14 @@ func TestCopyFTPToFileAndBack(t *testing.T) {
 	var j job
 	c.must("POST", "/api/jobs", req, &j)
 	j = c.waitJob(j.ID, stateDone, stateFailed, stateCancelled)
-	if j.State != stateDone || j.Bytes != j.Total || j.Done != 3 {
+	if j.State != stateDone || j.Bytes != j.Total || j.Done != 3 || j.Verified != "MD5" {
 		t.Fatalf("job %+v", j)
+	}
+	var sum1, sum2 checksumReply
+	c.must("POST", "/api/checksum", fileOpRequest{EP: src.ID, Dir: "/", Name: "a.bin"}, &sum1)
+	c.must("POST", "/api/checksum", fileOpRequest{EP: dst.ID, Dir: ta.root, Name: "a.bin"}, &sum2)
+	if want := fmt.Sprintf("%x", md5.Sum(data)); sum1.Sum != want || sum2.Sum != want || sum1.Alg != "MD5" {
+		t.Errorf("checksums %+v %+v, want MD5 %s", sum1, sum2, want)
 	}
 	for name, want := range map[string][]byte{"a.bin": data, "tree/x.txt": []byte("x"), "tree/sub/y.txt": []byte("yy")} {
 		got, err := os.ReadFile(filepath.Join(ta.root, name))
@@ -261,5 +270,56 @@ func TestUserIsolation(t *testing.T) {
 	alice.must("GET", "/api/history", nil, &hist)
 	if len(hist) != 1 || hist[0].Outcome != "cancelled" {
 		t.Errorf("alice's history: %+v", hist)
+	}
+}
+
+func TestRetryResumes(t *testing.T) {
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	// Larger than what the engine copies whole to a temporary file:
+	// this one is written in place, with its resume state beside it.
+	data := randomData(80 << 20)
+	writeFile(t, filepath.Join(f.dir, "slow.bin"), data)
+	c := ta.client(t)
+	c.login("alice")
+	src := c.open(f.url + "/")
+	dst := c.open("file://" + ta.root)
+	var j job
+	c.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"slow.bin"}, Dst: dst.ID, DstDir: ta.root, Params: &jobParams{Parallel: 4}}, &j)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var jobs []job
+		c.must("GET", "/api/jobs", nil, &jobs)
+		if jobs[0].Bytes > 4<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %+v", jobs[0])
+		}
+	}
+	if code, _ := c.do("POST", "/api/jobs/"+j.ID+"/retry", nil, nil); code != http.StatusConflict {
+		t.Errorf("retry of a running job: %d, want 409", code)
+	}
+	c.must("POST", "/api/jobs/"+j.ID+"/cancel", nil, nil)
+	cancelled := c.waitJob(j.ID, stateCancelled, stateDone, stateFailed)
+	if cancelled.State != stateCancelled {
+		t.Fatalf("job %+v", cancelled)
+	}
+	f.slow.Store(false)
+	var r job
+	c.must("POST", "/api/jobs/"+j.ID+"/retry", nil, &r)
+	if r = c.waitJob(r.ID, stateDone, stateFailed, stateCancelled); r.State != stateDone || !r.Resume || r.Verified != "MD5" {
+		t.Fatalf("retry %+v", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ta.root, "slow.bin")); !bytes.Equal(got, data) {
+		t.Errorf("retried copy: %d bytes, not the original", len(got))
+	}
+	var hist []historyRow
+	c.must("GET", "/api/history", nil, &hist)
+	if len(hist) != 2 || hist[0].Outcome != "ok" || hist[1].Outcome != "cancelled" {
+		t.Fatalf("history %+v", hist)
+	}
+	// The retry resumed: it moved less than the whole file.
+	if hist[0].Bytes >= int64(len(data)) {
+		t.Errorf("the retry moved %d bytes of %d: not resumed", hist[0].Bytes, len(data))
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// minute.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// MaxRunning bounds the jobs that run at once (the others wait,
+	// queued); 0 means 4.
+	MaxRunning int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
 }
@@ -56,6 +59,7 @@ type App struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running jobs
 	closed sync.Once
+	slots  chan struct{} // one per running job
 
 	mu       sync.Mutex
 	sessions map[string]*session   // by token; guarded by mu
@@ -77,10 +81,13 @@ func New(cfg Config) (*App, error) {
 	if cfg.LoginWindow <= 0 {
 		cfg.LoginWindow = time.Minute
 	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 4
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &App{cfg: cfg, sessions: map[string]*session{}, users: map[string]*userState{}}
+	a := &App{cfg: cfg, sessions: map[string]*session{}, users: map[string]*userState{}, slots: make(chan struct{}, cfg.MaxRunning)}
 	for _, r := range cfg.Roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -148,6 +155,8 @@ func (a *App) routes() {
 	m.HandleFunc("POST /api/jobs", a.authed(true, a.startJob))
 	m.HandleFunc("GET /api/jobs", a.authed(false, a.listJobs))
 	m.HandleFunc("POST /api/jobs/{id}/cancel", a.authed(true, a.cancelJob))
+	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, a.retryJob))
+	m.HandleFunc("POST /api/checksum", a.authed(true, a.checksum))
 	m.HandleFunc("GET /api/events", a.authed(false, a.events))
 	m.HandleFunc("GET /api/history", a.authed(false, a.history))
 	a.mux = m

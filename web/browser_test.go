@@ -3,6 +3,8 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,12 +245,33 @@ func TestBrowserCopy(t *testing.T) {
 	if jobs := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#jobs tr.job").length`)); jobs != 3 {
 		t.Errorf("%d jobs in the table, want 3 (a.bin, tree, slow.bin)", jobs)
 	}
+	// Retry resumes it; the finished copy is verified.
+	f.slow.Store(false)
+	run(t, ctx, "retry",
+		click(`#jobs tr.job[data-state="cancelled"] .retry-job`),
+		until(`document.querySelectorAll('#jobs tr.job[data-state="done"]').length === 3`),
+	)
+	if st := text(t, ctx, `#jobs tr.job:first-child .state`); st != "done (resumed), verified MD5" {
+		t.Errorf("retried job's state %q", st)
+	}
+	slow, _ := os.ReadFile(filepath.Join(f.dir, "slow.bin"))
+	if got, _ := os.ReadFile(filepath.Join(ta.root, "slow.bin")); !bytes.Equal(got, slow) {
+		t.Errorf("slow.bin after the retry: %d bytes, not the original", len(got))
+	}
+	run(t, ctx, "checksum",
+		click(entrySel("right", "a.bin")+" .name"),
+		click(`[data-pane="right"] .checksum`),
+		until(`document.querySelector('[data-pane="right"] .status').textContent.startsWith("MD5 ")`),
+	)
+	if st, want := text(t, ctx, `[data-pane="right"] .status`), fmt.Sprintf("MD5 %x  a.bin", md5.Sum(data)); st != want {
+		t.Errorf("checksum shows %q, want %q", st, want)
+	}
 
 	// The history table.
-	waitRecords(t, ta.hist, 4)
+	waitRecords(t, ta.hist, 5)
 	run(t, ctx, "history",
 		click("#tab-history"),
-		until(`document.querySelectorAll("#history tr.history-row").length >= 4`),
+		until(`document.querySelectorAll("#history tr.history-row").length >= 5`),
 	)
 	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#history tr.history-row[data-outcome="cancelled"]').length`)); n != 1 {
 		t.Errorf("%d cancelled rows in the history table, want 1", n)

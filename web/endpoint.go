@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/transfer"
 )
 
@@ -369,6 +370,40 @@ func (ep *endpoint) remove(ctx context.Context, p string, dir bool) error {
 		return c.Rmdir(ctx, p)
 	}
 	return c.Delete(ctx, p)
+}
+
+// checksum returns the verifyAlg checksum of the file p.
+func (ep *endpoint) checksum(ctx context.Context, p string) (string, error) {
+	if ep.local {
+		rel, err := ep.rel(p)
+		if err != nil {
+			return "", err
+		}
+		r, err := ep.openRoot()
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		f, err := r.Open(rel)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return "", err
+		}
+		if !fi.Mode().IsRegular() {
+			return "", fmt.Errorf("%s is not a file", p)
+		}
+		return checksum.Compute(ctx, f, fi.Size(), 0, -1, verifyAlg)
+	}
+	c, err := ep.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	return c.Checksum(ctx, verifyAlg, p, 0, -1)
 }
 
 // endpointOf returns u's endpoint id, or writes 404.

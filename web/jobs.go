@@ -238,6 +238,11 @@ type job struct {
 	ETA     float64   `json:"eta"`               // seconds; 0 unknown
 	Streams []float64 `json:"streams,omitempty"` // bytes per second of each data connection of the current file
 	Params  jobParams `json:"params"`
+	// Verified names the checksum algorithm that verified every file
+	// of a finished job ("" when not verified: two local ends).
+	Verified string `json:"verified,omitempty"`
+	// Resume: a retry resumes partial files.
+	Resume  bool      `json:"resume,omitempty"`
 	Created time.Time `json:"created"`
 	Started time.Time `json:"started,omitzero"`
 	Ended   time.Time `json:"ended,omitzero"`
@@ -267,10 +272,15 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	p.BlockSize = min(max(p.BlockSize, 0), 64<<20)
 	j := &job{
 		ID: newToken()[:16], Src: src.Base + src.clean(req.SrcDir), Dst: dst.Base + dst.clean(req.DstDir), Names: req.Names,
-		State: stateQueued, Files: len(items), Params: p, Created: time.Now().UTC(),
-		items: items, src: src, dst: dst,
+		Params: p, items: items, src: src, dst: dst,
 	}
-	for _, it := range items {
+	writeJSON(w, http.StatusOK, a.enqueue(u, j))
+}
+
+// enqueue starts j for u and returns a snapshot of it.
+func (a *App) enqueue(u *userState, j *job) job {
+	j.State, j.Files, j.Created = stateQueued, len(j.items), time.Now().UTC()
+	for _, it := range j.items {
 		j.Total += max(it.size, 0)
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
@@ -282,18 +292,53 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	snap := *j
 	u.mu.Unlock()
 	a.wg.Go(func() { a.run(ctx, u, j) })
-	writeJSON(w, http.StatusOK, &snap)
+	return snap
+}
+
+// retryJob runs a failed or cancelled job again, resuming its partial
+// files.
+func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	u.mu.Lock()
+	old := u.jobs[r.PathValue("id")]
+	var state string
+	if old != nil {
+		state = old.State
+	}
+	u.mu.Unlock()
+	if old == nil {
+		writeError(w, http.StatusNotFound, "no such job")
+		return
+	}
+	if state != stateFailed && state != stateCancelled {
+		writeError(w, http.StatusConflict, "only a failed or cancelled job can be retried")
+		return
+	}
+	j := &job{
+		ID: newToken()[:16], Src: old.Src, Dst: old.Dst, Names: old.Names,
+		Params: old.Params, Resume: true, items: old.items, src: old.src, dst: old.dst,
+	}
+	writeJSON(w, http.StatusOK, a.enqueue(u, j))
 }
 
 // run copies j's files one after the other with the user's engine.
 func (a *App) run(ctx context.Context, u *userState, j *job) {
 	defer j.cancel()
+	select {
+	case a.slots <- struct{}{}:
+		defer func() { <-a.slots }()
+	case <-ctx.Done():
+	}
 	u.mu.Lock()
 	j.State, j.Started = stateRunning, time.Now().UTC()
 	u.bumpLocked()
 	u.mu.Unlock()
 	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
-		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second))}
+		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
+		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
+	if !j.src.local || !j.dst.local {
+		// Each file's checksum is compared after its copy.
+		o.Verify, o.ChecksumAlg = true, verifyAlg
+	}
 	var before int64 // bytes of the files done
 	var err error
 	for i, it := range j.items {
@@ -363,8 +408,43 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		j.State, j.Error = stateFailed, transfer.Describe(err)
 	default:
 		j.State = stateDone
+		if o.Verify {
+			j.Verified = o.ChecksumAlg
+		}
 	}
 	u.bumpLocked()
+}
+
+// verifyAlg is the checksum algorithm of copies and of the checksum
+// button: one GCT and Ferry servers both offer.
+const verifyAlg = "MD5"
+
+type checksumReply struct {
+	Alg string `json:"alg"`
+	Sum string `json:"sum"`
+}
+
+// checksum computes a file's checksum where it lies: on the server
+// (CKSM), or here for a local file.
+func (a *App) checksum(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	var req fileOpRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	ep := u.endpointOf(w, req.EP)
+	if ep == nil {
+		return
+	}
+	if err := checkName(req.Name); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sum, err := ep.checksum(r.Context(), ep.join(ep.clean(req.Dir), req.Name))
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, checksumReply{Alg: verifyAlg, Sum: sum})
 }
 
 // snapshotLocked copies u's jobs, oldest first; u.mu must be held.

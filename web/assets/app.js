@@ -135,6 +135,7 @@ function setupPanes() {
     $(".rename", root).addEventListener("click", () => rename(p));
     $(".delete", root).addEventListener("click", () => remove(p));
     $(".copy", root).addEventListener("click", () => copySelected(p));
+    $(".checksum", root).addEventListener("click", () => checksum(p));
     $(".copy", root).textContent = side === "left" ? "Copy →" : "← Copy";
     for (const th of $$("th[data-sort]", root)) {
       th.addEventListener("click", () => {
@@ -254,6 +255,7 @@ function render(p) {
   }
   const tbody = $("tbody", p.root);
   tbody.replaceChildren(frag);
+  $(".status", p.root).classList.remove("checksums");
   $(".status", p.root).textContent = `${es.length} of ${p.entries.length} entries, ${p.selected.size} selected`;
 }
 
@@ -364,6 +366,23 @@ async function remove(p) {
   load(p, p.path);
 }
 
+async function checksum(p) {
+  const files = p.entries.filter((e) => p.selected.has(e.name) && e.type === "file");
+  if (!p.ep || files.length === 0) { paneError(p, "Select the files to checksum."); return; }
+  const out = $(".status", p.root);
+  const lines = [];
+  for (const f of files) {
+    try {
+      const r = await api("POST", "/api/checksum", { ep: p.ep.id, dir: p.path, name: f.name });
+      lines.push(`${r.alg} ${r.sum}  ${f.name}`);
+    } catch (e) {
+      lines.push(`${f.name}: ${e.message}`);
+    }
+  }
+  out.textContent = lines.join("\n");
+  out.classList.add("checksums");
+}
+
 // ---- copy: drag and drop, or select and press Copy ----
 
 function dragStart(p, ev) {
@@ -468,14 +487,16 @@ function renderJobs() {
       el("span", { class: "muted", text: ` ${fmtBytes(j.bytes)} of ${fmtBytes(j.total)}, ${j.done}/${j.files} files` }));
     const streams = (j.streams || []).map((r) => fmtBytes(r) + "/s").join(", ");
     const act = el("td");
-    if (j.state === "queued" || j.state === "running") {
-      const b = el("button", { type: "button", class: "cancel-job", text: "Cancel" });
-      b.addEventListener("click", () => api("POST", `/api/jobs/${encodeURIComponent(j.id)}/cancel`).catch((e) => alert(e.message)));
+    const action = (cls, label, verb) => {
+      const b = el("button", { type: "button", class: cls, text: label });
+      b.addEventListener("click", () => api("POST", `/api/jobs/${encodeURIComponent(j.id)}/${verb}`).catch((e) => { tr.querySelector(".state").textContent = e.message; }));
       act.append(b);
-    }
+    };
+    if (j.state === "queued" || j.state === "running") action("cancel-job", "Cancel", "cancel");
+    if (j.state === "failed" || j.state === "cancelled") action("retry-job", "Retry", "retry");
     tr.append(
       el("td", { class: "what", text: `${j.names.join(", ")}: ${j.src} → ${j.dst}` }),
-      el("td", { class: "state", text: j.state + (j.error ? ": " + j.error : "") }),
+      el("td", { class: "state", text: j.state + (j.resume ? " (resumed)" : "") + (j.verified ? ", verified " + j.verified : "") + (j.error ? ": " + j.error : "") }),
       cell,
       el("td", { class: "num rate", text: j.rate > 0 ? fmtBytes(j.rate) + "/s" : "" }),
       el("td", { class: "eta", text: j.state === "running" ? fmtDur(j.eta) : "" }),
