@@ -90,6 +90,14 @@ func setValue(sel, v string) step {
 	}
 }
 
+// js evaluates a JavaScript expression that returns true.
+func js(expr string) step {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool](expr)(ctx, tg)
+		return chromedp.Void{}, err
+	}
+}
+
 func visible(sel string) step { return chromedp.WaitVisible(chromedp.CSS(sel)) }
 func click(sel string) step   { return chromedp.Click(chromedp.CSS(sel)) }
 func keys(sel, v string) step { return chromedp.SendKeys(chromedp.CSS(sel), v) }
@@ -303,4 +311,113 @@ func waitRecords(t *testing.T, st history.Store, n int) {
 		}
 	}
 	t.Fatalf("the history never held %d records", n)
+}
+
+// TestBrowserLoad: a directory of 10,000 entries lists, sorts and
+// filters quickly, and 20 transfers at once leave the page responsive.
+func TestBrowserLoad(t *testing.T) {
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	big := filepath.Join(ta.root, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10000 {
+		if err := os.WriteFile(filepath.Join(big, fmt.Sprintf("file-%05d.dat", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		writeFile(t, filepath.Join(f.dir, fmt.Sprintf("slow-%02d.bin", i)), randomData(3<<20))
+	}
+	ctx := browser(t)
+	run(t, ctx, "log in",
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", "bob"),
+		keys("#login-password", "bob-secret"),
+		click("#login-submit"),
+		visible("#browse-view"),
+	)
+	start := time.Now()
+	run(t, ctx, "open 10,000 entries",
+		keys(`[data-pane="right"] .url`, "file://"+big),
+		click(`[data-pane="right"] .open-button`),
+		until(`document.querySelector('[data-pane="right"] .status').textContent.startsWith("10000 of 10000 entries")`),
+		visible(entrySel("right", "file-00000.dat")),
+	)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("listing 10,000 entries took %v", d)
+	}
+	// Rows come in chunks as the listing scrolls.
+	rows := func() int {
+		return get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-pane="right"] tr.entry').length`))
+	}
+	n0 := rows()
+	run(t, ctx, "scroll", js(`(() => { const l = document.querySelector('[data-pane="right"] .listing'); l.scrollTop = l.scrollHeight; return true; })()`),
+		until(`document.querySelectorAll('[data-pane="right"] tr.entry').length > `+fmt.Sprint(n0)))
+	if n0 < 50 || n0 >= 10000 {
+		t.Errorf("%d rows rendered at first", n0)
+	}
+	// Sorting and filtering happen in the page: time them there.
+	ms := get(t, ctx, chromedp.Evaluate[float64](`(() => {
+		const t0 = performance.now();
+		document.querySelector('[data-pane="right"] th[data-sort="name"]').click(); // descending
+		const f = document.querySelector('[data-pane="right"] .filter');
+		f.value = "file-0999"; f.dispatchEvent(new Event("input"));
+		return performance.now() - t0;
+	})()`))
+	if ms > 500 {
+		t.Errorf("sorting and filtering 10,000 entries took %.0f ms", ms)
+	}
+	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-pane="right"] tr.entry').length`)); n != 10 {
+		t.Errorf("filter shows %d entries, want 10", n)
+	}
+	if first := get(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-pane="right"] tr.entry').dataset.name`)); first != "file-09999.dat" {
+		t.Errorf("descending sort starts with %q", first)
+	}
+
+	// 20 copies at once, started the way the dialog starts them.
+	run(t, ctx, "open the server",
+		keys(`[data-pane="left"] .url`, f.url+"/"),
+		click(`[data-pane="left"] .open-button`),
+		visible(entrySel("left", "slow-19.bin")),
+	)
+	started := get(t, ctx, chromedp.Evaluate[int](`(async () => {
+		const l = app.panes.left, r = app.panes.right;
+		await api("POST", "/api/mkdir", {ep: r.ep.id, dir: r.path, name: "in"});
+		const names = l.entries.map((e) => e.name);
+		await Promise.all(names.map((n) => api("POST", "/api/jobs", {src: l.ep.id, srcDir: l.path, names: [n], dst: r.ep.id, dstDir: r.path + "/in", params: {parallel: 2, tcpBuffer: 0, blockSize: 0, predictedEta: 0}})));
+		return names.length;
+	})()`, chromedp.EvalAwaitPromise))
+	if started != 20 {
+		t.Fatalf("started %d jobs", started)
+	}
+	run(t, ctx, "transfers shown", until(`document.querySelectorAll("#jobs tr.job").length === 20`))
+	// While they run, the page answers: a filter keystroke re-renders
+	// the 10,000-entry pane, and the event loop stays free.
+	worst := 0.0
+	for i := 0; i < 10; i++ {
+		ms := get(t, ctx, chromedp.Evaluate[float64](`(async () => {
+			const t0 = performance.now();
+			const f = document.querySelector('[data-pane="right"] .filter');
+			f.value = f.value === "" ? "file-00" : ""; f.dispatchEvent(new Event("input"));
+			await new Promise((res) => setTimeout(res, 0));
+			return performance.now() - t0;
+		})()`, chromedp.EvalAwaitPromise))
+		worst = max(worst, ms)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if worst > 1500 {
+		t.Errorf("the page took up to %.0f ms to answer during 20 transfers", worst)
+	}
+	run(t, ctx, "all done", until(`document.querySelectorAll('#jobs tr.job[data-state="done"]').length === 20`))
+	for i := range 20 {
+		n := fmt.Sprintf("slow-%02d.bin", i)
+		want, _ := os.ReadFile(filepath.Join(f.dir, n))
+		if got, err := os.ReadFile(filepath.Join(big, "in", n)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, or not the same bytes", n, err)
+		}
+	}
+	t.Logf("worst answer during 20 transfers: %.0f ms", worst)
 }

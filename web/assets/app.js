@@ -126,7 +126,7 @@ function setupPanes() {
   for (const side of ["left", "right"]) {
     const root = $(`.pane[data-pane="${side}"]`);
     root.append($("#pane-template").content.cloneNode(true));
-    const p = { side, root, ep: null, path: "", entries: [], sort: { key: "name", dir: 1 }, selected: new Set(), anchor: null };
+    const p = { side, root, ep: null, path: "", entries: [], view: [], shown: 0, sort: { key: "name", dir: 1 }, selected: new Set(), anchor: null };
     app.panes[side] = p;
     $("form.open", root).addEventListener("submit", (ev) => { ev.preventDefault(); openEndpoint(p); });
     $(".filter", root).addEventListener("input", () => render(p));
@@ -148,6 +148,7 @@ function setupPanes() {
     tbody.addEventListener("click", (ev) => rowClick(p, ev));
     tbody.addEventListener("keydown", (ev) => rowKey(p, ev));
     tbody.addEventListener("dragstart", (ev) => dragStart(p, ev));
+    $(".listing", root).addEventListener("scroll", () => scrolled(p));
     root.addEventListener("dragover", (ev) => dragOver(p, ev));
     root.addEventListener("dragleave", () => root.classList.remove("drop-target"));
     root.addEventListener("drop", (ev) => drop(p, ev));
@@ -215,21 +216,27 @@ function breadcrumbs(p) {
   }
 }
 
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
 function sorted(p) {
   const f = $(".filter", p.root).value.toLowerCase();
   let es = p.entries;
   if (f) es = es.filter((e) => e.name.toLowerCase().includes(f));
   const { key, dir } = p.sort;
+  const time = (e) => (e._t === undefined ? (e._t = Date.parse(e.mtime) || 0) : e._t);
   const cmp = (a, b) => {
     // Directories first, whatever the order.
     if ((a.type === "dir") !== (b.type === "dir")) return a.type === "dir" ? -1 : 1;
-    let x = a[key], y = b[key];
-    if (key === "name" || key === "perm") return dir * String(x).localeCompare(String(y));
-    if (key === "mtime") { x = Date.parse(x) || 0; y = Date.parse(y) || 0; }
-    return dir * ((x > y) - (x < y));
+    if (key === "name" || key === "perm") return dir * collator.compare(a[key] || "", b[key] || "");
+    const x = key === "mtime" ? time(a) : a[key], y = key === "mtime" ? time(b) : b[key];
+    return dir * ((x > y) - (x < y)) || collator.compare(a.name, b.name);
   };
   return es.slice().sort(cmp);
 }
+
+// Rows are rendered in chunks as the listing scrolls, so that a
+// directory of 10,000 entries opens, sorts and filters at once.
+const CHUNK = 250;
 
 function render(p) {
   breadcrumbs(p);
@@ -237,9 +244,23 @@ function render(p) {
     th.classList.toggle("sorted-asc", th.dataset.sort === p.sort.key && p.sort.dir > 0);
     th.classList.toggle("sorted-desc", th.dataset.sort === p.sort.key && p.sort.dir < 0);
   }
-  const es = sorted(p);
+  p.view = sorted(p);
+  p.shown = 0;
+  $("tbody", p.root).replaceChildren();
+  renderMore(p);
+  $(".status", p.root).classList.remove("checksums");
+  status(p);
+}
+
+function status(p) {
+  $(".status", p.root).textContent = `${p.view.length} of ${p.entries.length} entries, ${p.selected.size} selected`;
+}
+
+function renderMore(p) {
+  const end = Math.min(p.view.length, p.shown + CHUNK);
   const frag = document.createDocumentFragment();
-  for (const e of es) {
+  for (let i = p.shown; i < end; i++) {
+    const e = p.view[i];
     const sel = p.selected.has(e.name);
     const tr = el("tr", { class: `entry ${e.type}${sel ? " selected" : ""}`, "data-name": e.name, "data-type": e.type, draggable: true, tabIndex: 0 });
     const cb = el("input", { type: "checkbox", class: "select", checked: sel, tabIndex: -1 });
@@ -253,10 +274,13 @@ function render(p) {
     );
     frag.append(tr);
   }
-  const tbody = $("tbody", p.root);
-  tbody.replaceChildren(frag);
-  $(".status", p.root).classList.remove("checksums");
-  $(".status", p.root).textContent = `${es.length} of ${p.entries.length} entries, ${p.selected.size} selected`;
+  p.shown = end;
+  $("tbody", p.root).append(frag);
+}
+
+function scrolled(p) {
+  const l = $(".listing", p.root);
+  if (p.view && p.shown < p.view.length && l.scrollTop + l.clientHeight > l.scrollHeight - 400) renderMore(p);
 }
 
 function rowOf(ev) { return ev.target.closest("tr.entry"); }
@@ -268,7 +292,7 @@ function setSelected(p, names) {
     tr.classList.toggle("selected", on);
     $("input.select", tr).checked = on;
   }
-  $(".status", p.root).textContent = $(".status", p.root).textContent.replace(/\d+ selected$/, p.selected.size + " selected");
+  status(p);
 }
 
 function rowClick(p, ev) {
@@ -303,8 +327,10 @@ function rowKey(p, ev) {
     const s = new Set(p.selected);
     if (s.has(tr.dataset.name)) s.delete(tr.dataset.name); else s.add(tr.dataset.name);
     setSelected(p, s);
-  } else if (ev.key === "ArrowDown" && tr.nextElementSibling) {
-    ev.preventDefault(); tr.nextElementSibling.focus();
+  } else if (ev.key === "ArrowDown") {
+    ev.preventDefault();
+    if (!tr.nextElementSibling) renderMore(p);
+    if (tr.nextElementSibling) tr.nextElementSibling.focus();
   } else if (ev.key === "ArrowUp" && tr.previousElementSibling) {
     ev.preventDefault(); tr.previousElementSibling.focus();
   }
@@ -506,10 +532,19 @@ function renderJobs() {
     frag.append(tr);
     if ((j.state === "done" || j.state === "failed" || j.state === "cancelled") && !app.finished.has(j.id)) {
       app.finished.add(j.id);
-      for (const p of Object.values(app.panes)) if (p.ep) load(p, p.path);
+      // Show the new files in a pane that shows where they went, once
+      // for a burst of finished jobs.
+      for (const p of Object.values(app.panes)) {
+        if (p.ep && p.ep.base + p.path === j.dst) refreshSoon(p);
+      }
     }
   }
   tbody.replaceChildren(frag);
+}
+
+function refreshSoon(p) {
+  if (p.refresh) return;
+  p.refresh = setTimeout(() => { p.refresh = null; load(p, p.path); }, 300);
 }
 
 // ---- history ----
