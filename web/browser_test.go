@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/testutil/gct"
 )
 
 // browser starts a headless Chromium (Debian's chromium, installed by
@@ -420,4 +421,73 @@ func TestBrowserLoad(t *testing.T) {
 		}
 	}
 	t.Logf("worst answer during 20 transfers: %.0f ms", worst)
+}
+
+// TestBrowserGCT opens a Ferry server in the left pane and GCT's
+// globus-gridftp-server (anonymous) in the right, and drags a file and
+// a directory across: third-party copies, the bytes going from server
+// to server, verified by checksum.
+func TestBrowserGCT(t *testing.T) {
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	f.slow.Store(false)
+	data := randomData(5<<20 + 1)
+	writeFile(t, filepath.Join(f.dir, "a.bin"), data)
+	writeFile(t, filepath.Join(f.dir, "tree", "x.txt"), []byte("x file"))
+	writeFile(t, filepath.Join(f.dir, "tree", "sub", "y.txt"), randomData(70<<10))
+	gdir := gct.Dir(t)
+	gaddr := gct.Start(t, gdir)
+	ctx := browser(t)
+	run(t, ctx, "log in and open the panes",
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", "alice"),
+		keys("#login-password", "alice-secret"),
+		click("#login-submit"),
+		visible("#browse-view"),
+		keys(`[data-pane="left"] .url`, f.url+"/"),
+		click(`[data-pane="left"] .open-button`),
+		visible(entrySel("left", "a.bin")),
+		keys(`[data-pane="right"] .url`, "ftp://"+gaddr+gdir+"/"),
+		click(`[data-pane="right"] .open-button`),
+		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(gdir)),
+	)
+	run(t, ctx, "drag a.bin to GCT",
+		chromedp.DragAndDrop(chromedp.CSS(entrySel("left", "a.bin")+" .size"), chromedp.CSS(`[data-pane="right"] .listing`)),
+		visible("#advice-dialog[open]"),
+	)
+	if eta := text(t, ctx, "#advice-eta"); eta == "" {
+		t.Errorf("no ETA")
+	}
+	run(t, ctx, "confirm",
+		click("#advice-confirm"),
+		visible(`#jobs tr.job[data-state="done"]`),
+		visible(entrySel("right", "a.bin")),
+	)
+	run(t, ctx, "drag the tree to GCT",
+		chromedp.DragAndDrop(chromedp.CSS(entrySel("left", "tree")+" .size"), chromedp.CSS(`[data-pane="right"] .listing`)),
+		visible("#advice-dialog[open]"),
+		click("#advice-confirm"),
+		until(`document.querySelectorAll('#jobs tr.job[data-state="done"]').length === 2`),
+		visible(entrySel("right", "tree")),
+	)
+	if st := text(t, ctx, `#jobs tr.job:first-child .state`); st != "done, verified MD5" {
+		t.Errorf("state %q", st)
+	}
+	for n, want := range map[string][]byte{"a.bin": data, "tree/x.txt": []byte("x file")} {
+		if got, err := os.ReadFile(filepath.Join(gdir, n)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s on GCT: %v, or not the same bytes", n, err)
+		}
+	}
+	want, _ := os.ReadFile(filepath.Join(f.dir, "tree", "sub", "y.txt"))
+	if got, err := os.ReadFile(filepath.Join(gdir, "tree", "sub", "y.txt")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("tree/sub/y.txt on GCT: %v, or not the same bytes", err)
+	}
+	waitRecords(t, ta.hist, 3)
+	recs, _ := ta.hist.Records(context.Background(), history.Filter{})
+	for _, r := range recs {
+		if r.Kind != "third-party" || r.Outcome != history.OK {
+			t.Errorf("record %s %s → %s: %s %s", r.Kind, r.SrcPath, r.DstPath, r.Outcome, r.Error)
+		}
+	}
 }
