@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/history"
 )
 
@@ -42,6 +45,10 @@ type Config struct {
 	// minute.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// TrustDir is the trust directory (CA certificates) that gsiftp://
+	// servers' certificates are checked against; "" means none, and no
+	// gsiftp://.
+	TrustDir string
 	// MaxRunning bounds the jobs that run at once (the others wait,
 	// queued); 0 means 4.
 	MaxRunning int
@@ -60,6 +67,7 @@ type App struct {
 	wg     sync.WaitGroup // running jobs
 	closed sync.Once
 	slots  chan struct{} // one per running job
+	trust  *gsi.TrustStore
 
 	mu       sync.Mutex
 	sessions map[string]*session   // by token; guarded by mu
@@ -99,6 +107,13 @@ func New(cfg Config) (*App, error) {
 			return nil, errors.New("web: root " + r + ": " + err.Error())
 		}
 		a.roots = append(a.roots, abs)
+	}
+	if cfg.TrustDir != "" {
+		t, err := client.LoadTrustStore(cfg.TrustDir)
+		if err != nil {
+			return nil, fmt.Errorf("web: %w", err)
+		}
+		a.trust = t
 	}
 	a.limiter = loginLimiter{max: cfg.LoginFailures, window: cfg.LoginWindow, fails: map[string][]time.Time{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -157,6 +172,9 @@ func (a *App) routes() {
 	m.HandleFunc("POST /api/jobs/{id}/cancel", a.authed(true, a.cancelJob))
 	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, a.retryJob))
 	m.HandleFunc("POST /api/checksum", a.authed(true, a.checksum))
+	m.HandleFunc("GET /api/credential", a.authed(false, a.getCredential))
+	m.HandleFunc("POST /api/credential", a.authed(true, a.setCredential))
+	m.HandleFunc("POST /api/credential/delete", a.authed(true, a.dropCredential))
 	m.HandleFunc("GET /api/events", a.authed(false, a.events))
 	m.HandleFunc("GET /api/history", a.authed(false, a.history))
 	a.mux = m

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/testutil/gct"
+	"github.com/ferrygrid/ferry/internal/testutil/gctgsi"
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 )
 
 // browser starts a headless Chromium (Debian's chromium, installed by
@@ -270,9 +273,9 @@ func TestBrowserCopy(t *testing.T) {
 	run(t, ctx, "checksum",
 		click(entrySel("right", "a.bin")+" .name"),
 		click(`[data-pane="right"] .checksum`),
-		until(`document.querySelector('[data-pane="right"] .status').textContent.startsWith("MD5 ")`),
+		until(`document.querySelector('[data-pane="right"] .checksums').textContent.startsWith("MD5 ")`),
 	)
-	if st, want := text(t, ctx, `[data-pane="right"] .status`), fmt.Sprintf("MD5 %x  a.bin", md5.Sum(data)); st != want {
+	if st, want := text(t, ctx, `[data-pane="right"] .checksums`), fmt.Sprintf("MD5 %x  a.bin", md5.Sum(data)); st != want {
 		t.Errorf("checksum shows %q, want %q", st, want)
 	}
 
@@ -288,18 +291,10 @@ func TestBrowserCopy(t *testing.T) {
 	shot(t, ctx, "web-history")
 }
 
+// jsString is s as a JavaScript string literal.
 func jsString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteByte('"')
-	return b.String()
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // waitRecords waits until the history holds at least n records.
@@ -489,5 +484,85 @@ func TestBrowserGCT(t *testing.T) {
 		if r.Kind != "third-party" || r.Outcome != history.OK {
 			t.Errorf("record %s %s → %s: %s %s", r.Kind, r.SrcPath, r.DstPath, r.Outcome, r.Error)
 		}
+	}
+}
+
+// TestBrowserGSI: the user's proxy, made in the page from an encrypted
+// key (after an expired proxy and a wrong passphrase, each with its
+// message), opens a GSI Ferry server in the left pane and GCT's GSI
+// server in the right; a file dragged from one to the other (a
+// third-party copy between GSI servers) arrives byte for byte.
+func TestBrowserGSI(t *testing.T) {
+	pki := gsipki.New(t, "")
+	ta := startAppWith(t, func(c *Config) { c.TrustDir = pki.TrustDir })
+	f := startFerrySrvGSI(t, pki)
+	f.slow.Store(false)
+	data := randomData(3<<20 + 7)
+	writeFile(t, filepath.Join(f.dir, "g.bin"), data)
+	gdir := gctgsi.Dir(t, pki)
+	g := gctgsi.Start(t, pki, nil)
+	ctx := browser(t)
+	run(t, ctx, "log in; gsiftp:// without a proxy",
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", "alice"),
+		keys("#login-password", "alice-secret"),
+		click("#login-submit"),
+		visible("#browse-view"),
+		keys(`[data-pane="left"] .url`, f.url+"/"),
+		click(`[data-pane="left"] .open-button`),
+		until(`document.querySelector('[data-pane="left"] .pane-error').textContent !== ""`),
+	)
+	if msg := text(t, ctx, `[data-pane="left"] .pane-error`); !strings.HasPrefix(msg, "no proxy") {
+		t.Errorf("gsiftp:// without a proxy: %q", msg)
+	}
+	run(t, ctx, "an expired proxy",
+		click("#cred summary"),
+		setValue("#cred-proxy", readText(t, pki.ExpiredProxy(t))),
+		click("#cred-upload"),
+		until(`document.querySelector("#cred-error").textContent !== ""`),
+	)
+	if msg := text(t, ctx, "#cred-error"); !strings.HasPrefix(msg, "this proxy expired at ") || !strings.Contains(msg, "create or upload a new one") {
+		t.Errorf("expired proxy message %q", msg)
+	}
+	cert, key := readText(t, pki.UserCert), encryptedKey(t, pki.UserKey, "open sesame")
+	run(t, ctx, "a wrong passphrase",
+		setValue("#cred-cert", cert),
+		setValue("#cred-key", key),
+		keys("#cred-pass", "not it"),
+		click("#cred-create"),
+		until(`document.querySelector("#cred-error").textContent === "wrong passphrase for the key"`),
+	)
+	run(t, ctx, "create the proxy",
+		setValue("#cred-key", key),
+		keys("#cred-pass", "open sesame"),
+		click("#cred-create"),
+		until(`document.querySelector("#cred-status").classList.contains("ok")`),
+	)
+	if st := text(t, ctx, "#cred-status"); !strings.HasPrefix(st, pki.User.Identity()+", 11 h 59 min left") && !strings.HasPrefix(st, pki.User.Identity()+", 12 h") {
+		t.Errorf("credential status %q", st)
+	}
+	if v := get(t, ctx, chromedp.Evaluate[string](`document.querySelector("#cred-pass").value + document.querySelector("#cred-key").value`)); v != "" {
+		t.Errorf("the passphrase or key stays in the page")
+	}
+	shot(t, ctx, "web-gsi")
+	run(t, ctx, "open both GSI servers",
+		click(`[data-pane="left"] .open-button`),
+		visible(entrySel("left", "g.bin")),
+		keys(`[data-pane="right"] .url`, "gsiftp://"+g.Addr+gdir+"/"),
+		click(`[data-pane="right"] .open-button`),
+		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(gdir)),
+	)
+	run(t, ctx, "drag g.bin to GCT",
+		chromedp.DragAndDrop(chromedp.CSS(entrySel("left", "g.bin")+" .size"), chromedp.CSS(`[data-pane="right"] .listing`)),
+		visible("#advice-dialog[open]"),
+		click("#advice-confirm"),
+		until(`document.querySelector('#jobs tr.job[data-state="done"], #jobs tr.job[data-state="failed"]') !== null`),
+	)
+	if st := text(t, ctx, `#jobs tr.job:first-child .state`); st != "done, verified MD5" {
+		t.Fatalf("gsiftp:// third-party copy: %q", st)
+	}
+	if got, err := os.ReadFile(filepath.Join(gdir, "g.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("g.bin on GCT: %v, or not the same bytes", err)
 	}
 }

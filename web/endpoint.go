@@ -28,6 +28,7 @@ type endpoint struct {
 	local   bool
 	root    string            // local: the allowed root it lies in
 	loc     transfer.Location // remote: the server, with user and password
+	dialer  func(ctx context.Context, l transfer.Location) (*client.Conn, error)
 }
 
 // errEscape refuses a local path outside the endpoint's root.
@@ -49,7 +50,7 @@ type openRequest struct {
 }
 
 // newEndpoint checks and opens an endpoint for u.
-func (a *App) newEndpoint(ctx context.Context, req openRequest) (*endpoint, error) {
+func (a *App) newEndpoint(ctx context.Context, u *userState, req openRequest) (*endpoint, error) {
 	l, err := transfer.ParseLocation(req.URL)
 	if err != nil {
 		return nil, err
@@ -71,17 +72,22 @@ func (a *App) newEndpoint(ctx context.Context, req openRequest) (*endpoint, erro
 			return nil, err
 		}
 	case l.Kind == transfer.Remote:
-		if l.GSI || l.FTPS {
-			return nil, errors.New("gsiftp:// and ftps:// endpoints are not supported yet: use ftp://")
+		if l.FTPS {
+			return nil, errors.New("ftps:// endpoints are not supported yet: use ftp:// or gsiftp://")
 		}
 		if req.User != "" {
 			l.User, l.HasUser = req.User, true
 			l.Pass, l.HasPass = req.Password, req.Password != ""
 		}
 		ep.loc = l
-		ep.Base = "ftp://" + l.Addr
+		ep.dialer = func(ctx context.Context, l transfer.Location) (*client.Conn, error) { return a.dial(ctx, u, l) }
+		scheme := "ftp://"
+		if l.GSI {
+			scheme = "gsiftp://"
+		}
+		ep.Base = scheme + l.Addr
 		if l.HasUser {
-			ep.Base = "ftp://" + l.User + "@" + l.Addr
+			ep.Base = scheme + l.User + "@" + l.Addr
 		}
 		ep.Display = ep.Base
 		c, err := ep.dial(ctx)
@@ -179,20 +185,7 @@ func confined(err error) error {
 func (ep *endpoint) dial(ctx context.Context) (*client.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	l := ep.loc
-	c, err := client.Dial(ctx, l.Addr, &client.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %v", l.Addr, transfer.Describe(err))
-	}
-	user, pass := l.User, l.Pass
-	if !l.HasUser {
-		user, pass = "anonymous", "ferry@"
-	}
-	if err := c.Login(ctx, user, pass); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("login to %s as %s: %v", l.Addr, user, transfer.Describe(err))
-	}
-	return c, nil
+	return ep.dialer(ctx, ep.loc)
 }
 
 // location is the engine's Location of p on the endpoint.
@@ -422,7 +415,7 @@ func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState,
 	if !readJSON(w, r, &req) {
 		return
 	}
-	ep, err := a.newEndpoint(r.Context(), req)
+	ep, err := a.newEndpoint(r.Context(), u, req)
 	if err != nil {
 		err = confined(err)
 		code := http.StatusBadGateway

@@ -26,6 +26,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -90,7 +91,12 @@ func (r slowReader) ReadAt(p []byte, off int64) (int, error) {
 	return r.Reader.ReadAt(p, off)
 }
 
-func startFerrySrv(t *testing.T) *ferrySrv {
+func startFerrySrv(t *testing.T) *ferrySrv { t.Helper(); return startFerrySrvGSI(t, nil) }
+
+// startFerrySrvGSI starts a Ferry server that also takes GSI logins with
+// pki's host credential, trust directory and grid-mapfile (none with a
+// nil pki); its url is then gsiftp://.
+func startFerrySrvGSI(t *testing.T, pki *gsipki.PKI) *ferrySrv {
 	t.Helper()
 	f := &ferrySrv{dir: t.TempDir()}
 	f.slow.Store(true)
@@ -98,7 +104,12 @@ func startFerrySrv(t *testing.T) *ferrySrv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Storage: slowFS{fs, f}, Anonymous: true, AnonymousWrite: true})
+	cfg := server.Config{Storage: slowFS{fs, f}, Anonymous: true, AnonymousWrite: true}
+	if pki != nil {
+		cfg.HostCert, cfg.HostKey, cfg.TrustDir, cfg.GridMap = pki.HostCert, pki.HostKey, pki.TrustDir, pki.GridMap
+		cfg.ServeMappedAsServer = true // the tests run as root
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +124,9 @@ func startFerrySrv(t *testing.T) *ferrySrv {
 		wg.Wait()
 	})
 	f.url = "ftp://" + l.Addr().String()
+	if pki != nil {
+		f.url = "gsiftp://" + l.Addr().String()
+	}
 	return f
 }
 
@@ -124,14 +138,21 @@ type testApp struct {
 	root string // the one allowed file:// root
 }
 
-func startApp(t *testing.T) *testApp {
+func startApp(t *testing.T) *testApp { t.Helper(); return startAppWith(t, nil) }
+
+// startAppWith is startApp with mod applied to the Config.
+func startAppWith(t *testing.T, mod func(*Config)) *testApp {
 	t.Helper()
 	root := t.TempDir()
 	st, err := history.Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := New(Config{Passwd: passwdFile(t), Roots: []string{root}, History: st})
+	cfg := Config{Passwd: passwdFile(t), Roots: []string{root}, History: st}
+	if mod != nil {
+		mod(&cfg)
+	}
+	app, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

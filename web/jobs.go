@@ -157,7 +157,11 @@ func historyEndpoint(ep *endpoint) history.Endpoint {
 	}
 	host, port, _ := net.SplitHostPort(ep.loc.Addr)
 	p, _ := strconv.Atoi(port)
-	return history.NewEndpoint("ftp", host, p)
+	scheme := "ftp"
+	if ep.loc.GSI {
+		scheme = "gsiftp"
+	}
+	return history.NewEndpoint(scheme, host, p)
 }
 
 func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) adviceReply {

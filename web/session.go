@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/transfer"
 )
@@ -34,6 +36,7 @@ type userState struct {
 	endpoints map[string]*endpoint // by id; guarded by mu
 	jobs      map[string]*job      // by id; guarded by mu
 	order     []string             // job ids, oldest first; guarded by mu
+	cred      *gsi.Credential      // the GSI proxy; guarded by mu
 	version   uint64               // bumped on every job change; guarded by mu
 	changed   chan struct{}        // closed and replaced on every change; guarded by mu
 }
@@ -55,11 +58,12 @@ func (a *App) userLocked(name string) *userState {
 	if u == nil {
 		u = &userState{
 			name:      name,
-			engine:    &transfer.Engine{History: userStore{a.cfg.History, name}, Tool: "web", Log: a.cfg.Log},
 			endpoints: map[string]*endpoint{},
 			jobs:      map[string]*job{},
 			changed:   make(chan struct{}),
 		}
+		u.engine = &transfer.Engine{History: userStore{a.cfg.History, name}, Tool: "web", Log: a.cfg.Log,
+			Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) { return a.dial(ctx, u, l) }}
 		a.users[name] = u
 	}
 	return u

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/web"
 )
@@ -32,7 +34,10 @@ copied by the copy engine after the advisor's parameters and ETA are
 shown; transfers run in this process (closing the browser does not stop
 them) and are recorded in the history.
 
-Users log in with the accounts of a ferry passwd file (-passwd). Over
+Users log in with the accounts of a ferry passwd file (-passwd). For
+gsiftp:// each user creates a proxy in the page from their certificate
+and key (the passphrase is used once, never stored) or uploads one; it
+is kept in memory only. Over
 plain HTTP ferry web listens only on a loopback address, unless
 -insecure says otherwise out loud: give -cert and -key for HTTPS.
 `
@@ -46,6 +51,7 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	passwd := fs.String("passwd", "", "the accounts: a password `FILE` written by ferry passwd")
 	var roots listFlag
 	fs.Var(&roots, "root", "let users open this local `DIR` (and below) as file://; repeatable")
+	certDir := fs.String("certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
 	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -67,10 +73,15 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *certDir == "" {
+		if fi, err := os.Stat(gsi.TrustDir()); err == nil && fi.IsDir() {
+			*certDir = gsi.TrustDir()
+		}
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
-	app, err := web.New(web.Config{Passwd: pw, Roots: roots, History: st, Secure: tls, Log: log})
+	app, err := web.New(web.Config{Passwd: pw, Roots: roots, History: st, Secure: tls, TrustDir: *certDir, Log: log})
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,7 @@ async function boot() {
   $("#history-filter").addEventListener("input", renderHistory);
   $("#history-outcome").addEventListener("change", loadHistory);
   setupDialogs();
+  setupCred();
   try {
     const me = await api("GET", "/api/me");
     loggedIn(me);
@@ -112,12 +113,81 @@ function loggedIn(me) {
   $("#whoami").textContent = me.user;
   show("browse-view");
   listen();
+  loadCred();
 }
 
 async function logout() {
   try { await api("POST", "/api/logout"); } catch (e) { /* gone already */ }
   if (app.events) app.events.close();
   location.reload();
+}
+
+// ---- GSI credential ----
+
+function setupCred() {
+  for (const input of $$('#cred input[type="file"]')) {
+    input.addEventListener("change", async () => {
+      const f = input.files[0];
+      if (f) $("#" + input.dataset.target).value = await f.text();
+    });
+  }
+  $("#cred-create-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const body = { cert: $("#cred-cert").value, key: $("#cred-key").value, passphrase: $("#cred-pass").value, hours: parseFloat($("#cred-hours").value) || 12 };
+    $("#cred-pass").value = "";
+    $("#cred-key").value = "";
+    $("#cred-key-file").value = "";
+    setCred(body);
+  });
+  $("#cred-upload-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const body = { proxy: $("#cred-proxy").value };
+    $("#cred-proxy").value = "";
+    $("#cred-proxy-file").value = "";
+    setCred(body);
+  });
+  $("#cred-drop").addEventListener("click", async () => {
+    try { await api("POST", "/api/credential/delete"); } catch (e) { /* gone */ }
+    showCred(null);
+  });
+  setInterval(() => { if (app.cred) showCred(app.cred); }, 30000);
+}
+
+async function setCred(body) {
+  $("#cred-error").textContent = "";
+  try {
+    const c = await api("POST", "/api/credential", body);
+    c.loaded = Date.now();
+    showCred(c);
+  } catch (e) {
+    $("#cred-error").textContent = e.message;
+  }
+}
+
+async function loadCred() {
+  try {
+    const c = await api("GET", "/api/credential");
+    c.loaded = Date.now();
+    showCred(c);
+  } catch (e) {
+    showCred(null);
+  }
+}
+
+function showCred(c) {
+  app.cred = c;
+  const st = $("#cred-status");
+  st.classList.remove("warn", "ok");
+  if (!c) { st.textContent = "no proxy (needed for gsiftp://)"; return; }
+  const left = Math.max(0, c.secondsLeft - (Date.now() - c.loaded) / 1000);
+  if (left <= 0) {
+    st.textContent = `${c.identity}: expired at ${fmtTime(c.notAfter)} UTC, create or upload a new one`;
+    st.classList.add("warn");
+  } else {
+    st.textContent = `${c.identity}, ${fmtDur(left)} left`;
+    st.classList.add(left < 3600 ? "warn" : "ok");
+    if (left < 3600) st.textContent += ": expires soon, create a new one";
+  }
 }
 
 // ---- panes ----
@@ -182,7 +252,7 @@ async function load(p, path) {
   $(".status", p.root).textContent = "Loading…";
   try {
     const r = await api("GET", `/api/list?ep=${encodeURIComponent(p.ep.id)}&path=${encodeURIComponent(path)}`);
-    if (p.path !== r.path) p.selected.clear();
+    if (p.path !== r.path) { p.selected.clear(); $(".checksums", p.root).textContent = ""; }
     p.path = r.path;
     p.root.dataset.path = r.path;
     p.entries = r.entries || [];
@@ -248,7 +318,6 @@ function render(p) {
   p.shown = 0;
   $("tbody", p.root).replaceChildren();
   renderMore(p);
-  $(".status", p.root).classList.remove("checksums");
   status(p);
 }
 
@@ -395,7 +464,8 @@ async function remove(p) {
 async function checksum(p) {
   const files = p.entries.filter((e) => p.selected.has(e.name) && e.type === "file");
   if (!p.ep || files.length === 0) { paneError(p, "Select the files to checksum."); return; }
-  const out = $(".status", p.root);
+  const out = $(".checksums", p.root);
+  out.textContent = "";
   const lines = [];
   for (const f of files) {
     try {
@@ -406,7 +476,6 @@ async function checksum(p) {
     }
   }
   out.textContent = lines.join("\n");
-  out.classList.add("checksums");
 }
 
 // ---- copy: drag and drop, or select and press Copy ----
