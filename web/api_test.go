@@ -323,3 +323,41 @@ func TestRetryResumes(t *testing.T) {
 		t.Errorf("the retry moved %d bytes of %d: not resumed", hist[0].Bytes, len(data))
 	}
 }
+
+func TestSync(t *testing.T) {
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	f.slow.Store(false)
+	for _, n := range []string{"d/a", "d/b", "d/sub/c"} {
+		writeFile(t, filepath.Join(f.dir, n), randomData(1000))
+	}
+	c := ta.client(t)
+	c.login("alice")
+	src := c.open(f.url + "/")
+	dst := c.open("file://" + ta.root)
+	req := copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"d"}, Dst: dst.ID, DstDir: ta.root, Sync: true}
+	var j job
+	c.must("POST", "/api/jobs", req, &j)
+	if j = c.waitJob(j.ID, stateDone, stateFailed); j.State != stateDone || j.Files != 3 {
+		t.Fatalf("first sync %+v", j)
+	}
+	// Nothing changed: nothing to copy.
+	var adv adviceReply
+	c.must("POST", "/api/advice", req, &adv)
+	if adv.Files != 0 {
+		t.Errorf("in sync, the advice still counts %d files", adv.Files)
+	}
+	// One changed in size, one new.
+	writeFile(t, filepath.Join(f.dir, "d/b"), randomData(2000))
+	writeFile(t, filepath.Join(f.dir, "d/sub/new"), []byte("new"))
+	c.must("POST", "/api/jobs", req, &j)
+	if j = c.waitJob(j.ID, stateDone, stateFailed); j.State != stateDone || j.Files != 2 {
+		t.Fatalf("second sync %+v", j)
+	}
+	for _, n := range []string{"d/a", "d/b", "d/sub/c", "d/sub/new"} {
+		want, _ := os.ReadFile(filepath.Join(f.dir, n))
+		if got, err := os.ReadFile(filepath.Join(ta.root, n)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, or not the same", n, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/testutil/gct"
 	"github.com/ferrygrid/ferry/internal/testutil/gctgsi"
@@ -230,6 +231,19 @@ func TestBrowserCopy(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(ta.root, n)); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %v, or not the same bytes", n, err)
 		}
+	}
+	// In sync, the tree has nothing left to copy; Escape copies nothing.
+	run(t, ctx, "sync the tree",
+		chromedp.DragAndDrop(chromedp.CSS(entrySel("left", "tree")+" .size"), chromedp.CSS(`[data-pane="right"] .listing`)),
+		visible("#advice-dialog[open]"),
+		click("#advice-sync"),
+		until(`document.querySelector("#advice-eta").textContent === "nothing to copy"`),
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.WaitNotVisible(chromedp.CSS("#advice-dialog")),
+	)
+	time.Sleep(300 * time.Millisecond)
+	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#jobs tr.job").length`)); n != 2 {
+		t.Errorf("%d jobs after Escape, want 2", n)
 	}
 	// The same with events the page makes itself, a drag of a file back.
 	if res := get(t, ctx, chromedp.Evaluate[string](dragJS+`("right", "a.bin", "left")`)); res != "ok" {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -22,8 +24,11 @@ type copyRequest struct {
 	Src    string   `json:"src"`    // endpoint id
 	SrcDir string   `json:"srcDir"` // directory of Names
 	Names  []string `json:"names"`
-	Dst    string   `json:"dst"`
-	DstDir string   `json:"dstDir"`
+	// Sync copies only the files missing at the destination or
+	// different there (in size, or older).
+	Sync   bool   `json:"sync,omitempty"`
+	Dst    string `json:"dst"`
+	DstDir string `json:"dstDir"`
 	// Params, for a job, are the parameters the user confirmed.
 	Params *jobParams `json:"params,omitempty"`
 }
@@ -41,6 +46,7 @@ type jobParams struct {
 type item struct {
 	src, dst string
 	size     int64
+	mtime    time.Time // the source's; zero when unknown
 }
 
 // adviceReply is what the dialog shows before a copy starts.
@@ -106,7 +112,39 @@ func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, 
 			return nil, nil, nil, err
 		}
 	}
+	if req.Sync {
+		items = a.unsynced(ctx, dst, items)
+	}
 	return src, dst, items, nil
+}
+
+// unsynced returns the items whose destination is missing, of another
+// size, or older than the source.
+func (a *App) unsynced(ctx context.Context, dst *endpoint, items []item) []item {
+	dirs := map[string]map[string]entry{} // destination directory → its entries
+	var out []item
+	for _, it := range items {
+		dir, name := path.Dir(it.dst), path.Base(it.dst)
+		if dst.local {
+			dir, name = filepath.Dir(it.dst), filepath.Base(it.dst)
+		}
+		es, ok := dirs[dir]
+		if !ok {
+			es = map[string]entry{}
+			if list, err := dst.list(ctx, dir); err == nil {
+				for _, e := range list {
+					es[e.Name] = e
+				}
+			}
+			dirs[dir] = es
+		}
+		e, ok := es[name]
+		if ok && e.Type == "file" && e.Size == it.size && !it.mtime.IsZero() && !e.MTime.Before(it.mtime) {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 var errNoEndpoint = errors.New("no such endpoint")
@@ -130,7 +168,7 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 				return err
 			}
 		}
-		*items = append(*items, item{src: sp, dst: dp, size: e.Size})
+		*items = append(*items, item{src: sp, dst: dp, size: e.Size, mtime: e.MTime})
 	case "dir":
 		es, err := src.list(ctx, sp)
 		if err != nil {

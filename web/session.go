@@ -101,7 +101,22 @@ func (l *loginLimiter) blockedLocked(src string, now time.Time) time.Duration {
 }
 
 func (l *loginLimiter) failLocked(src string, now time.Time) {
+	if len(l.fails) > 10000 {
+		// Many sources: drop the ones whose failures are all old.
+		for s := range l.fails {
+			l.blockedLocked(s, now)
+		}
+	}
 	l.fails[src] = append(l.fails[src], now)
+}
+
+// pruneLocked forgets expired sessions; App.mu must be held.
+func (a *App) pruneLocked(now time.Time) {
+	for tok, s := range a.sessions {
+		if now.After(s.expires) {
+			delete(a.sessions, tok)
+		}
+	}
 }
 
 // source is the client's address, without the port.
@@ -164,6 +179,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
+	a.pruneLocked(now)
 	s := &session{user: req.User, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL)}
 	tok := newToken()
 	a.sessions[tok] = s

@@ -423,7 +423,7 @@ function ask(text, value) {
   input.value = value || "";
   return new Promise((resolve) => {
     d.addEventListener("close", () => {
-      if (d.returnValue === "cancel") resolve(null);
+      if (d.returnValue !== "ok") resolve(null);
       else resolve(value === null ? true : input.value);
     }, { once: true });
     d.returnValue = "";
@@ -527,23 +527,33 @@ async function startCopy(from, to, names) {
   if (!from.ep || !to.ep) { paneError(to, "Open an endpoint in both panes first."); return; }
   const req = { src: from.ep.id, srcDir: from.path, names, dst: to.ep.id, dstDir: to.path };
   let adv;
-  try {
+  const advise = async () => {
     adv = await api("POST", "/api/advice", req);
+    $("#advice-what").textContent = `${adv.files} file(s), ${fmtBytes(adv.bytes)}: ${from.ep.base}${from.path} → ${to.ep.base}${to.path}`;
+    $("#advice-eta").textContent = adv.files === 0 ? "nothing to copy" : fmtDur(adv.eta);
+    $("#advice-rate").textContent = adv.rate > 0 ? `(at ${fmtBytes(adv.rate)}/s, ${adv.basis})` : `(${adv.basis}: no rate known yet)`;
+    $("#advice-reason").textContent = adv.reason || "";
+    $("#advice-parallel").value = adv.params.parallel;
+    $("#advice-buffer").value = adv.params.tcpBuffer;
+    $("#advice-block").value = adv.params.blockSize;
+  };
+  try {
+    await advise();
   } catch (e) {
     paneError(from, e.message);
     return;
   }
   const d = $("#advice-dialog");
-  $("#advice-what").textContent = `${adv.files} file(s), ${fmtBytes(adv.bytes)}: ${from.ep.base}${from.path} → ${to.ep.base}${to.path}`;
-  $("#advice-eta").textContent = fmtDur(adv.eta);
-  $("#advice-rate").textContent = adv.rate > 0 ? `(at ${fmtBytes(adv.rate)}/s, ${adv.basis})` : `(${adv.basis}: no rate known yet)`;
-  $("#advice-reason").textContent = adv.reason || "";
-  $("#advice-parallel").value = adv.params.parallel;
-  $("#advice-buffer").value = adv.params.tcpBuffer;
-  $("#advice-block").value = adv.params.blockSize;
+  const sync = $("#advice-sync");
+  sync.checked = false;
+  sync.onchange = async () => {
+    req.sync = sync.checked;
+    try { await advise(); } catch (e) { $("#advice-reason").textContent = e.message; }
+  };
   d.returnValue = "";
   d.addEventListener("close", async () => {
-    if (d.returnValue === "cancel") return;
+    // Only the Start button starts it (not Escape, not Cancel).
+    if (d.returnValue !== "ok") return;
     req.params = {
       parallel: parseInt($("#advice-parallel").value, 10) || 1,
       tcpBuffer: parseInt($("#advice-buffer").value, 10) || 0,
