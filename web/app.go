@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +37,11 @@ type Config struct {
 	// History keeps the transfer records and feeds the advisor; nil
 	// means history.Off.
 	History history.Store
+	// CertUser maps the certificate chain a browser presented over
+	// HTTPS (leaf first) to a user, or says why not; nil means no
+	// certificate logins. Only a GET logs in this way; the page then
+	// reads its CSRF token from /api/me.
+	CertUser func(chain []*x509.Certificate) (string, error)
 	// Secure marks cookies Secure: set it when serving HTTPS.
 	Secure bool
 	// SessionTTL is how long a session lives; 0 means 12 hours.

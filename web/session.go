@@ -171,23 +171,14 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Passwd != nil && req.User != "" {
 		_, ok = a.cfg.Passwd.Verify(req.User, req.Password)
 	}
-	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if !ok {
-		a.limiter.failLocked(src, now)
+		a.mu.Lock()
+		a.limiter.failLocked(src, time.Now())
+		a.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
-	a.pruneLocked(now)
-	s := &session{user: req.User, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL)}
-	tok := newToken()
-	a.sessions[tok] = s
-	a.userLocked(req.User)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
-		SameSite: http.SameSiteStrictMode, Expires: s.expires,
-	})
+	s, _ := a.newSession(w, req.User)
 	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf})
 }
 
@@ -210,6 +201,12 @@ func (a *App) authed(csrf bool, h func(http.ResponseWriter, *http.Request, *user
 			}
 			a.mu.Unlock()
 		}
+		if s == nil && !csrf {
+			// A browser that shows a certificate we map to a user is
+			// logged in by it (a GET: the page then reads its CSRF
+			// token from /api/me).
+			s, u = a.certSession(w, r)
+		}
 		if s == nil {
 			writeError(w, http.StatusUnauthorized, "not logged in")
 			return
@@ -223,6 +220,39 @@ func (a *App) authed(csrf bool, h func(http.ResponseWriter, *http.Request, *user
 		}
 		h(w, r, u, s)
 	}
+}
+
+// certSession logs in the user the request's client certificate maps
+// to, or returns nil.
+func (a *App) certSession(w http.ResponseWriter, r *http.Request) (*session, *userState) {
+	if a.cfg.CertUser == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, nil
+	}
+	name, err := a.cfg.CertUser(r.TLS.PeerCertificates)
+	if err != nil || name == "" {
+		if err != nil {
+			a.cfg.Log.Info("web: client certificate refused", "remote", r.RemoteAddr, "err", err)
+		}
+		return nil, nil
+	}
+	return a.newSession(w, name)
+}
+
+// newSession starts a session of user name and sets its cookie.
+func (a *App) newSession(w http.ResponseWriter, name string) (*session, *userState) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pruneLocked(now)
+	s := &session{user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL)}
+	tok := newToken()
+	a.sessions[tok] = s
+	u := a.userLocked(name)
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
+		SameSite: http.SameSiteStrictMode, Expires: s.expires,
+	})
+	return s, u
 }
 
 func (a *App) logout(w http.ResponseWriter, r *http.Request, u *userState, s *session) {

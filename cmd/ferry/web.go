@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +54,8 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	var roots listFlag
 	fs.Var(&roots, "root", "let users open this local `DIR` (and below) as file://; repeatable")
 	certDir := fs.String("certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
+	clientCA := fs.String("client-ca", "", "over HTTPS, log in browsers whose client certificate (or proxy) this trust `DIR` verifies, as the user -gridmap names")
+	gridmap := fs.String("gridmap", "", "the grid-mapfile `FILE` that maps client certificates' DNs to users (with -client-ca)")
 	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -62,16 +66,47 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	if (*cert == "") != (*key == "") {
 		return usagef("-cert and -key go together")
 	}
-	if *passwd == "" {
-		return usagef("nobody could log in: give -passwd FILE (see ferry passwd)")
+	if (*clientCA == "") != (*gridmap == "") {
+		return usagef("-client-ca and -gridmap go together")
 	}
-	tls := *cert != ""
-	if !tls && !*insecure && !loopbackListen(*listen) {
+	if *clientCA != "" && *cert == "" {
+		return usagef("client certificates need HTTPS: give -cert and -key")
+	}
+	if *passwd == "" && *clientCA == "" {
+		return usagef("nobody could log in: give -passwd FILE (see ferry passwd), or -client-ca DIR and -gridmap FILE")
+	}
+	useTLS := *cert != ""
+	if !useTLS && !*insecure && !loopbackListen(*listen) {
 		return usagef("-listen %s is not a loopback address: give -cert and -key for HTTPS, or -insecure to serve plain HTTP to the network", *listen)
 	}
-	pw, err := auth.Load(*passwd)
-	if err != nil {
-		return err
+	var pw *auth.Passwd
+	if *passwd != "" {
+		var err error
+		if pw, err = auth.Load(*passwd); err != nil {
+			return err
+		}
+	}
+	var certUser func([]*x509.Certificate) (string, error)
+	if *clientCA != "" {
+		ts, err := gsi.LoadTrustDir(*clientCA)
+		if err != nil {
+			return err
+		}
+		gm, err := gsi.LoadGridMap(*gridmap)
+		if err != nil {
+			return err
+		}
+		certUser = func(chain []*x509.Certificate) (string, error) {
+			id, err := ts.Verify(chain, time.Now())
+			if err != nil {
+				return "", err
+			}
+			users, ok := gm.Lookup(id.DN)
+			if !ok || len(users) == 0 {
+				return "", fmt.Errorf("%s is not in %s", id.DN, *gridmap)
+			}
+			return users[0], nil
+		}
 	}
 	if *certDir == "" {
 		if fi, err := os.Stat(gsi.TrustDir()); err == nil && fi.IsDir() {
@@ -81,7 +116,7 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
-	app, err := web.New(web.Config{Passwd: pw, Roots: roots, History: st, Secure: tls, TrustDir: *certDir, Log: log})
+	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: roots, History: st, Secure: useTLS, TrustDir: *certDir, Log: log})
 	if err != nil {
 		return err
 	}
@@ -91,14 +126,18 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if certUser != nil {
+		// Asked for, checked by certUser (proxies included), never required.
+		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequestClientCert}
+	}
 	scheme := "http"
-	if tls {
+	if useTLS {
 		scheme = "https"
 	}
 	fmt.Fprintf(e.stderr, "ferry web: serving %s://%s/\n", scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
-		if tls {
+		if useTLS {
 			done <- srv.ServeTLS(l, *cert, *key)
 		} else {
 			done <- srv.Serve(l)

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 )
 
 func TestWebListenRules(t *testing.T) {
@@ -121,5 +123,78 @@ func TestWebHTTPS(t *testing.T) {
 	cs := res.Cookies()
 	if res.StatusCode != 200 || len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode {
 		t.Errorf("login over HTTPS: %d, cookies %+v", res.StatusCode, cs)
+	}
+	// Without a client certificate, /api/me wants a login.
+	res, err = hc.Get(base + "api/me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("me without a certificate: %d", res.StatusCode)
+	}
+}
+
+// TestWebClientCert logs in with a client certificate over HTTPS: the
+// grid-mapfile names the user.
+func TestWebClientCert(t *testing.T) {
+	pki := gsipki.New(t, "")
+	_, otherCert, otherKey := pki.IssueUser(t, "Not Mapped")
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
+			[]string{"web", "-listen", "127.0.0.1:0", "-cert", pki.HostCert, "-key", pki.HostKey,
+				"-client-ca", pki.TrustDir, "-gridmap", pki.GridMap, "-history", "off"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("ferry web did not stop")
+		}
+	}()
+	re := regexp.MustCompile(`serving (https://[^/]+/)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("ferry web did not start: %s", stderr.String())
+	}
+	me := func(certFile, keyFile string) (int, string) {
+		cfg := &tls.Config{InsecureSkipVerify: true}
+		if certFile != "" {
+			c, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{c}
+		}
+		hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+		res, err := hc.Get(base + "api/me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m struct{ User, CSRF string }
+		json.NewDecoder(res.Body).Decode(&m)
+		return res.StatusCode, m.User
+	}
+	if code, user := me(pki.UserCert, pki.UserKey); code != 200 || user != pki.Account {
+		t.Errorf("with the mapped certificate: %d %q, want %s", code, user, pki.Account)
+	}
+	if code, _ := me(otherCert, otherKey); code != http.StatusUnauthorized {
+		t.Errorf("with an unmapped certificate: %d", code)
+	}
+	if code, _ := me("", ""); code != http.StatusUnauthorized {
+		t.Errorf("without a certificate: %d", code)
+	}
+	if r := ferry(t, nil, "web", "-client-ca", pki.TrustDir, "-gridmap", pki.GridMap); r.code != 2 || !strings.Contains(r.stderr, "need HTTPS") {
+		t.Errorf("client certificates over HTTP: exit %d, %q", r.code, r.stderr)
 	}
 }
