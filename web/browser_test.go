@@ -302,6 +302,14 @@ func TestBrowserCopy(t *testing.T) {
 	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#history tr.history-row[data-outcome="cancelled"]').length`)); n != 1 {
 		t.Errorf("%d cancelled rows in the history table, want 1", n)
 	}
+	// The charts, drawn by the vendored Chart.js: one point per
+	// successful transfer.
+	for _, id := range []string{"chart-rate-time", "chart-rate-streams", "chart-rate-buffer"} {
+		n := get(t, ctx, chromedp.Evaluate[int](`Chart.getChart(document.getElementById("`+id+`")).data.datasets.reduce((n, d) => n + d.data.length, 0)`))
+		if n != 4 {
+			t.Errorf("%s has %d points, want 4 (the successful transfers)", id, n)
+		}
+	}
 	shot(t, ctx, "web-history")
 }
 

@@ -588,6 +588,15 @@ type historyRow struct {
 	Error    string    `json:"error,omitempty"`
 	Parallel int       `json:"parallel"`
 	Buffer   int       `json:"buffer"`
+	Link     string    `json:"link"` // "source host → destination host"
+}
+
+// hostText names an endpoint's host for a link: host:port, or "local".
+func hostText(e history.Endpoint) string {
+	if e.Scheme == "file" || e.Host == "" {
+		return "local"
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
 }
 
 func endpointText(e history.Endpoint, p string) string {
@@ -614,6 +623,7 @@ func (a *App) history(w http.ResponseWriter, r *http.Request, u *userState, s *s
 			Src: endpointText(rec.Src, rec.SrcPath), Dst: endpointText(rec.Dst, rec.DstPath),
 			Size: rec.Size, Bytes: rec.Bytes, Seconds: rec.Duration.Seconds(), Rate: rec.Rate(),
 			Outcome: rec.Outcome, Error: rec.Error, Parallel: rec.Params.Parallel, Buffer: rec.Params.TCPBuffer,
+			Link: hostText(rec.Src) + " → " + hostText(rec.Dst),
 		})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -32,7 +32,7 @@ function fmtBytes(n) {
   const u = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-  return (i === 0 ? n : n.toFixed(1)) + " " + u[i];
+  return (i === 0 ? Math.round(n) : n.toFixed(1)) + " " + u[i];
 }
 
 function fmtDur(s) {
@@ -159,6 +159,7 @@ async function setCred(body) {
     const c = await api("POST", "/api/credential", body);
     c.loaded = Date.now();
     showCred(c);
+    for (const p of Object.values(app.panes)) paneError(p, "");
   } catch (e) {
     $("#cred-error").textContent = e.message;
   }
@@ -658,6 +659,47 @@ function renderHistory() {
     ));
   }
   $("#history tbody").replaceChildren(frag);
+  renderCharts(historyRows.filter((r) => !f || (r.src + " " + r.dst + " " + r.outcome + " " + r.kind).toLowerCase().includes(f)));
+}
+
+// ---- charts (Chart.js, vendored in vendor/chartjs) ----
+
+const charts = {};
+const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+
+function drawChart(id, title, xTitle, datasets, xTick, line) {
+  if (charts[id]) charts[id].destroy();
+  charts[id] = new Chart($("#" + id), {
+    type: "scatter",
+    data: { datasets: datasets.map((d, i) => ({ ...d, showLine: line, borderColor: palette[i % palette.length], backgroundColor: palette[i % palette.length] })) },
+    options: {
+      animation: false,
+      maintainAspectRatio: false,
+      plugins: { title: { display: true, text: title } },
+      scales: {
+        x: { title: { display: true, text: xTitle }, ticks: xTick ? { callback: xTick } : {} },
+        y: { title: { display: true, text: "MiB/s" }, beginAtZero: true },
+      },
+    },
+  });
+}
+
+// renderCharts draws the successful transfers of rows: rate over time
+// per link, and rate against streams and against the TCP buffer size.
+function renderCharts(rows) {
+  if (typeof Chart === "undefined") return;
+  const MiB = 1048576;
+  const ok = rows.filter((r) => r.outcome === "ok" && r.rate > 0);
+  const byLink = new Map();
+  for (const r of ok) {
+    if (!byLink.has(r.link)) byLink.set(r.link, []);
+    byLink.get(r.link).push(r);
+  }
+  const per = (fx) => [...byLink].map(([link, rs]) => ({ label: link, data: rs.map((r) => ({ x: fx(r), y: r.rate / MiB })).sort((a, b) => a.x - b.x) }));
+  drawChart("chart-rate-time", "Rate over time, per link", "start (UTC)", per((r) => Date.parse(r.start)),
+    (v) => new Date(v).toISOString().slice(5, 19).replace("T", " "), true);
+  drawChart("chart-rate-streams", "Rate against parallel streams", "streams (-p)", per((r) => r.parallel || 1), null, false);
+  drawChart("chart-rate-buffer", "Rate against TCP buffer size", "TCP buffer, KiB (0: the system's)", per((r) => (r.buffer || 0) / 1024), null, false);
 }
 
 document.addEventListener("DOMContentLoaded", boot);
