@@ -29,7 +29,11 @@ type endpoint struct {
 	root    string            // local: the allowed root it lies in
 	loc     transfer.Location // remote: the server, with user and password
 	dialer  func(ctx context.Context, l transfer.Location) (*client.Conn, error)
+	opened  time.Time
 }
+
+// maxEndpoints bounds the endpoints a user keeps open.
+const maxEndpoints = 64
 
 // errEscape refuses a local path outside the endpoint's root.
 var errEscape = errors.New("path outside the allowed directories")
@@ -173,8 +177,15 @@ func (ep *endpoint) checkLocal(p string) error {
 	}
 }
 
+// badRequest marks an error as the client's.
+type badRequest struct{ err error }
+
+func (b badRequest) Error() string { return b.err.Error() }
+func (b badRequest) Unwrap() error { return b.err }
+
 // confined turns os.Root's refusal of a path that escapes into errEscape.
 func confined(err error) error {
+	// os.Root exports no sentinel for "path escapes from parent".
 	var pe *os.PathError
 	if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes") {
 		return fmt.Errorf("%s: %w", pe.Path, errEscape)
@@ -426,6 +437,17 @@ func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState,
 		return
 	}
 	u.mu.Lock()
+	if len(u.endpoints) >= maxEndpoints {
+		// Forget the oldest opened: panes only keep the last ones.
+		var oldest *endpoint
+		for _, e := range u.endpoints {
+			if oldest == nil || e.opened.Before(oldest.opened) {
+				oldest = e
+			}
+		}
+		delete(u.endpoints, oldest.ID)
+	}
+	ep.opened = time.Now()
 	u.endpoints[ep.ID] = ep
 	u.mu.Unlock()
 	writeJSON(w, http.StatusOK, ep)
@@ -445,7 +467,10 @@ func (a *App) listEndpoints(w http.ResponseWriter, r *http.Request, u *userState
 // opError writes err with a status that says whose fault it was.
 func opError(w http.ResponseWriter, err error) {
 	err = confined(err)
+	var bad badRequest
 	switch {
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, errEscape):
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, fs.ErrNotExist):
@@ -518,7 +543,7 @@ func (a *App) mkdir(w http.ResponseWriter, r *http.Request, u *userState, s *ses
 func (a *App) rename(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
 	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
 		if err := checkName(req.To); err != nil {
-			return err
+			return badRequest{err}
 		}
 		return ep.rename(ctx, ep.join(req.Dir, req.Name), ep.join(req.Dir, req.To))
 	})

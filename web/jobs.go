@@ -330,6 +330,7 @@ func (a *App) enqueue(u *userState, j *job) job {
 	u.mu.Lock()
 	u.jobs[j.ID] = j
 	u.order = append(u.order, j.ID)
+	u.forgetLocked()
 	u.bumpLocked()
 	snap := *j
 	u.mu.Unlock()
@@ -489,6 +490,24 @@ func (a *App) checksum(w http.ResponseWriter, r *http.Request, u *userState, s *
 	writeJSON(w, http.StatusOK, checksumReply{Alg: verifyAlg, Sum: sum})
 }
 
+// maxJobs bounds the jobs a user's list keeps: the oldest finished ones
+// go (the history keeps them).
+const maxJobs = 200
+
+// forgetLocked drops the oldest finished jobs beyond maxJobs; u.mu must
+// be held.
+func (u *userState) forgetLocked() {
+	for i := 0; len(u.order) > maxJobs && i < len(u.order); {
+		j := u.jobs[u.order[i]]
+		if j.State == stateQueued || j.State == stateRunning {
+			i++
+			continue
+		}
+		delete(u.jobs, j.ID)
+		u.order = append(u.order[:i], u.order[i+1:]...)
+	}
+}
+
 // snapshotLocked copies u's jobs, oldest first; u.mu must be held.
 func (u *userState) snapshotLocked() []job {
 	out := make([]job, 0, len(u.order))
@@ -523,6 +542,16 @@ func (a *App) cancelJob(w http.ResponseWriter, r *http.Request, u *userState, s 
 // events streams the user's jobs as Server-Sent Events: a "jobs" event
 // with all of them at each change, at most every 200 ms.
 func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	live := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, x := range a.sessions {
+			if x == s {
+				return time.Now().Before(s.expires)
+			}
+		}
+		return false
+	}
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -561,6 +590,9 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		select {
 		case <-ch:
 		case <-keepalive.C:
+			if !live() {
+				return // logged out
+			}
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return
 			}
