@@ -588,3 +588,96 @@ func TestBrowserGSI(t *testing.T) {
 		t.Errorf("g.bin on GCT: %v, or not the same bytes", err)
 	}
 }
+
+// TestBrowserFileOps makes, renames and deletes (after confirming) a
+// directory in a file:// pane, sorts by size, filters, and follows the
+// breadcrumbs; a file:// URL outside the roots is refused with a message.
+func TestBrowserFileOps(t *testing.T) {
+	ta := startApp(t)
+	writeFile(t, filepath.Join(ta.root, "small"), []byte("1"))
+	writeFile(t, filepath.Join(ta.root, "large"), randomData(5000))
+	writeFile(t, filepath.Join(ta.root, "sub", "deep.txt"), []byte("deep"))
+	ctx := browser(t)
+	run(t, ctx, "log in; a file:// outside the roots",
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", "bob"),
+		keys("#login-password", "bob-secret"),
+		click("#login-submit"),
+		visible("#browse-view"),
+		keys(`[data-pane="left"] .url`, "file:///etc"),
+		click(`[data-pane="left"] .open-button`),
+		until(`document.querySelector('[data-pane="left"] .pane-error').textContent !== ""`),
+	)
+	if msg := text(t, ctx, `[data-pane="left"] .pane-error`); !strings.Contains(msg, "outside the allowed directories") {
+		t.Errorf("file:///etc: %q", msg)
+	}
+	L := `[data-pane="left"] `
+	names := func() string {
+		return get(t, ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[data-pane="left"] tr.entry')).map((r) => r.dataset.name).join(",")`))
+	}
+	run(t, ctx, "open the root",
+		setValue(L+".url", "file://"+ta.root),
+		click(L+".open-button"),
+		visible(entrySel("left", "small")),
+	)
+	run(t, ctx, "make a directory",
+		click(L+".mkdir"),
+		visible("#ask-dialog[open]"),
+		keys("#ask-input", "made"),
+		click("#ask-ok"),
+		visible(entrySel("left", "made")),
+	)
+	if fi, err := os.Stat(filepath.Join(ta.root, "made")); err != nil || !fi.IsDir() {
+		t.Fatalf("made: %v", err)
+	}
+	run(t, ctx, "rename it",
+		click(entrySel("left", "made")+" .size"),
+		click(L+".rename"),
+		visible("#ask-dialog[open]"),
+		setValue("#ask-input", "renamed"),
+		click("#ask-ok"),
+		visible(entrySel("left", "renamed")),
+	)
+	run(t, ctx, "delete it, cancelling first",
+		click(entrySel("left", "renamed")+" .size"),
+		click(L+".delete"),
+		visible("#ask-dialog[open]"),
+		click("#ask-cancel"),
+		chromedp.WaitNotVisible(chromedp.CSS("#ask-dialog")),
+	)
+	if _, err := os.Stat(filepath.Join(ta.root, "renamed")); err != nil {
+		t.Fatalf("cancelled delete deleted: %v", err)
+	}
+	run(t, ctx, "delete it",
+		click(L+".delete"),
+		visible("#ask-dialog[open]"),
+		click("#ask-ok"),
+		chromedp.WaitNotPresent(chromedp.CSS(entrySel("left", "renamed"))),
+	)
+	if _, err := os.Stat(filepath.Join(ta.root, "renamed")); !os.IsNotExist(err) {
+		t.Errorf("renamed still there: %v", err)
+	}
+	if got := names(); got != "sub,large,small" && got != "sub,small,large" {
+		t.Errorf("entries %q", got)
+	}
+	run(t, ctx, "sort by size, descending", click(L+`th[data-sort="size"]`), click(L+`th[data-sort="size"]`))
+	if got := names(); got != "sub,large,small" {
+		t.Errorf("by size descending: %q", got)
+	}
+	run(t, ctx, "filter", keys(L+".filter", "sma"))
+	if got := names(); got != "small" {
+		t.Errorf("filtered: %q", got)
+	}
+	run(t, ctx, "into sub and back by the breadcrumbs",
+		setValue(L+".filter", ""),
+		js(`(() => { document.querySelector('[data-pane="left"] .filter').dispatchEvent(new Event("input")); return true; })()`),
+		click(entrySel("left", "sub")+" .name"),
+		visible(entrySel("left", "deep.txt")),
+		click(L+`.breadcrumbs a[data-path="`+ta.root+`"]`),
+		visible(entrySel("left", "sub")),
+		// Above the root is refused.
+		click(L+`.breadcrumbs a[data-path="`+filepath.Dir(ta.root)+`"]`),
+		until(`document.querySelector('[data-pane="left"] .pane-error').textContent.includes("outside the allowed directories")`),
+	)
+}
