@@ -143,8 +143,14 @@ func startApp(t *testing.T) *testApp { t.Helper(); return startAppWith(t, nil) }
 // startAppWith is startApp with mod applied to the Config.
 func startAppWith(t *testing.T, mod func(*Config)) *testApp {
 	t.Helper()
-	root := t.TempDir()
-	st, err := history.Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), nil)
+	return startAppOn(t, filepath.Join(t.TempDir(), "history.db"), t.TempDir(), mod)
+}
+
+// startAppOn starts an app whose history is the database dsn and whose
+// file:// root is root.
+func startAppOn(t *testing.T, dsn, root string, mod func(*Config)) *testApp {
+	t.Helper()
+	st, err := history.Open(context.Background(), dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
