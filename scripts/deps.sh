@@ -2,9 +2,10 @@
 # Installs the programs the tests run against (the GCT GridFTP server,
 # globus-url-copy and GCT's proxy tools, curl, lftp, iperf3, openssl, iproute2,
 # PostgreSQL, whose private clusters the history tests start, an MIT
-# Kerberos KDC and python3-gssapi for the Kerberos tests, and Prometheus,
-# which the metrics test starts to scrape ferry serve) on Debian/Ubuntu
-# when any is missing, then downloads the Go modules. Used by "make deps".
+# Kerberos KDC and python3-gssapi for the Kerberos tests, Prometheus,
+# which the metrics test starts to scrape ferry serve, and Chromium, the
+# browser of the ferry web tests) on Debian/Ubuntu when any is missing,
+# then downloads the Go modules. Used by "make deps".
 set -euo pipefail
 
 missing=()
@@ -35,6 +36,9 @@ command -v kinit >/dev/null || missing+=(krb5-user)
 command -v adduser >/dev/null || missing+=(adduser)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v groff >/dev/null || missing+=(groff-base)
+# Debian's Chromium, which the tests of ferry web (web/) drive headless
+# over the DevTools protocol (chromedp).
+command -v chromium >/dev/null || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
@@ -54,7 +58,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${sudo[@]}" apt-get update
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 else
-	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Kerberos, Prometheus, adduser, systemd-analyze and groff are installed"
+	echo "deps: GCT server and tools, curl, lftp, iperf3, openssl, iproute2, PostgreSQL, Kerberos, Prometheus, Chromium, adduser, systemd-analyze and groff are installed"
 fi
 
 go mod download

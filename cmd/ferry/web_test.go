@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
+)
+
+func TestWebListenRules(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "passwd")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"web", "-passwd", pw, "-listen", "0.0.0.0:0"}, "not a loopback address"},
+		{[]string{"web", "-passwd", pw, "-listen", "192.0.2.1:8080"}, "not a loopback address"},
+		{[]string{"web", "-passwd", pw, "-cert", "x.pem"}, "-cert and -key go together"},
+		{[]string{"web", "-listen", "127.0.0.1:0"}, "give -passwd"},
+	} {
+		r := ferry(t, nil, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("ferry %s: exit %d, %q; want 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+}
+
+// TestWebHTTPS serves ferry web over HTTPS on a non-loopback-safe
+// configuration and checks the session cookie is Secure.
+func TestWebHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	pw := filepath.Join(dir, "passwd")
+	if err := auth.SetUser(pw, "alice", "alice-secret", ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
+			[]string{"web", "-listen", "127.0.0.1:0", "-cert", certFile, "-key", keyFile, "-passwd", pw, "-history", "off", "-root", dir})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("ferry web did not stop")
+		}
+	}()
+	re := regexp.MustCompile(`serving (https://[^/]+/)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("ferry web did not start: %s", stderr.String())
+	}
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	res, err := hc.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Strict-Transport-Security") == "" {
+		t.Errorf("GET /: %d, HSTS %q", res.StatusCode, res.Header.Get("Strict-Transport-Security"))
+	}
+	res, err = hc.Post(base+"api/login", "application/json", strings.NewReader(`{"user":"alice","password":"alice-secret"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	cs := res.Cookies()
+	if res.StatusCode != 200 || len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("login over HTTPS: %d, cookies %+v", res.StatusCode, cs)
+	}
+	// Without a client certificate, /api/me wants a login.
+	res, err = hc.Get(base + "api/me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("me without a certificate: %d", res.StatusCode)
+	}
+}
+
+// TestWebClientCert logs in with a client certificate over HTTPS: the
+// grid-mapfile names the user.
+func TestWebClientCert(t *testing.T) {
+	pki := gsipki.New(t, "")
+	_, otherCert, otherKey := pki.IssueUser(t, "Not Mapped")
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
+			[]string{"web", "-listen", "127.0.0.1:0", "-cert", pki.HostCert, "-key", pki.HostKey,
+				"-client-ca", pki.TrustDir, "-gridmap", pki.GridMap, "-history", "off"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("ferry web did not stop")
+		}
+	}()
+	re := regexp.MustCompile(`serving (https://[^/]+/)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("ferry web did not start: %s", stderr.String())
+	}
+	me := func(certFile, keyFile string) (int, string) {
+		cfg := &tls.Config{InsecureSkipVerify: true}
+		if certFile != "" {
+			c, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{c}
+		}
+		hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+		res, err := hc.Get(base + "api/me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m struct{ User, CSRF string }
+		json.NewDecoder(res.Body).Decode(&m)
+		return res.StatusCode, m.User
+	}
+	if code, user := me(pki.UserCert, pki.UserKey); code != 200 || user != pki.Account {
+		t.Errorf("with the mapped certificate: %d %q, want %s", code, user, pki.Account)
+	}
+	if code, _ := me(otherCert, otherKey); code != http.StatusUnauthorized {
+		t.Errorf("with an unmapped certificate: %d", code)
+	}
+	if code, _ := me("", ""); code != http.StatusUnauthorized {
+		t.Errorf("without a certificate: %d", code)
+	}
+	if r := ferry(t, nil, "web", "-client-ca", pki.TrustDir, "-gridmap", pki.GridMap); r.code != 2 || !strings.Contains(r.stderr, "need HTTPS") {
+		t.Errorf("client certificates over HTTP: exit %d, %q", r.code, r.stderr)
+	}
+}

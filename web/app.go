@@ -1,0 +1,223 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/history"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Config configures an App. The zero value of a field means what its
+// comment says.
+type Config struct {
+	// Passwd holds the accounts (ferry passwd's file format); nil lets
+	// nobody log in.
+	Passwd *auth.Passwd
+	// Roots are the local directories file:// endpoints may open; none
+	// means no file:// endpoints.
+	Roots []string
+	// History keeps the transfer records and feeds the advisor; nil
+	// means history.Off.
+	History history.Store
+	// CertUser maps the certificate chain a browser presented over
+	// HTTPS (leaf first) to a user, or says why not; nil means no
+	// certificate logins. Only a GET logs in this way; the page then
+	// reads its CSRF token from /api/me.
+	CertUser func(chain []*x509.Certificate) (string, error)
+	// Secure marks cookies Secure: set it when serving HTTPS.
+	Secure bool
+	// SessionTTL is how long a session lives; 0 means 12 hours.
+	SessionTTL time.Duration
+	// LoginFailures failed logins per LoginWindow from one source are
+	// allowed before logins from it are refused with 429; 0 means 5 per
+	// minute.
+	LoginFailures int
+	LoginWindow   time.Duration
+	// TrustDir is the trust directory (CA certificates) that gsiftp://
+	// servers' certificates are checked against; "" means none, and no
+	// gsiftp://.
+	TrustDir string
+	// MaxRunning bounds the jobs that run at once (the others wait,
+	// queued); 0 means 4.
+	MaxRunning int
+	// Log gets the app's warnings; nil discards them.
+	Log *slog.Logger
+}
+
+// App is the ferry web application, an http.Handler. Close stops its
+// transfers.
+type App struct {
+	cfg    Config
+	roots  []string // clean absolute Roots
+	mux    *http.ServeMux
+	ctx    context.Context // the lifetime of jobs
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // running jobs
+	closed sync.Once
+	slots  chan struct{} // one per running job
+	trust  *gsi.TrustStore
+
+	mu       sync.Mutex
+	sessions map[string]*session   // by token; guarded by mu
+	users    map[string]*userState // by name; guarded by mu
+	limiter  loginLimiter
+}
+
+// New returns an App serving cfg.
+func New(cfg Config) (*App, error) {
+	if cfg.History == nil {
+		cfg.History = history.Off{}
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.LoginFailures <= 0 {
+		cfg.LoginFailures = 5
+	}
+	if cfg.LoginWindow <= 0 {
+		cfg.LoginWindow = time.Minute
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 4
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &App{cfg: cfg, sessions: map[string]*session{}, users: map[string]*userState{}, slots: make(chan struct{}, cfg.MaxRunning)}
+	for _, r := range cfg.Roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, err
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		} else {
+			return nil, errors.New("web: root " + r + ": " + err.Error())
+		}
+		a.roots = append(a.roots, abs)
+	}
+	if cfg.TrustDir != "" {
+		t, err := client.LoadTrustStore(cfg.TrustDir)
+		if err != nil {
+			return nil, fmt.Errorf("web: %w", err)
+		}
+		a.trust = t
+	}
+	a.limiter = loginLimiter{max: cfg.LoginFailures, window: cfg.LoginWindow, fails: map[string][]time.Time{}}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.routes()
+	return a, nil
+}
+
+// Close cancels the running transfers and waits for them.
+func (a *App) Close() error {
+	a.closed.Do(a.close)
+	return nil
+}
+
+func (a *App) close() {
+	a.cancel()
+	a.wg.Wait()
+	a.mu.Lock()
+	users := make([]*userState, 0, len(a.users))
+	for _, u := range a.users {
+		users = append(users, u)
+	}
+	a.mu.Unlock()
+	for _, u := range users {
+		u.engine.Close(context.Background())
+	}
+}
+
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	if a.cfg.Secure {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+func (a *App) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	m.Handle("GET /", http.FileServerFS(static))
+	m.HandleFunc("POST /api/login", a.login)
+	m.HandleFunc("POST /api/logout", a.authed(true, a.logout))
+	m.HandleFunc("GET /api/me", a.authed(false, a.me))
+	m.HandleFunc("POST /api/endpoints", a.authed(true, a.openEndpoint))
+	m.HandleFunc("GET /api/endpoints", a.authed(false, a.listEndpoints))
+	m.HandleFunc("GET /api/list", a.authed(false, a.list))
+	m.HandleFunc("POST /api/mkdir", a.authed(true, a.mkdir))
+	m.HandleFunc("POST /api/rename", a.authed(true, a.rename))
+	m.HandleFunc("POST /api/delete", a.authed(true, a.remove))
+	m.HandleFunc("POST /api/advice", a.authed(true, a.advice))
+	m.HandleFunc("POST /api/jobs", a.authed(true, a.startJob))
+	m.HandleFunc("GET /api/jobs", a.authed(false, a.listJobs))
+	m.HandleFunc("POST /api/jobs/{id}/cancel", a.authed(true, a.cancelJob))
+	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, a.retryJob))
+	m.HandleFunc("POST /api/checksum", a.authed(true, a.checksum))
+	m.HandleFunc("GET /api/credential", a.authed(false, a.getCredential))
+	m.HandleFunc("POST /api/credential", a.authed(true, a.setCredential))
+	m.HandleFunc("POST /api/credential/delete", a.authed(true, a.dropCredential))
+	m.HandleFunc("GET /api/events", a.authed(false, a.events))
+	m.HandleFunc("GET /api/history", a.authed(false, a.history))
+	a.mux = m
+}
+
+// newToken returns a random 256-bit hex token.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// apiError is the JSON body of an error reply.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, apiError{Error: msg})
+}
+
+// readJSON decodes a request body of at most 1 MiB into v.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

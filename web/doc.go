@@ -1,0 +1,34 @@
+// Package web is ferry web: a self-hosted web application that browses
+// two endpoints side by side (ftp://, gsiftp:// servers and the web
+// host's own files, confined to directories the admin allows) and copies
+// files between them with the copy engine (package transfer), showing
+// the advisor's parameters and ETA first, then live progress, and the
+// transfer history.
+//
+// An [App] is an http.Handler. Its assets are embedded (no CDN: grid
+// sites are often air-gapped; Chart.js is vendored in assets/vendor) and
+// its JSON API lives under /api/:
+//
+//	POST /api/login                 {user, password} → session cookie + CSRF token
+//	POST /api/logout
+//	GET  /api/me                    the user and the CSRF token (logs in a mapped client certificate)
+//	GET  /api/credential            the user's GSI proxy: identity, time left
+//	POST /api/credential            {proxy} or {cert, key, passphrase, hours}
+//	POST /api/credential/delete
+//	POST /api/endpoints             {url, user, password} → an endpoint id; GET lists them
+//	GET  /api/list?ep=&path=        a directory's entries
+//	POST /api/mkdir|rename|delete|checksum
+//	POST /api/advice                {src, srcDir, names, dst, dstDir, sync} → parameters, ETA
+//	POST /api/jobs                  the same with params: start a copy; GET lists the user's jobs
+//	POST /api/jobs/{id}/cancel|retry
+//	GET  /api/events                Server-Sent Events: the user's jobs at each change
+//	GET  /api/history               the user's past transfers
+//
+// Security: every user's endpoints, credentials and jobs live in that
+// user's own state, reached only through the session; a request never
+// names another user's objects. Sessions are random 256-bit tokens in an
+// HttpOnly, SameSite=Strict cookie (Secure over HTTPS). Every
+// state-changing request carries the session's CSRF token in the
+// X-CSRF-Token header (403 without it). Failed logins are limited per
+// source address (429).
+package web

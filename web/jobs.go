@@ -1,0 +1,662 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/advisor"
+	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/probe"
+	"github.com/ferrygrid/ferry/transfer"
+)
+
+// copyRequest names what a drag (or the copy button) copies: entries
+// of the source pane's directory into the destination pane's directory.
+type copyRequest struct {
+	Src    string   `json:"src"`    // endpoint id
+	SrcDir string   `json:"srcDir"` // directory of Names
+	Names  []string `json:"names"`
+	// Sync copies only the files missing at the destination or
+	// different there (in size, or older).
+	Sync   bool   `json:"sync,omitempty"`
+	Dst    string `json:"dst"`
+	DstDir string `json:"dstDir"`
+	// Params, for a job, are the parameters the user confirmed.
+	Params *jobParams `json:"params,omitempty"`
+}
+
+// jobParams are the editable parameters of a copy.
+type jobParams struct {
+	Parallel  int   `json:"parallel"`
+	TCPBuffer int64 `json:"tcpBuffer"`
+	BlockSize int64 `json:"blockSize"`
+	// PredictedETA is the advisor's ETA in seconds, recorded with the copy.
+	PredictedETA float64 `json:"predictedEta"`
+}
+
+// item is one file of a job.
+type item struct {
+	src, dst string
+	size     int64
+	mtime    time.Time // the source's; zero when unknown
+}
+
+// adviceReply is what the dialog shows before a copy starts.
+type adviceReply struct {
+	Files  int       `json:"files"`
+	Bytes  int64     `json:"bytes"`
+	Params jobParams `json:"params"`
+	Mode   string    `json:"mode"`
+	// Rate is the predicted rate in bytes per second, ETA and its range
+	// in seconds; 0 when unknown.
+	Rate    float64 `json:"rate"`
+	ETA     float64 `json:"eta"`
+	ETALow  float64 `json:"etaLow"`
+	ETAHigh float64 `json:"etaHigh"`
+	Basis   string  `json:"basis"`
+	Reason  string  `json:"reason"`
+}
+
+// resolve checks a copy request against u's endpoints and expands its
+// directories into files.
+func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, dst *endpoint, items []item, err error) {
+	u.mu.Lock()
+	src, dst = u.endpoints[req.Src], u.endpoints[req.Dst]
+	u.mu.Unlock()
+	if src == nil || dst == nil {
+		return nil, nil, nil, errNoEndpoint
+	}
+	if len(req.Names) == 0 {
+		return nil, nil, nil, errors.New("nothing to copy")
+	}
+	if len(req.Names) > 10000 {
+		return nil, nil, nil, errors.New("too many names")
+	}
+	srcDir, dstDir := src.clean(req.SrcDir), dst.clean(req.DstDir)
+	if src.local {
+		if _, err := src.rel(srcDir); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if dst.local {
+		if _, err := dst.rel(dstDir); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	// What the names are: one listing of their directory.
+	es, err := src.list(ctx, srcDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	byName := map[string]entry{}
+	for _, e := range es {
+		byName[e.Name] = e
+	}
+	for _, n := range req.Names {
+		if err := checkName(n); err != nil {
+			return nil, nil, nil, err
+		}
+		e, ok := byName[n]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("%s: not found in %s", n, srcDir)
+		}
+		if err := a.expand(ctx, src, dst, src.join(srcDir, n), dst.join(dstDir, n), e, &items, 0); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if req.Sync {
+		items = a.unsynced(ctx, dst, items)
+	}
+	return src, dst, items, nil
+}
+
+// unsynced returns the items whose destination is missing, of another
+// size, or older than the source.
+func (a *App) unsynced(ctx context.Context, dst *endpoint, items []item) []item {
+	dirs := map[string]map[string]entry{} // destination directory → its entries
+	var out []item
+	for _, it := range items {
+		dir, name := path.Dir(it.dst), path.Base(it.dst)
+		if dst.local {
+			dir, name = filepath.Dir(it.dst), filepath.Base(it.dst)
+		}
+		es, ok := dirs[dir]
+		if !ok {
+			es = map[string]entry{}
+			if list, err := dst.list(ctx, dir); err == nil {
+				for _, e := range list {
+					es[e.Name] = e
+				}
+			}
+			dirs[dir] = es
+		}
+		e, ok := es[name]
+		if ok && e.Type == "file" && e.Size == it.size && !it.mtime.IsZero() && !e.MTime.Before(it.mtime) {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+var errNoEndpoint = errors.New("no such endpoint")
+
+// maxItems bounds the files of one job.
+const maxItems = 100000
+
+func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e entry, items *[]item, depth int) error {
+	if len(*items) >= maxItems || depth > 64 {
+		return errors.New("too many files or too deep a tree")
+	}
+	switch e.Type {
+	case "file":
+		if src.local {
+			if err := src.checkLocal(sp); err != nil {
+				return err
+			}
+		}
+		if dst.local {
+			if err := dst.checkLocal(dp); err != nil {
+				return err
+			}
+		}
+		*items = append(*items, item{src: sp, dst: dp, size: e.Size, mtime: e.MTime})
+	case "dir":
+		es, err := src.list(ctx, sp)
+		if err != nil {
+			return err
+		}
+		for _, c := range es {
+			if checkName(c.Name) != nil {
+				continue
+			}
+			if err := a.expand(ctx, src, dst, src.join(sp, c.Name), dst.join(dp, c.Name), c, items, depth+1); err != nil {
+				return err
+			}
+		}
+	default:
+		// Symbolic links and others are not followed.
+	}
+	return nil
+}
+
+// historyEndpoint is the history's name of an endpoint.
+func historyEndpoint(ep *endpoint) history.Endpoint {
+	if ep.local {
+		return history.Endpoint{Scheme: "file"}
+	}
+	host, port, _ := net.SplitHostPort(ep.loc.Addr)
+	p, _ := strconv.Atoi(port)
+	scheme := "ftp"
+	if ep.loc.GSI {
+		scheme = "gsiftp"
+	}
+	return history.NewEndpoint(scheme, host, p)
+}
+
+func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) adviceReply {
+	var total int64
+	for _, it := range items {
+		total += max(it.size, 0)
+	}
+	in := advisor.Input{Src: historyEndpoint(src), Dst: historyEndpoint(dst), Files: len(items), Kernel: probe.KernelLimits()}
+	if len(items) > 0 {
+		in.Size = total / int64(len(items))
+	}
+	in.ClientHost, _ = os.Hostname()
+	// The advisor learns from the whole site's history: parameters and
+	// rates, not paths, reach the user.
+	if recs, err := a.cfg.History.Records(ctx, history.Filter{Limit: 20000}); err == nil {
+		in.Records = recs
+	} else {
+		a.cfg.Log.Warn("web: history not read", "err", err)
+	}
+	if ps, err := a.cfg.History.Probes(ctx, history.Filter{Limit: 2000}); err == nil {
+		in.Probes = ps
+	}
+	adv := advisor.Advise(in)
+	return adviceReply{
+		Files: len(items), Bytes: total,
+		Params: jobParams{Parallel: max(adv.Params.Parallel, 1), TCPBuffer: int64(adv.Params.TCPBuffer), BlockSize: int64(adv.Params.BlockSize), PredictedETA: adv.ETA.Seconds()},
+		Mode:   adv.Params.Mode, Rate: adv.PredictedRate,
+		ETA: adv.ETA.Seconds(), ETALow: adv.ETALow.Seconds(), ETAHigh: adv.ETAHigh.Seconds(),
+		Basis: string(adv.Basis), Reason: adv.Reason,
+	}
+}
+
+func (a *App) advice(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	var req copyRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	src, dst, items, err := a.resolve(r.Context(), u, req)
+	if err != nil {
+		resolveError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.advise(r.Context(), src, dst, items))
+}
+
+func resolveError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errNoEndpoint) {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	opError(w, err)
+}
+
+// Job states.
+const (
+	stateQueued    = "queued"
+	stateRunning   = "running"
+	stateDone      = "done"
+	stateFailed    = "failed"
+	stateCancelled = "cancelled"
+)
+
+// job is one copy the user started: files from one pane to the other.
+// Its fields are guarded by the owner's userState.mu.
+type job struct {
+	ID      string    `json:"id"`
+	Src     string    `json:"src"`
+	Dst     string    `json:"dst"`
+	Names   []string  `json:"names"`
+	State   string    `json:"state"`
+	Error   string    `json:"error,omitempty"`
+	Files   int       `json:"files"`
+	Done    int       `json:"done"`
+	Current string    `json:"current,omitempty"`
+	Bytes   int64     `json:"bytes"`
+	Total   int64     `json:"total"`
+	Rate    float64   `json:"rate"`              // bytes per second, mean so far
+	ETA     float64   `json:"eta"`               // seconds; 0 unknown
+	Streams []float64 `json:"streams,omitempty"` // bytes per second of each data connection of the current file
+	Params  jobParams `json:"params"`
+	// Verified names the checksum algorithm that verified every file
+	// of a finished job ("" when not verified: two local ends).
+	Verified string `json:"verified,omitempty"`
+	// Resume: a retry resumes partial files.
+	Resume  bool      `json:"resume,omitempty"`
+	Created time.Time `json:"created"`
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
+
+	cancel context.CancelFunc
+	items  []item
+	src    *endpoint
+	dst    *endpoint
+}
+
+func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	var req copyRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	src, dst, items, err := a.resolve(r.Context(), u, req)
+	if err != nil {
+		resolveError(w, err)
+		return
+	}
+	p := jobParams{Parallel: 1}
+	if req.Params != nil {
+		p = *req.Params
+	}
+	p.Parallel = min(max(p.Parallel, 1), 64)
+	p.TCPBuffer = min(max(p.TCPBuffer, 0), 1<<30)
+	p.BlockSize = min(max(p.BlockSize, 0), 64<<20)
+	j := &job{
+		ID: newToken()[:16], Src: src.Base + src.clean(req.SrcDir), Dst: dst.Base + dst.clean(req.DstDir), Names: req.Names,
+		Params: p, items: items, src: src, dst: dst,
+	}
+	writeJSON(w, http.StatusOK, a.enqueue(u, j))
+}
+
+// enqueue starts j for u and returns a snapshot of it.
+func (a *App) enqueue(u *userState, j *job) job {
+	j.State, j.Files, j.Created = stateQueued, len(j.items), time.Now().UTC()
+	for _, it := range j.items {
+		j.Total += max(it.size, 0)
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	j.cancel = cancel
+	u.mu.Lock()
+	u.jobs[j.ID] = j
+	u.order = append(u.order, j.ID)
+	u.forgetLocked()
+	u.bumpLocked()
+	snap := *j
+	u.mu.Unlock()
+	a.wg.Go(func() { a.run(ctx, u, j) })
+	return snap
+}
+
+// retryJob runs a failed or cancelled job again, resuming its partial
+// files.
+func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	u.mu.Lock()
+	old := u.jobs[r.PathValue("id")]
+	var state string
+	if old != nil {
+		state = old.State
+	}
+	u.mu.Unlock()
+	if old == nil {
+		writeError(w, http.StatusNotFound, "no such job")
+		return
+	}
+	if state != stateFailed && state != stateCancelled {
+		writeError(w, http.StatusConflict, "only a failed or cancelled job can be retried")
+		return
+	}
+	j := &job{
+		ID: newToken()[:16], Src: old.Src, Dst: old.Dst, Names: old.Names,
+		Params: old.Params, Resume: true, items: old.items, src: old.src, dst: old.dst,
+	}
+	writeJSON(w, http.StatusOK, a.enqueue(u, j))
+}
+
+// run copies j's files one after the other with the user's engine.
+func (a *App) run(ctx context.Context, u *userState, j *job) {
+	defer j.cancel()
+	select {
+	case a.slots <- struct{}{}:
+		defer func() { <-a.slots }()
+	case <-ctx.Done():
+	}
+	u.mu.Lock()
+	j.State, j.Started = stateRunning, time.Now().UTC()
+	u.bumpLocked()
+	u.mu.Unlock()
+	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
+		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
+		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
+	if !j.src.local || !j.dst.local {
+		// Each file's checksum is compared after its copy.
+		o.Verify, o.ChecksumAlg = true, verifyAlg
+	}
+	var before int64 // bytes of the files done
+	var err error
+	for i, it := range j.items {
+		if ctx.Err() != nil {
+			break
+		}
+		u.mu.Lock()
+		j.Current = it.src
+		u.bumpLocked()
+		u.mu.Unlock()
+		lastT := time.Now()
+		var lastStreams []int64
+		req := transfer.Request{Src: j.src.location(it.src), Dst: j.dst.location(it.dst), Options: o, CreateDirs: true}
+		var res transfer.Result
+		res, err = u.engine.Copy(ctx, req, func(e transfer.Event) {
+			if e.Kind != transfer.EventProgress {
+				return
+			}
+			now := time.Now()
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			j.Bytes = before + e.Progress.Bytes
+			if el := now.Sub(j.Started).Seconds(); el > 0 {
+				j.Rate = float64(j.Bytes) / el
+				if j.Rate > 0 && j.Total > j.Bytes {
+					j.ETA = float64(j.Total-j.Bytes) / j.Rate
+				} else {
+					j.ETA = 0
+				}
+			}
+			// Each stream's rate since the last report (the file's start
+			// for a stream new since then).
+			if dt := now.Sub(lastT).Seconds(); dt > 0 {
+				j.Streams = make([]float64, len(e.Progress.Streams))
+				for k, b := range e.Progress.Streams {
+					var prev int64
+					if k < len(lastStreams) {
+						prev = lastStreams[k]
+					}
+					j.Streams[k] = float64(max(b-prev, 0)) / dt
+				}
+			}
+			lastT, lastStreams = now, append(lastStreams[:0], e.Progress.Streams...)
+			u.bumpLocked()
+		})
+		before += max(res.Bytes, it.size)
+		if err != nil {
+			break
+		}
+		u.mu.Lock()
+		j.Done = i + 1
+		j.Bytes = before
+		u.bumpLocked()
+		u.mu.Unlock()
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j.Ended = time.Now().UTC()
+	j.Current, j.ETA, j.Streams = "", 0, nil
+	if el := j.Ended.Sub(j.Started).Seconds(); el > 0 {
+		j.Rate = float64(j.Bytes) / el
+	}
+	switch {
+	case ctx.Err() != nil:
+		j.State = stateCancelled
+	case err != nil:
+		j.State, j.Error = stateFailed, transfer.Describe(err)
+	default:
+		j.State = stateDone
+		if o.Verify {
+			j.Verified = o.ChecksumAlg
+		}
+	}
+	u.bumpLocked()
+}
+
+// verifyAlg is the checksum algorithm of copies and of the checksum
+// button: one GCT and Ferry servers both offer.
+const verifyAlg = "MD5"
+
+type checksumReply struct {
+	Alg string `json:"alg"`
+	Sum string `json:"sum"`
+}
+
+// checksum computes a file's checksum where it lies: on the server
+// (CKSM), or here for a local file.
+func (a *App) checksum(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	var req fileOpRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	ep := u.endpointOf(w, req.EP)
+	if ep == nil {
+		return
+	}
+	if err := checkName(req.Name); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sum, err := ep.checksum(r.Context(), ep.join(ep.clean(req.Dir), req.Name))
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, checksumReply{Alg: verifyAlg, Sum: sum})
+}
+
+// maxJobs bounds the jobs a user's list keeps: the oldest finished ones
+// go (the history keeps them).
+const maxJobs = 200
+
+// forgetLocked drops the oldest finished jobs beyond maxJobs; u.mu must
+// be held.
+func (u *userState) forgetLocked() {
+	for i := 0; len(u.order) > maxJobs && i < len(u.order); {
+		j := u.jobs[u.order[i]]
+		if j.State == stateQueued || j.State == stateRunning {
+			i++
+			continue
+		}
+		delete(u.jobs, j.ID)
+		u.order = append(u.order[:i], u.order[i+1:]...)
+	}
+}
+
+// snapshotLocked copies u's jobs, oldest first; u.mu must be held.
+func (u *userState) snapshotLocked() []job {
+	out := make([]job, 0, len(u.order))
+	for _, id := range u.order {
+		j := *u.jobs[id]
+		j.Names = append([]string(nil), j.Names...)
+		j.Streams = append([]float64(nil), j.Streams...)
+		out = append(out, j)
+	}
+	return out
+}
+
+func (a *App) listJobs(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	u.mu.Lock()
+	jobs := u.snapshotLocked()
+	u.mu.Unlock()
+	writeJSON(w, http.StatusOK, jobs)
+}
+
+func (a *App) cancelJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	u.mu.Lock()
+	j := u.jobs[r.PathValue("id")]
+	u.mu.Unlock()
+	if j == nil {
+		writeError(w, http.StatusNotFound, "no such job")
+		return
+	}
+	j.cancel()
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// events streams the user's jobs as Server-Sent Events: a "jobs" event
+// with all of them at each change, at most every 200 ms.
+func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	live := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, x := range a.sessions {
+			if x == s {
+				return time.Now().Before(s.expires)
+			}
+		}
+		return false
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	var seen uint64 = ^uint64(0)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		u.mu.Lock()
+		v, ch := u.version, u.changed
+		var jobs []job
+		if v != seen {
+			jobs = u.snapshotLocked()
+		}
+		u.mu.Unlock()
+		if v != seen {
+			seen = v
+			b, _ := jsonMarshal(jobs)
+			if _, err := fmt.Fprintf(w, "event: jobs\ndata: %s\n\n", b); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			// Coalesce bursts of progress.
+			select {
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			case <-a.ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-ch:
+		case <-keepalive.C:
+			if !live() {
+				return // logged out
+			}
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			rc.Flush()
+		case <-r.Context().Done():
+			return
+		case <-a.ctx.Done():
+			return
+		}
+	}
+}
+
+// historyRow is one past transfer as the history table shows it.
+type historyRow struct {
+	ID       int64     `json:"id"`
+	Start    time.Time `json:"start"`
+	Kind     string    `json:"kind"`
+	Src      string    `json:"src"`
+	Dst      string    `json:"dst"`
+	Size     int64     `json:"size"`
+	Bytes    int64     `json:"bytes"`
+	Seconds  float64   `json:"seconds"`
+	Rate     float64   `json:"rate"`
+	Outcome  string    `json:"outcome"`
+	Error    string    `json:"error,omitempty"`
+	Parallel int       `json:"parallel"`
+	Buffer   int       `json:"buffer"`
+	Link     string    `json:"link"` // "source host → destination host"
+}
+
+// hostText names an endpoint's host for a link: host:port, or "local".
+func hostText(e history.Endpoint) string {
+	if e.Scheme == "file" || e.Host == "" {
+		return "local"
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+}
+
+func endpointText(e history.Endpoint, p string) string {
+	if e.Scheme == "file" || e.Host == "" {
+		return "file://" + p
+	}
+	return fmt.Sprintf("%s://%s:%d%s", e.Scheme, e.Host, e.Port, p)
+}
+
+// history lists the user's own transfers made with ferry web.
+func (a *App) history(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	recs, err := a.cfg.History.Records(r.Context(), history.Filter{Limit: 5000, Outcome: r.URL.Query().Get("outcome")})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "history: "+err.Error())
+		return
+	}
+	out := []historyRow{}
+	for _, rec := range recs {
+		if rec.Tool != "web" || rec.User != u.name {
+			continue
+		}
+		out = append(out, historyRow{
+			ID: rec.ID, Start: rec.Start, Kind: rec.Kind,
+			Src: endpointText(rec.Src, rec.SrcPath), Dst: endpointText(rec.Dst, rec.DstPath),
+			Size: rec.Size, Bytes: rec.Bytes, Seconds: rec.Duration.Seconds(), Rate: rec.Rate(),
+			Outcome: rec.Outcome, Error: rec.Error, Parallel: rec.Params.Parallel, Buffer: rec.Params.TCPBuffer,
+			Link: hostText(rec.Src) + " → " + hostText(rec.Dst),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
