@@ -36,6 +36,11 @@ type JobRequest struct {
 // before Run copies it; Close ends its sessions.
 type JobRun struct {
 	Plan *job.Plan
+	// OnAuto, when not nil, is called by Run with the automatic choice
+	// (Options.Auto) of each file the job copies on its own, before its
+	// transfer starts; files copied in pipelined batches get none. It
+	// may be called from several goroutines at once.
+	OnAuto func(job.Pair, *AutoChoice)
 
 	req   JobRequest
 	j     *Job
@@ -86,6 +91,7 @@ func (r *JobRun) add(ctx context.Context, p job.URLPair) error {
 // Run copies the plan, obs (when not nil) seeing every file, and
 // returns what happened.
 func (r *JobRun) Run(ctx context.Context, obs job.Observer) *job.Summary {
+	r.j.onAuto = r.OnAuto
 	run := &job.Runner{Workers: r.req.Options.Concurrency, NewWorker: r.j.NewWorker, Preserve: r.req.Preserve, MaxBatch: BatchMaxPairs}
 	if obs != nil {
 		run.Observer = obs

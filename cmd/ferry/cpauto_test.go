@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCpAuto: without -p and -tcp-bs ferry cp lets the advisor choose
+// (issue 15): a large file goes in MODE E with several streams and the
+// choice is said before the transfer with -v and recorded (Auto); a
+// small one stays in stream mode and costs nothing new on stderr;
+// -auto=false and explicit flags win.
+func TestCpAuto(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(local, "state"))
+	db := filepath.Join(local, "history.db")
+	big := randomData(t, 16<<20)
+	small := randomData(t, 16<<10)
+	bigSrc, smallSrc := filepath.Join(local, "big"), filepath.Join(local, "small")
+	if err := os.WriteFile(bigSrc, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(smallSrc, small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := ok(t, "cp", "-v", "-history", db, bigSrc, s.url+"/big")
+	note, _, _ := strings.Cut(r.stderr, "\n")
+	if !strings.HasPrefix(note, "auto: -p ") || strings.HasPrefix(note, "auto: -p 1 ") {
+		t.Errorf("upload note %q, want auto: -p N (N > 1) first", note)
+	}
+	// Downloads learn from downloads: the second from the first.
+	ok(t, "cp", "-history", db, s.url+"/big", filepath.Join(local, "big.down0"))
+	r = ok(t, "cp", "-v", "-history", db, s.url+"/big", filepath.Join(local, "big.down"))
+	if note, _, _ := strings.Cut(r.stderr, "\n"); !strings.HasPrefix(note, "auto: -p ") || !strings.Contains(note, "(history: 1 transfer ") || !strings.Contains(note, "; ETA ") {
+		t.Errorf("download note %q, want auto: from the first download's record, with an ETA", note)
+	}
+	if !bytes.Equal(mustRead(t, filepath.Join(local, "big.down")), big) {
+		t.Error("the downloaded file differs")
+	}
+	// -json: the file's record carries the predicted ETA (files copied
+	// on their own: -pp=false, or larger than a batch takes).
+	r = ok(t, "cp", "-json", "-pp=false", "-history", db, s.url+"/big", filepath.Join(local, "big.json"))
+	if !strings.Contains(r.stdout, `"predicted_eta":`) {
+		t.Errorf("-json output lacks predicted_eta: %s", r.stdout)
+	}
+	r = ok(t, "cp", "-history", db, smallSrc, s.url+"/small")
+	if r.stderr != "" || r.stdout != "" {
+		t.Errorf("quiet small copy printed %q %q", r.stdout, r.stderr)
+	}
+	r = ok(t, "cp", "-v", "-auto=false", "-history", db, smallSrc, s.url+"/small2")
+	if strings.Contains(r.stderr, "auto:") {
+		t.Errorf("-auto=false printed a note: %q", r.stderr)
+	}
+	ok(t, "cp", "-history", db, "-p", "2", s.url+"/big", filepath.Join(local, "big.p2"))
+
+	recs := historyRecords(t, db) // newest first
+	if len(recs) != 7 {
+		t.Fatalf("%d records, want 7", len(recs))
+	}
+	up, down, smallUp, plain, hand := recs[6], recs[4], recs[2], recs[1], recs[0]
+	for name, rec := range map[string]recordOut{"upload": up, "download": down} {
+		if p := rec.Params; !p.Auto || p.Mode != "E" || p.Parallel < 2 {
+			t.Errorf("%s params %+v, want auto MODE E, -p > 1", name, p)
+		}
+	}
+	if p := smallUp.Params; !p.Auto || p.Mode != "S" || p.Parallel != 1 {
+		t.Errorf("small upload params %+v, want auto stream mode", p)
+	}
+	if down.PredictedETA <= 0 {
+		t.Errorf("download with history: predicted ETA %v, want > 0", down.PredictedETA)
+	}
+	if plain.Params.Auto || plain.Params.Mode != "S" {
+		t.Errorf("-auto=false params %+v", plain.Params)
+	}
+	if p := hand.Params; p.Auto || p.Parallel != 2 {
+		t.Errorf("-p 2 params %+v", p)
+	}
+}
