@@ -619,7 +619,15 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 	opts := c.retrieveOptions()
 	opts.Restart = want.Ranges
 	opts.Committed = func(rs client.RangeSet) { _ = saver.update(rs, false) }
-	n, err := s.Download(ctx, src.Path, f, opts)
+	var n int64
+	if end := c.o.Offset + c.limit(); c.retuneWanted(c.auto, want.Size) && want.Size > 0 {
+		if c.o.Length <= 0 || end > want.Size {
+			end = want.Size
+		}
+		n, c.tuning, err = c.retuneDownload(ctx, s, src, dst, f, c.o.Offset, end, *opts)
+	} else {
+		n, err = s.Download(ctx, src.Path, f, opts)
+	}
 	if err != nil {
 		saver.mu.Lock()
 		kept := saver.st.Ranges.Total()

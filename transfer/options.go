@@ -52,6 +52,8 @@ type Options struct {
 	// size and PredictedETA; copies to or from standard input and
 	// output, local copies and striped ones are then recorded without
 	// Auto.
+	// An automatic download of a large file (DefaultRetuneMin, or
+	// a slow link) is moved in re-tuned parts (Result.Tuning).
 	Auto         bool
 	PredictedETA time.Duration
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
