@@ -106,7 +106,11 @@ func (a *AutoChoice) Note(src, dst Location) string {
 		basis += "; buffer capped by " + a.BufferCap
 	}
 	fmt.Fprintf(&b, " (%s)", basis)
-	if a.ETA > 0 {
+	switch {
+	case a.ETA <= 0:
+	case a.ETAHigh < time.Second:
+		b.WriteString("; ETA under a second")
+	default:
 		fmt.Fprintf(&b, "; ETA %s", progress.Duration(a.ETA))
 		if a.ETALow > 0 && a.ETAHigh > 0 {
 			fmt.Fprintf(&b, " (%s–%s)", progress.Duration(a.ETALow), progress.Duration(a.ETAHigh))
@@ -307,13 +311,21 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 	default:
 		ch.Parallel, ch.TCPBuffer, ch.BlockSize = max(p.Parallel, 1), int64(p.TCPBuffer), int64(p.BlockSize)
 		ch.ModeE = p.Mode == "E" || ch.Parallel > 1
-		if ch.ModeE && ch.Parallel == 1 {
-			// One stream in MODE E is -fast without the cached
-			// connections: keep it simple, stream mode.
+		if ch.Parallel == 1 {
+			// One stream: stream mode, unless a download large
+			// enough to be re-tuned starts there in MODE E and
+			// grows (see retune.go).
 			ch.ModeE = false
+			try := *ch
+			try.ModeE = true
+			if src.Kind == Remote && dst.Kind == Local && c.retuneWanted(&try, size) {
+				ch.ModeE, ch.Why = true, "re-tuned on the way"
+			}
 		}
 	}
 	c.o.Parallel, c.o.TCPBuffer = ch.Parallel, ch.TCPBuffer
+	// MODE E with one stream is -fast's.
+	c.o.Fast = c.o.Fast || ch.ModeE && ch.Parallel == 1
 	if c.o.BlockSize == 0 {
 		c.o.BlockSize = ch.BlockSize
 	}
