@@ -81,3 +81,37 @@ func TestCpAuto(t *testing.T) {
 		t.Errorf("-p 2 params %+v", p)
 	}
 }
+
+// TestCpAutoConcurrency: a tree copied without -cc in auto mode gets the
+// advisor's number of workers (many small files: up to 8), recorded in
+// each file's record; -cc wins.
+func TestCpAutoConcurrency(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(local, "state"))
+	db := filepath.Join(local, "history.db")
+	tree := filepath.Join(local, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := os.WriteFile(filepath.Join(tree, "f"+string(rune('a'+i))), randomData(t, 4<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok(t, "cp", "-r", "-history", db, tree+"/", s.url+"/auto/")
+	ok(t, "cp", "-r", "-cc", "2", "-history", db, tree+"/", s.url+"/hand/")
+	recs := historyRecords(t, db)
+	if len(recs) != 20 {
+		t.Fatalf("%d records, want 20", len(recs))
+	}
+	for _, r := range recs {
+		hand := strings.HasPrefix(r.DstPath, "/hand/")
+		if want := 8; !hand && r.Params.Concurrency != want {
+			t.Errorf("%s: -cc %d, want the advisor's %d", r.DstPath, r.Params.Concurrency, want)
+		}
+		if hand && r.Params.Concurrency != 2 {
+			t.Errorf("%s: -cc %d, want 2", r.DstPath, r.Params.Concurrency)
+		}
+	}
+}

@@ -80,7 +80,8 @@ func isPattern(arg string) bool {
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
 	f.concurrency, f.pipeline = jf.concurrency, jf.pipeline
-	if f.concurrency == 0 {
+	if f.concurrency == 0 && !f.options().Auto {
+		// Automatic: the engine asks the advisor (JobRun.Run).
 		f.concurrency = job.DefaultWorkers
 	}
 	tool := "cp"
