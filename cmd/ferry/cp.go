@@ -353,7 +353,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync, `LEVEL`: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
 	fs.BoolVar(&jf.dryRun, "dry-run", false, "print what would be created, copied and deleted, and do nothing")
-	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file and a summary object")
+	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file (with predicted_eta, seconds, when the advisor predicted one) and a summary object; with -vb also a progress object a second (bytes, total_bytes, bytes_per_second, eta)")
 	listURL = fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,36 @@ func TestCpAutoConcurrency(t *testing.T) {
 		if hand && r.Params.Concurrency != 2 {
 			t.Errorf("%s: -cc %d, want 2", r.DstPath, r.Params.Concurrency)
 		}
+	}
+}
+
+// TestCpJSONProgress: -json -vb adds progress objects with the live ETA
+// to the file and summary objects, each line one JSON object.
+func TestCpJSONProgress(t *testing.T) {
+	s := startFerrySrv(t)
+	local := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(local, "state"))
+	if err := os.WriteFile(filepath.Join(s.dir, "src"), randomData(t, 48<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.slow.Store(true) // at least 1.5 s at -p 4
+	r := ok(t, "cp", "-json", "-vb", "-pp=false", "-history", "off", s.url+"/src", filepath.Join(local, "down"))
+	s.slow.Store(false)
+	types := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		typ, _ := obj["type"].(string)
+		types[typ]++
+		if typ == "progress" {
+			if _, ok := obj["eta"].(float64); !ok {
+				t.Errorf("progress object without eta: %s", line)
+			}
+		}
+	}
+	if types["file"] != 1 || types["summary"] != 1 || types["progress"] == 0 {
+		t.Errorf("objects %v, want a file, a summary and progress", types)
 	}
 }
