@@ -152,6 +152,7 @@ type autoBase struct {
 	records []history.Record
 	probes  []history.Probe
 	kernel  advisor.Kernel
+	rtt     time.Duration // the control connection's, once measured; guarded by autoCache.mu
 }
 
 // autoCache keeps the autoBase of each pair of endpoints an engine saw.
@@ -289,9 +290,19 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 			}
 		}
 	case size < 0 || size >= autoSmall:
+		// Once per engine and pair of endpoints (a job's files share it).
+		c.e.auto.mu.Lock()
+		ch.RTT = base.rtt
+		c.e.auto.mu.Unlock()
+		if ch.RTT > 0 {
+			break
+		}
 		t := time.Now()
 		if r, err := conns[0].Do(ctx, "NOOP"); err == nil && r.Code/100 == 2 {
 			ch.RTT = time.Since(t)
+			c.e.auto.mu.Lock()
+			base.rtt = ch.RTT
+			c.e.auto.mu.Unlock()
 		}
 	}
 	ch.Size = size
