@@ -31,6 +31,13 @@ type copier struct {
 	// on, when not nil, gets the events of a single copy: notes of what
 	// it tells the user on the way (that it resumes); nil in jobs.
 	on func(Event)
+	// sizes holds the sizes of remote sources the automatic choice
+	// learnt (SIZE), so that the download does not ask again.
+	sizes map[string]int64
+	// auto is the automatic choice of the current copy (nil: none);
+	// tuning what re-tuning did in it, for its record.
+	auto   *AutoChoice
+	tuning string
 }
 
 // notef reports a note of a single copy.
@@ -101,6 +108,7 @@ func (c *copier) limit() int64 { return max(c.o.Length, 0) }
 // copy copies src to dst, recording the transfer in the engine's
 // history; size is the source's size when known (-1: unknown).
 func (c *copier) copy(ctx context.Context, src, dst Location, size int64) (int64, error) {
+	c.tuning = ""
 	run := c.e.startRun(src, dst, c.o, size)
 	if run == nil {
 		return c.copyFile(ctx, src, dst)
@@ -117,6 +125,7 @@ func (c *copier) copy(ctx context.Context, src, dst Location, size int64) (int64
 	}
 	n, err := c.copyFile(ctx, src, dst)
 	c.prog = prev
+	run.rec.Tuning = c.tuning
 	c.e.finishRun(ctx, run, n, err)
 	return n, err
 }
@@ -554,7 +563,9 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst Location) (int6
 func (c *copier) sourceState(ctx context.Context, conn *client.Conn, src, dst Location) (ResumeState, error) {
 	want := ResumeState{Source: src.String(), Dest: dst.Path, Size: -1, Offset: c.o.Offset, Length: c.o.Length}
 	var re *client.ReplyError
-	if size, err := conn.Size(ctx, src.Path); err == nil {
+	if size, ok := c.sizes[src.Path]; ok {
+		want.Size = size
+	} else if size, err := conn.Size(ctx, src.Path); err == nil {
 		want.Size = size
 	} else if errors.As(err, &re) && re.Reply.Code == 550 {
 		return want, &OpError{What: "download " + src.String(), Err: err}
@@ -608,7 +619,15 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 	opts := c.retrieveOptions()
 	opts.Restart = want.Ranges
 	opts.Committed = func(rs client.RangeSet) { _ = saver.update(rs, false) }
-	n, err := s.Download(ctx, src.Path, f, opts)
+	var n int64
+	if end := c.o.Offset + c.limit(); c.retuneWanted(c.auto, want.Size) && want.Size > 0 {
+		if c.o.Length <= 0 || end > want.Size {
+			end = want.Size
+		}
+		n, c.tuning, err = c.retuneDownload(ctx, s, src, dst, f, c.o.Offset, end, *opts)
+	} else {
+		n, err = s.Download(ctx, src.Path, f, opts)
+	}
 	if err != nil {
 		saver.mu.Lock()
 		kept := saver.st.Ranges.Total()

@@ -41,6 +41,7 @@ type Engine struct {
 
 	recOnce sync.Once
 	rec     *recorder // nil until the first record; see recorder
+	auto    autoCache // what automatic choices read, per pair of endpoints
 }
 
 // Request is one copy of a file.
@@ -65,6 +66,9 @@ const (
 	// EventNote: Event.Note is something to tell the user on the way
 	// ("resuming ...").
 	EventNote
+	// EventAuto: with Options.Auto, before EventStart, Event.Auto holds
+	// what the advisor chose and Event.Note the one-line note of it.
+	EventAuto
 )
 
 // Event is a report of a copy in progress. Events of one copy arrive
@@ -80,6 +84,13 @@ type Event struct {
 	// of a copy of known Size; 0 when unknown.
 	ETA  time.Duration
 	Note string
+	// Auto is the automatic choice of an EventAuto event (nil
+	// otherwise). Its ETA is the predicted one; Event.ETA the live one.
+	Auto *AutoChoice
+	// PredictedETA is the ETA predicted before the start (Options'
+	// PredictedETA, or the automatic choice's), on Start and Progress
+	// events; 0: none.
+	PredictedETA time.Duration
 }
 
 // Result is the outcome of a copy.
@@ -93,6 +104,12 @@ type Result struct {
 	// destination was made ready.
 	Start    time.Time
 	Duration time.Duration
+	// Auto is the automatic choice the copy ran with (Options.Auto);
+	// nil when none was made.
+	Auto *AutoChoice
+	// Tuning is what on-the-fly re-tuning did ("" when the file was not
+	// moved in parts); also recorded in the history.
+	Tuning string
 }
 
 func (e *Engine) stdin() io.Reader {
@@ -158,17 +175,26 @@ func (e *Engine) Copy(ctx context.Context, req Request, on func(Event)) (Result,
 		return res, err
 	}
 	res.Dst = dst
-	res.Start = time.Now()
-	if on != nil {
-		size := c.sourceSize(src)
-		on(Event{Kind: EventStart, Src: src, Dst: dst, Size: size})
-		start := res.Start
-		c.prog = func(p client.Progress) {
-			on(Event{Kind: EventProgress, Src: src, Dst: dst, Progress: p, Size: size, ETA: eta(size, p.Bytes, time.Since(start))})
+	size := c.sourceSize(src)
+	ch, size := c.chooseAuto(ctx, src, dst, size)
+	if ch != nil {
+		res.Auto = ch
+		if on != nil {
+			on(Event{Kind: EventAuto, Src: src, Dst: dst, Size: size, Auto: ch, Note: ch.Note(src, dst)})
 		}
 	}
-	n, err := c.copy(ctx, src, dst, -1)
+	res.Start = time.Now()
+	if on != nil {
+		pred := c.o.PredictedETA
+		on(Event{Kind: EventStart, Src: src, Dst: dst, Size: size, PredictedETA: pred})
+		start := res.Start
+		c.prog = func(p client.Progress) {
+			on(Event{Kind: EventProgress, Src: src, Dst: dst, Progress: p, Size: size, ETA: eta(size, p.Bytes, time.Since(start)), PredictedETA: pred})
+		}
+	}
+	n, err := c.copy(ctx, src, dst, size)
 	res.Bytes, res.Duration = n, time.Since(res.Start)
+	res.Tuning = c.tuning
 	return res, err
 }
 

@@ -26,6 +26,9 @@ type Job struct {
 	// ends maps endpoint keys to a Location there, for its connection
 	// settings; filled while planning, read-only while workers run.
 	ends map[string]Location
+	// onAuto, when not nil, sees the automatic choice of each file
+	// copied on its own (JobRequest.OnAuto).
+	onAuto func(job.Pair, *AutoChoice)
 }
 
 // NewJob returns a many-file copy with the options o; with pipeline
@@ -80,8 +83,16 @@ func (w *cpWorker) FS(end string) job.FS {
 func (w *cpWorker) Copy(ctx context.Context, p job.Pair, progress func(int64)) (int64, error) {
 	src, dst := w.loc(p.Src), w.loc(p.Dst)
 	w.c.prog = func(pr client.Progress) { progress(pr.Bytes) }
-	defer func() { w.c.prog = nil }()
-	n, err := w.c.copy(ctx, src, dst, p.Size)
+	orig := w.c.o
+	defer func() { w.c.prog, w.c.o, w.c.sizes, w.c.auto = nil, orig, nil, nil }()
+	size := p.Size
+	if ch, n := w.c.chooseAuto(ctx, src, dst, size); ch != nil {
+		size = n
+		if w.j.onAuto != nil {
+			w.j.onAuto(p, ch)
+		}
+	}
+	n, err := w.c.copy(ctx, src, dst, size)
 	if err == nil {
 		// A file written to while it was read arrives torn.
 		err = sourceChanged(p)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/job"
 )
 
@@ -36,6 +37,11 @@ type JobRequest struct {
 // before Run copies it; Close ends its sessions.
 type JobRun struct {
 	Plan *job.Plan
+	// OnAuto, when not nil, is called by Run with the automatic choice
+	// (Options.Auto) of each file the job copies on its own, before its
+	// transfer starts; files copied in pipelined batches get none. It
+	// may be called from several goroutines at once.
+	OnAuto func(job.Pair, *AutoChoice)
 
 	req   JobRequest
 	j     *Job
@@ -86,11 +92,56 @@ func (r *JobRun) add(ctx context.Context, p job.URLPair) error {
 // Run copies the plan, obs (when not nil) seeing every file, and
 // returns what happened.
 func (r *JobRun) Run(ctx context.Context, obs job.Observer) *job.Summary {
-	run := &job.Runner{Workers: r.req.Options.Concurrency, NewWorker: r.j.NewWorker, Preserve: r.req.Preserve, MaxBatch: BatchMaxPairs}
+	r.j.onAuto = r.OnAuto
+	workers := r.req.Options.Concurrency
+	if n := r.autoConcurrency(ctx); n > 0 {
+		workers = n
+	}
+	run := &job.Runner{Workers: workers, NewWorker: r.j.NewWorker, Preserve: r.req.Preserve, MaxBatch: BatchMaxPairs}
 	if obs != nil {
 		run.Observer = obs
 	}
 	return run.Run(ctx, r.Plan, r.first)
+}
+
+// autoConcurrency is the number of workers the advisor suggests for the
+// plan, with Options.Auto and no Concurrency given (0: none): from the
+// history of the first pair's endpoints, the number of files and their
+// mean size. The workers' options record it.
+func (r *JobRun) autoConcurrency(ctx context.Context) int {
+	o := &r.req.Options
+	if !autoWanted(o) || o.Concurrency != 0 || len(r.Plan.Pairs) < 2 {
+		return 0
+	}
+	p := r.Plan.Pairs[0]
+	loc := func(l job.Loc) Location {
+		if l.Local() {
+			return LocalLocation(l.Path)
+		}
+		return r.j.ends[l.End]
+	}
+	src, dst := loc(p.Src), loc(p.Dst)
+	if src.Kind != Remote && dst.Kind != Remote {
+		return 0
+	}
+	base := r.j.e.autoBaseFor(ctx, src, dst)
+	files := len(r.Plan.Pairs)
+	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(r.Plan.Bytes(), 0) / int64(files), Files: files,
+		Records: base.records, Probes: base.probes, Kernel: base.kernel}
+	in.ClientHost, _ = clientIdentity()
+	n := advisor.Advise(in).Params.Concurrency
+	if n < 1 {
+		n = job.DefaultWorkers
+	}
+	n = min(n, files)
+	r.j.o.Concurrency = n
+	switch w := r.first.(type) {
+	case *cpWorker:
+		w.c.o.Concurrency = n
+	case batchWorker:
+		w.c.o.Concurrency = n
+	}
+	return n
 }
 
 // Close ends the sessions of the planning worker (without QUIT once ctx

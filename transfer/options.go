@@ -46,7 +46,14 @@ type Options struct {
 	Pipeline    bool
 	// Auto says the advisor chose these options rather than flags, and
 	// PredictedETA is the duration it predicted for the copy (0: none);
-	// both are recorded in the history.
+	// both are recorded in the history. With Auto and neither Parallel
+	// nor TCPBuffer set, the engine asks the advisor itself before the
+	// transfer (see AutoChoice, EventAuto): streams, TCP buffer, block
+	// size and PredictedETA; copies to or from standard input and
+	// output, local copies and striped ones are then recorded without
+	// Auto.
+	// An automatic download of a large file (DefaultRetuneMin, or
+	// a slow link) is moved in re-tuned parts (Result.Tuning).
 	Auto         bool
 	PredictedETA time.Duration
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.

@@ -130,6 +130,8 @@ type cpFlags struct {
 	history      string    // -history: the history database; "": $FERRY_HISTORY or the default
 	concurrency  int       // of a job (-cc), for the history
 	pipeline     bool      // of a job (-pp), for the history
+	auto         bool      // -auto: let the advisor choose when -p and -tcp-bs are not given
+	explicit     bool      // -p or -tcp-bs was given
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -190,7 +192,7 @@ var cpFlagGroups = []struct {
 	names []string
 }{
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
-	{"Performance", []string{"p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
+	{"Performance", []string{"auto", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
 	{"Output", []string{"q", "v", "vb", "history"}},
@@ -256,8 +258,11 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "cd" {
+		switch fl.Name {
+		case "cd":
 			jf.cdSet = true
+		case "p", "tcp-bs":
+			f.explicit = true
 		}
 	})
 	if !jf.cdSet && jf.recursive {
@@ -319,6 +324,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.BoolVar(&f.quiet, "q", false, "print nothing but errors (overrides -v)")
 	fs.Int64Var(&f.off, "off", 0, "copy from byte `OFFSET` of SRC, to the same offset of DST")
 	fs.Int64Var(&f.length, "len", -1, "copy at most `N` bytes (-1: to the end)")
+	fs.BoolVar(&f.auto, "auto", true, "without -p and -tcp-bs, let the advisor choose streams, TCP buffer and block size from the history of these hosts, this kernel's limits and the server's features (-v or -vb say what it chose and the predicted ETA); -auto=false: the plain defaults (stream mode, the system's buffers)")
 	fs.IntVar(&f.parallel, "p", 1, "`N` parallel data connections; above 1 uses MODE E (extended block mode)")
 	fs.Var(&f.tcpBuffer, "tcp-bs", "TCP buffer `SIZE` of the data connections (also sent as SITE RETRBUFSIZE/STORBUFSIZE); 0: system default")
 	fs.Var(&f.blockSize, "bs", "MODE E block `SIZE` of uploads; 0: 1M")
@@ -347,7 +353,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.IntVar(&jf.syncLevel, "sync-level", job.DefaultSyncLevel, "with -sync, `LEVEL`: 0 copy if missing; 1 also if the size differs; 2 also if the destination is older; 3 if the size or checksum (-checksum-alg) differs")
 	fs.BoolVar(&jf.del, "delete", false, "with -r: remove destination files and directories the source does not have")
 	fs.BoolVar(&jf.dryRun, "dry-run", false, "print what would be created, copied and deleted, and do nothing")
-	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file and a summary object")
+	fs.BoolVar(&jf.json, "json", false, "machine-readable output on stdout: a JSON object per file (with predicted_eta, seconds, when the advisor predicted one) and a summary object; with -vb also a progress object a second (bytes, total_bytes, bytes_per_second, eta)")
 	listURL = fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
@@ -442,13 +448,19 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	eng := newEngine(e, f, f.stripe, name)
 	defer closeEngine(eng)
 	var pp *progressPrinter
+	tty, _ := terminal(e.stderr)
 	on := func(ev transfer.Event) {
 		switch ev.Kind {
+		case transfer.EventAuto:
+			// Before the transfer, where output is verbose already.
+			if !f.quiet && (f.verbose || f.progress || tty) {
+				fmt.Fprintln(e.stderr, ev.Note)
+			}
 		case transfer.EventStart:
-			pp = startProgress(e, f, src)
+			pp = startProgress(e, f, src, ev.Size)
 		case transfer.EventProgress:
 			if pp != nil {
-				pp.update(ev.Progress)
+				pp.updateETA(ev.Progress, ev.ETA)
 			}
 		case transfer.EventNote:
 			if !f.quiet {
@@ -494,7 +506,7 @@ func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
 
 // options are the transfer.Options of the flags.
 func (f cpFlags) options() transfer.Options {
-	return transfer.Options{
+	o := transfer.Options{
 		Offset:          f.off,
 		Length:          f.length,
 		Parallel:        f.parallel,
@@ -515,20 +527,24 @@ func (f cpFlags) options() transfer.Options {
 		Concurrency:     f.concurrency,
 		Pipeline:        f.pipeline,
 	}
+	if f.auto && !f.explicit {
+		// The engine asks the advisor (transfer.AutoChoice).
+		o.Auto, o.Parallel, o.TCPBuffer = true, 0, 0
+	}
+	return o
 }
 
 // startProgress starts the progress display of a single copy from src:
 // -vb reports progress anywhere; on a terminal a live display is shown
 // anyway (without the line per data connection unless -vb). It returns
 // nil when there is none.
-func startProgress(e *env, f cpFlags, src location) *progressPrinter {
+func startProgress(e *env, f cpFlags, src location, size int64) *progressPrinter {
 	tty, _ := terminal(e.stderr)
 	if f.quiet || !f.progress && !tty {
 		return nil
 	}
 	pp := newProgressPrinterStreams(e.stderr, f.progress)
-	size := int64(-1)
-	if fi, err := statLocal(src); err == nil && fi.Mode().IsRegular() {
+	if fi, err := statLocal(src); size < 0 && err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
 	pp.begin(path.Base(src.path), size)

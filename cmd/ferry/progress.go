@@ -74,11 +74,12 @@ type progressPrinter struct {
 	started bool              // live knows the file; guarded by mu
 
 	mu          sync.Mutex
-	start       time.Time // guarded by mu
-	lastT       time.Time // guarded by mu
-	lastBytes   int64     // guarded by mu
-	lastStreams []int64   // guarded by mu
-	lastAttempt int       // guarded by mu
+	start       time.Time     // guarded by mu
+	lastT       time.Time     // guarded by mu
+	lastBytes   int64         // guarded by mu
+	lastStreams []int64       // guarded by mu
+	lastAttempt int           // guarded by mu
+	eta         time.Duration // the live ETA of the last report, 0 unknown; guarded by mu
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
@@ -105,7 +106,20 @@ func (p *progressPrinter) begin(name string, size int64) {
 	defer p.mu.Unlock()
 	if !p.started {
 		p.name, p.size = name, size
+		if p.live != nil && size > 0 {
+			// The head line's percentage and ETA (from the live rate).
+			p.live.AddTotal(0, size)
+		}
 	}
+}
+
+// updateETA prints one report with the live ETA (0: unknown), which the
+// report off a terminal shows after the rates.
+func (p *progressPrinter) updateETA(pr client.Progress, eta time.Duration) {
+	p.mu.Lock()
+	p.eta = eta
+	p.mu.Unlock()
+	p.update(pr)
 }
 
 // mib is the unit of the rates, as globus-url-copy prints them.
@@ -136,6 +150,9 @@ func (p *progressPrinter) update(pr client.Progress) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%13d bytes %12.2f MB/sec avg %12.2f MB/sec inst", pr.Bytes, avg, inst)
+	if p.eta > 0 {
+		fmt.Fprintf(&b, "  ETA %s", progress.Duration(p.eta))
+	}
 	if pr.Attempt > 0 {
 		fmt.Fprintf(&b, "  (attempt %d)", pr.Attempt+1)
 	}

@@ -80,7 +80,8 @@ func isPattern(arg string) bool {
 // runJob plans and runs the copies reqs.
 func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLPair) error {
 	f.concurrency, f.pipeline = jf.concurrency, jf.pipeline
-	if f.concurrency == 0 {
+	if f.concurrency == 0 && !f.options().Auto {
+		// Automatic: the engine asks the advisor (JobRun.Run).
 		f.concurrency = job.DefaultWorkers
 	}
 	tool := "cp"
@@ -123,6 +124,7 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	}
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
+	jr.OnAuto = obs.onAuto
 	sum := jr.Run(ctx, obs)
 	obs.stop()
 	if jf.dumpFile != "" {
@@ -296,13 +298,42 @@ type jobObserver struct {
 	pp     *progressPrinter
 	live   *progress.Display // on a terminal, unless -q or -json
 
-	mu      sync.Mutex
-	done    int64            // bytes of finished files; guarded by mu
-	running map[runKey]int64 // bytes of running files; guarded by mu
+	mu        sync.Mutex
+	done      int64                    // bytes of finished files; guarded by mu
+	running   map[runKey]int64         // bytes of running files; guarded by mu
+	predicted map[runKey]time.Duration // the automatic choice's ETA of a file; guarded by mu
+	start     time.Time
+}
+
+// onAuto takes the automatic choice of a file (transfer.JobRequest.OnAuto):
+// its predicted ETA goes into the file's -json record.
+func (o *jobObserver) onAuto(p job.Pair, a *transfer.AutoChoice) {
+	if a.ETA <= 0 {
+		return
+	}
+	o.mu.Lock()
+	o.predicted[pairKey(p)] = a.ETA
+	o.mu.Unlock()
+}
+
+// progressJSON writes a -json -vb progress object: the bytes so far, the
+// mean rate and the ETA at that rate (0: unknown).
+func (o *jobObserver) progressJSON() {
+	n := o.total()
+	secs := max(time.Since(o.start).Seconds(), 1e-6)
+	rate := float64(n) / secs
+	eta := 0.0
+	if o.bytes > 0 && rate > 0 && n < o.bytes {
+		eta = float64(o.bytes-n) / rate
+	}
+	o.mu.Lock()
+	o.enc.Encode(map[string]any{"type": "progress", "bytes": n, "total_bytes": o.bytes, "bytes_per_second": rate, "eta": eta})
+	o.mu.Unlock()
 }
 
 func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *jobObserver {
-	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[runKey]int64{}, quit: make(chan struct{})}
+	o := &jobObserver{e: e, f: f, jf: jf, files: files, bytes: bytes, running: map[runKey]int64{}, quit: make(chan struct{}),
+		predicted: map[runKey]time.Duration{}, start: time.Now()}
 	if jf.json {
 		o.enc = json.NewEncoder(e.stdout)
 	}
@@ -312,6 +343,19 @@ func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *job
 		o.live = newProgressDisplay(e.stderr, f.progress, false)
 		o.live.AddTotal(int64(files), bytes)
 		o.live.Start()
+	case f.progress && !f.quiet && jf.json:
+		// -json -vb: progress objects with the live ETA on stdout.
+		o.ticker = time.NewTicker(time.Second)
+		o.wg.Go(func() {
+			for {
+				select {
+				case <-o.quit:
+					return
+				case <-o.ticker.C:
+					o.progressJSON()
+				}
+			}
+		})
 	case f.progress && !f.quiet:
 		o.pp = newProgressPrinter(e.stderr)
 		o.ticker = time.NewTicker(time.Second)
@@ -403,6 +447,10 @@ func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
 	switch {
 	case o.enc != nil:
 		rec := map[string]any{"type": "file", "bytes": bytes, "ok": err == nil}
+		if d, ok := o.predicted[pairKey(p)]; ok {
+			rec["predicted_eta"] = d.Seconds()
+			delete(o.predicted, pairKey(p))
+		}
 		if p.Src != (job.Loc{}) {
 			rec["src"] = p.Src.String()
 		}

@@ -94,7 +94,8 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	var args []string
 	switch s.Impl {
 	case Ferry:
-		path, args = r.cfg.Ferry, []string{"cp", "-q"}
+		// -auto=false: the cells measure -p as given, not the advisor.
+		path, args = r.cfg.Ferry, []string{"cp", "-q", "-auto=false"}
 		if s.P > 1 {
 			args = append(args, "-p", itoa(s.P))
 		}

@@ -162,7 +162,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	case GCT:
 		path, args = r.gctClient, []string{"-r", "-cd", "-cc", itoa(p), "-pp", "-fast", src, dest}
 	case Ferry:
-		path, args = r.cfg.Ferry, []string{"cp", "-q", "-r", "-cc", itoa(p), src, dest}
+		path, args = r.cfg.Ferry, []string{"cp", "-q", "-auto=false", "-r", "-cc", itoa(p), src, dest}
 	default:
 		return s, fmt.Errorf("bench: %s has no smallfiles run", impl)
 	}

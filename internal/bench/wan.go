@@ -515,6 +515,9 @@ func ferryTuning(c WANCell, buffer int64) []string {
 	case c.Explicit:
 		args = append(args, "-p", itoa(c.P), "-tcp-bs", strconv.FormatInt(buffer, 10))
 	default:
+		// Hand-set: the published tables mean -p and -tcp-bs as given,
+		// or the plain defaults, never the advisor's choice.
+		args = append(args, "-auto=false")
 		if c.P > 1 {
 			args = append(args, "-p", itoa(c.P))
 		}

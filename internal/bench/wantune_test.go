@@ -193,8 +193,8 @@ func TestFerryTuningFlags(t *testing.T) {
 		c    WANCell
 		want []string
 	}{
-		{WANCell{P: 1}, nil},
-		{WANCell{P: 4, Buffer: 1 << 20}, []string{"-p", "4", "-tcp-bs", "1048576"}},
+		{WANCell{P: 1}, []string{"-auto=false"}},
+		{WANCell{P: 4, Buffer: 1 << 20}, []string{"-auto=false", "-p", "4", "-tcp-bs", "1048576"}},
 		{WANCell{P: 1, Explicit: true}, []string{"-p", "1", "-tcp-bs", "0"}},
 		{WANCell{P: 8, Buffer: 1 << 20, Auto: true}, nil},
 	} {

@@ -1,0 +1,195 @@
+package transfer
+
+// Re-tuning on the fly (issue 15): an automatic download of a large file
+// is moved in parts, byte ranges over MODE E (ERET), each part's streams
+// and TCP buffer chosen by internal/tune from what the parts before it
+// measured. The parts tile the file exactly (tune.Run), every part
+// writes at the file's own offsets and reports its stored ranges to the
+// resume state, so a kill in the middle of a part resumes without a
+// byte lost or copied twice. Uploads and third-party copies are moved
+// whole for now.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/internal/tune"
+)
+
+// DefaultRetuneMin is the least size of a file that an automatic
+// download moves in re-tuned parts.
+const DefaultRetuneMin = 256 << 20
+
+// retuneMinTime: a smaller file is re-tuned too when the predicted
+// transfer lasts at least this long (a slow link).
+const retuneMinTime = 8 * time.Second
+
+// retuneFloor is the least size re-tuned however slow the link: below
+// it a part's set-up costs too much of the file.
+const retuneFloor = 64 << 20
+
+// The environment knobs of re-tuning, read through Engine.Getenv, for
+// tests and experiments: the least size re-tuned, and the largest part
+// (bytes).
+const (
+	EnvRetuneMin     = "FERRY_RETUNE_MIN"
+	EnvRetuneMaxPart = "FERRY_RETUNE_MAX_PART"
+)
+
+func (e *Engine) envBytes(k string) int64 {
+	n, err := strconv.ParseInt(e.getenv(k), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// retuneWanted reports whether a download of size bytes with the
+// automatic choice ch is moved in re-tuned parts.
+func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
+	if ch == nil || !ch.ModeE || size <= 0 {
+		return false
+	}
+	if m := c.e.envBytes(EnvRetuneMin); m > 0 {
+		return size >= m
+	}
+	if size >= DefaultRetuneMin {
+		return true
+	}
+	return size >= retuneFloor && ch.ETA >= retuneMinTime
+}
+
+// retuneLimits are the tune.Limits of a download on this host.
+func (c *copier) retuneLimits(ctx context.Context, src, dst Location) tune.Limits {
+	k := c.e.autoBaseFor(ctx, src, dst).kernel
+	lim := tune.Limits{MaxStreams: 32, MaxBuffer: k.RmemMax, AutoBuffer: k.TCPRmem[2]}
+	if p := c.e.envBytes(EnvRetuneMaxPart); p > 0 {
+		lim.MaxPart = p
+		lim.FirstPart = min(4<<20, p)
+		lim.MinPart = min(1<<20, p)
+	}
+	return lim
+}
+
+// retuneDownload downloads [start, end) of src into w in re-tuned parts
+// on the session s. opts are the download's options (Restart: the ranges
+// already here; Committed: the resume state; Progress: the display),
+// used for every part with the part's range and setting. It returns the
+// bytes moved and the tuning summary for the record.
+func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst Location, w io.WriterAt, start, end int64, opts client.RetrieveOptions) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = opts.Restart // every range stored so far; guarded by mu
+		moved int64          // bytes of the parts before this one
+		parts int
+		prev  tune.Setting
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have
+		mu.Unlock()
+		if covered(restart, off, off+n) == n {
+			// Here already (a resumed copy): nothing to move.
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		var last client.Progress
+		po := opts
+		po.Offset, po.Length = off, n
+		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
+		// Connections kept from the part before serve this one only
+		// when the setting is the same; a new setting starts afresh.
+		po.Reuse = set == prev || parts == 0
+		prev = set
+		parts++
+		po.Restart = restart
+		po.Committed = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs
+			mu.Unlock()
+			if opts.Committed != nil {
+				opts.Committed(rs)
+			}
+		}
+		base := moved
+		po.Progress = func(p client.Progress) {
+			last = p
+			if opts.Progress != nil {
+				p.Bytes += base
+				opts.Progress(p)
+			}
+		}
+		t := time.Now()
+		k, err := s.Download(ctx, src.Path, w, &po)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		// A part partly here already (a resumed copy) moved fewer bytes
+		// than its length: it is complete all the same.
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		var rtt time.Duration
+		var withRTT int
+		for _, cs := range last.Conns {
+			if cs.RTT > 0 {
+				rtt += cs.RTT
+				withRTT++
+			}
+			smp.Retransmits += cs.Retransmits
+			smp.SegsOut += cs.SegsOut
+		}
+		if withRTT > 0 {
+			smp.RTT = rtt / time.Duration(withRTT)
+		}
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, start, end, ctl, move)
+	return moved, tuningSummary(res), err
+}
+
+// covered is the number of bytes of [start, end) in rs.
+func covered(rs client.RangeSet, start, end int64) int64 {
+	var n int64
+	for _, r := range rs.Ranges() {
+		a, b := max(r.Start, start), min(r.End, end)
+		if b > a {
+			n += b - a
+		}
+	}
+	return n
+}
+
+// tuningSummary is the record's Tuning: the number of parts, each part's
+// range, setting and rate, and why the setting after it was chosen.
+func tuningSummary(res tune.Result) string {
+	if len(res.Steps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d parts", len(res.Steps))
+	for i, st := range res.Steps {
+		if i == 100 {
+			fmt.Fprintf(&b, "; … %d more", len(res.Steps)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; %d+%d %s %s", st.Offset, st.Length, st.Setting, progress.Bits(8*st.Rate))
+		if i == len(res.Steps)-1 {
+			break
+		}
+		fmt.Fprintf(&b, " → %s", st.Next)
+	}
+	return b.String()
+}
