@@ -169,6 +169,9 @@ func Advise(in Input) Advice {
 			domain = append(domain, r)
 		}
 	}
+	host, farHost := comparable(host, in.Size)
+	domain, farDomain := comparable(domain, in.Size)
+	okNear, _ := comparable(ok, in.Size)
 	probe, probeDesc := linkProbe(in)
 	var a Advice
 	switch {
@@ -180,7 +183,7 @@ func Advise(in Input) Advice {
 		a.Reason = fmt.Sprintf("no past transfer between these hosts; %d between domains %s → %s; ", len(domain), domainName(in.Src), domainName(in.Dst)) + a.Reason
 	default:
 		if probe != nil {
-			if near, desc := nearestLink(ok, probe.Link); near != nil {
+			if near, desc := nearestLink(okNear, probe.Link); near != nil {
 				a = fromRecords(in, near, SimilarLink, 0.4)
 				a.Reason = fmt.Sprintf("no past transfer between these hosts or domains; the nearest link is %s (%s); ", desc, probeDesc) + a.Reason
 				break
@@ -190,6 +193,10 @@ func Advise(in Input) Advice {
 			break
 		}
 		a = defaults(in)
+	}
+	if far := farHost + farDomain; far > 0 && a.Basis != HostPair && a.Basis != DomainPair {
+		a.Reason = fmt.Sprintf("%d past transfer(s) of this link moved files of a very different size, whose rates say little about %s files; ",
+			far, progress.Bytes(float64(in.Size))) + a.Reason
 	}
 	if probe != nil && a.Basis != Default {
 		a.Probe = probe.ID
@@ -204,6 +211,29 @@ func Advise(in Input) Advice {
 	capBuffer(&a, in, probe)
 	eta(&a, in, files, probe)
 	return a
+}
+
+// farSize is how far, as a factor, a past file's size may be from the
+// one asked about for its rate to count: small files are bound by round
+// trips and large ones by the link, so a 16 KiB copy's rate says nothing
+// of a 300 MiB file's (and the other way round).
+const farSize = 64
+
+// comparable splits recs into those whose file size is within farSize of
+// target, and how many are not. All count when target is unknown.
+func comparable(recs []*history.Record, target int64) (near []*history.Record, far int) {
+	if target <= 0 {
+		return recs, 0
+	}
+	for _, r := range recs {
+		size := cmp.Or(r.Size, r.Bytes)
+		if size*farSize >= target && size <= target*farSize {
+			near = append(near, r)
+		} else {
+			far++
+		}
+	}
+	return near, far
 }
 
 // sameHosts reports whether a and b are the same host (two local files

@@ -385,3 +385,34 @@ func TestThirdPartySmallBDPKeepsAutotuning(t *testing.T) {
 		t.Errorf("-p %d -tcp-bs %d for a 25 MB BDP (%s)", a.Params.Parallel, a.Params.TCPBuffer, a.Reason)
 	}
 }
+
+// TestFarSizesDoNotCount checks that the rates of files of a very
+// different size are not taken for a large file's: a history of 16 KiB
+// copies between these hosts says nothing of a 300 MiB download, which
+// falls back to the probe's model (or defaults), while a comparable past
+// transfer still counts.
+func TestFarSizesDoNotCount(t *testing.T) {
+	const small, big = 16 << 10, 300 << 20
+	var recs []history.Record
+	for i := range 20 {
+		recs = append(recs, rec(int64(i+1), srvA, small, 400e3, 1, 0, wan))
+	}
+	a := Advise(Input{Src: srvA, Dst: local, Size: big, Records: recs, Kernel: kernel})
+	if a.Basis != Default || !strings.Contains(a.Reason, "very different size") {
+		t.Errorf("small files only: basis %s, reason %q; want defaults saying why", a.Basis, a.Reason)
+	}
+	a = Advise(Input{Src: srvA, Dst: local, Size: big, Records: recs, Kernel: kernel, Probes: []history.Probe{probe(7, srvA, wan, 4<<20)}})
+	if a.Basis != Model || a.Params.Parallel < 2 {
+		t.Errorf("small files and a probe: basis %s, -p %d (%s); want the model's streams", a.Basis, a.Params.Parallel, a.Reason)
+	}
+	recs = append(recs, rec(99, srvA, 200<<20, 80e6, 8, 0, wan))
+	a = Advise(Input{Src: srvA, Dst: local, Size: big, Records: recs, Kernel: kernel})
+	if a.Basis != HostPair || a.Params.Parallel != 8 || !slices.Equal(a.Records, []int64{99}) {
+		t.Errorf("with a comparable transfer: basis %s, -p %d, records %v; want host-pair from #99", a.Basis, a.Params.Parallel, a.Records)
+	}
+	// Small files asked about still learn from small files.
+	a = Advise(Input{Src: srvA, Dst: local, Size: small, Records: recs, Kernel: kernel})
+	if a.Basis != HostPair || a.Params.Parallel != 1 {
+		t.Errorf("a small file: basis %s, -p %d; want host-pair -p 1", a.Basis, a.Params.Parallel)
+	}
+}
