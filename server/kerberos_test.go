@@ -485,3 +485,33 @@ func TestKerberosReload(t *testing.T) {
 		t.Fatalf("login after reload: %d %s", code, text)
 	}
 }
+
+// TestKerberosForgedRealm: alice@REALM with a real ticket writes an
+// authenticator claiming alice@OTHER.TEST, which the map lets in. The
+// principal comes from the ticket, so the claim gets 535 and no login.
+func TestKerberosForgedRealm(t *testing.T) {
+	kmap := filepath.Join(t.TempDir(), "krb-map")
+	if err := os.WriteFile(kmap, []byte("alice@OTHER.TEST "+krbAccount+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startKerberos(t, func(c *server.Config) { c.KrbMap = kmap })
+	cl := e.gokrb5(t, "alice")
+	tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, tok, err := krb5gss.Initiate(tkt, key, "OTHER.TEST", cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := e.dial(t)
+	if code, text := k.auth(in, tok); code != 535 {
+		t.Fatalf("ADAT claiming alice@OTHER.TEST: %d %s, want 535", code, text)
+	}
+	if code, text := k.login(krbAccount); code != 530 {
+		t.Fatalf("login after the forged ADAT: %d %s, want 530", code, text)
+	}
+	if code, _ := k.cmd("PWD"); code != 530 {
+		t.Fatalf("PWD: %d, want 530", code)
+	}
+}

@@ -90,7 +90,15 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		return nil, nil, fmt.Errorf("krb5gss: %w", err)
 	}
 	auth := req.Authenticator
-	sessKey := req.Ticket.DecryptedEncPart.Key
+	// The client's identity is the ticket's, which the KDC vouched for.
+	// The authenticator is the client's own work: gokrb5 compares its
+	// cname with the ticket's but not its crealm, so check both here.
+	tp := req.Ticket.DecryptedEncPart
+	if auth.CRealm != tp.CRealm || !auth.CName.Equal(tp.CName) {
+		return nil, nil, fmt.Errorf("%w: authenticator client %s@%s is not the ticket's %s@%s", ErrProtocol,
+			auth.CName.PrincipalNameString(), auth.CRealm, tp.CName.PrincipalNameString(), tp.CRealm)
+	}
+	sessKey := tp.Key
 	if !rfc4121(sessKey.KeyType) {
 		return nil, nil, fmt.Errorf("krb5gss: session enctype %d is not supported (use AES)", sessKey.KeyType)
 	}
@@ -117,7 +125,7 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		acceptor:  true,
 		key:       key,
 		Flags:     gflags,
-		Principal: auth.CName.PrincipalNameString() + "@" + auth.CRealm,
+		Principal: tp.CName.PrincipalNameString() + "@" + tp.CRealm,
 		Service:   req.Ticket.SName.PrincipalNameString() + "@" + req.Ticket.Realm,
 		recvSeq:   uint64(uint32(auth.SeqNumber)),
 	}

@@ -143,3 +143,22 @@ func TestKerberosRefusals(t *testing.T) {
 		t.Fatal("TLS record accepted")
 	}
 }
+
+// TestKerberosAuthenticatorRealm: the principal is the ticket's client,
+// never the authenticator's claim (the client writes the authenticator):
+// an authenticator naming another realm or client is refused.
+func TestKerberosAuthenticatorRealm(t *testing.T) {
+	r := setup(t)
+	acc := &krb5gss.Acceptor{Keytab: r.kt, Service: "ftp"}
+	tkt, key, err := r.cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := krb5gss.Initiate(tkt, key, "OTHER.TEST", r.cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx, _, err := acc.Accept(tok, local); err == nil {
+		t.Fatalf("authenticator claiming realm OTHER.TEST accepted as %s", ctx.Principal)
+	}
+}
