@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,8 @@ import (
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/krb5gss"
@@ -514,4 +517,66 @@ func TestKerberosForgedRealm(t *testing.T) {
 	if code, _ := k.cmd("PWD"); code != 530 {
 		t.Fatalf("PWD: %d, want 530", code)
 	}
+}
+
+// TestKerberosBadSubkey: an authenticator subkey of the wrong size for
+// its enctype is refused with 535 (it used to get 235, after which no
+// reply could be wrapped and the session hung), and the session stays
+// usable in clear.
+func TestKerberosBadSubkey(t *testing.T) {
+	e := startKerberos(t, nil)
+	for _, n := range []int{1, 5, 31, 4000} {
+		cl := e.gokrb5(t, "alice")
+		tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, err := types.NewAuthenticator(cl.Credentials.Domain(), cl.Credentials.CName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth.SeqNumber = 7
+		auth.SubKey = types.EncryptionKey{KeyType: 18, KeyValue: make([]byte, n)} // AES256 takes 32 bytes
+		ck := make([]byte, 24)
+		binary.LittleEndian.PutUint32(ck, 16)
+		binary.LittleEndian.PutUint32(ck[20:], krb5gss.FlagMutual|krb5gss.FlagSequence|krb5gss.FlagInteg)
+		auth.Cksum = types.Checksum{CksumType: 0x8003, Checksum: ck}
+		req, err := messages.NewAPReq(tkt, key, auth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := req.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := e.dial(t)
+		k.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if code, text := k.cmd("AUTH GSSAPI"); code != 334 {
+			t.Fatalf("AUTH: %d %s", code, text)
+		}
+		if code, text := k.cmd("ADAT " + base64.StdEncoding.EncodeToString(frameAPReq(b))); code != 535 {
+			t.Fatalf("ADAT with a %d-byte AES256 subkey: %d %s, want 535", n, code, text)
+		}
+		if code, text := k.cmd("USER " + krbAccount); code != 331 {
+			t.Fatalf("USER after the refused ADAT: %d %s", code, text)
+		}
+	}
+}
+
+// frameAPReq frames an AP-REQ as a GSS-API initial context token (RFC
+// 2743 §3.1, RFC 4121 §4.1: the krb5 OID, then token ID 01 00).
+func frameAPReq(body []byte) []byte {
+	oid := []byte{0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02}
+	inner := append(append(append([]byte{}, oid...), 0x01, 0x00), body...)
+	n := len(inner)
+	out := []byte{0x60}
+	switch {
+	case n < 0x80:
+		out = append(out, byte(n))
+	case n < 0x100:
+		out = append(out, 0x81, byte(n))
+	default:
+		out = append(out, 0x82, byte(n>>8), byte(n))
+	}
+	return append(out, inner...)
 }

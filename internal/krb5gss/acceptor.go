@@ -99,8 +99,8 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 			auth.CName.PrincipalNameString(), auth.CRealm, tp.CName.PrincipalNameString(), tp.CRealm)
 	}
 	sessKey := tp.Key
-	if !rfc4121(sessKey.KeyType) {
-		return nil, nil, fmt.Errorf("krb5gss: session enctype %d is not supported (use AES)", sessKey.KeyType)
+	if err := checkKey(sessKey); err != nil {
+		return nil, nil, fmt.Errorf("krb5gss: session key: %w", err)
 	}
 	// RFC 4121 §4.1.1: the authenticator's checksum carries the flags.
 	if auth.Cksum.CksumType != 0x8003 || len(auth.Cksum.Checksum) < 24 {
@@ -116,8 +116,8 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 	}
 	key := sessKey
 	if len(auth.SubKey.KeyValue) > 0 {
-		if !rfc4121(auth.SubKey.KeyType) {
-			return nil, nil, fmt.Errorf("krb5gss: subkey enctype %d is not supported", auth.SubKey.KeyType)
+		if err := checkKey(auth.SubKey); err != nil {
+			return nil, nil, fmt.Errorf("krb5gss: subkey: %w", err)
 		}
 		key = auth.SubKey
 	}
