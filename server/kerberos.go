@@ -40,11 +40,29 @@ const kerberosService = "ftp"
 // kerberosAcceptor loads the keytab of Config.Keytab, or returns nil.
 func (cfg *Config) kerberosAcceptor() (*krb5gss.Acceptor, error) {
 	if cfg.Keytab == "" {
+		if cfg.KrbService != "" {
+			return nil, fmt.Errorf("server: a Kerberos service (%s) without a keytab", cfg.KrbService)
+		}
 		return nil, nil
 	}
 	kt, err := keytab.Load(cfg.Keytab)
 	if err != nil {
 		return nil, fmt.Errorf("server: keytab %s: %w", cfg.Keytab, err)
+	}
+	if cfg.KrbService != "" {
+		name, realm, _ := strings.Cut(cfg.KrbService, "@")
+		host, ok := strings.CutPrefix(name, kerberosService+"/")
+		if !ok || host == "" || strings.Contains(host, "/") {
+			return nil, fmt.Errorf("server: Kerberos service %q is not %s/HOST or %s/HOST@REALM", cfg.KrbService, kerberosService, kerberosService)
+		}
+		for _, e := range kt.Entries {
+			if e.Principal.Realm == realm || realm == "" {
+				if strings.Join(e.Principal.Components, "/") == name {
+					return &krb5gss.Acceptor{Keytab: kt, Service: kerberosService, Principal: name, Realm: realm}, nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("server: keytab %s holds no key of %s", cfg.Keytab, cfg.KrbService)
 	}
 	found := false
 	for _, e := range kt.Entries {

@@ -580,3 +580,77 @@ func frameAPReq(body []byte) []byte {
 	}
 	return append(out, inner...)
 }
+
+// TestKerberosService: with Config.KrbService a ticket for another ftp/
+// principal of the keytab is refused (535); without it any ftp/HOST key
+// in the keytab is accepted.
+func TestKerberosService(t *testing.T) {
+	e := startKerberos(t, nil)
+	e.kdc.AddPrincipal(t, "ftp/otherhost")
+	other := e.kdc.Keytab(t, "both.keytab", "ftp/localhost", "ftp/otherhost") // two ftp/ keys
+	fs, err := posix.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(service string) *krbEnv {
+		cfg := e.cfg
+		cfg.Storage, cfg.Keytab, cfg.KrbService = fs, other, service
+		srv, err := server.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = srv.Serve(l) })
+		t.Cleanup(func() { srv.Close(); wg.Wait() })
+		return &krbEnv{kdc: e.kdc, srv: srv, cfg: cfg, addr: l.Addr().String()}
+	}
+	tokenFor := func(spn string) (*krb5gss.Initiator, []byte) {
+		cl := e.gokrb5(t, "alice")
+		tkt, key, err := cl.GetServiceTicket(spn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, tok, err := krb5gss.Initiate(tkt, key, cl.Credentials.Domain(), cl.Credentials.CName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in, tok
+	}
+	for _, c := range []struct {
+		service, spn string
+		want         int
+	}{
+		{"", "ftp/otherhost", 235}, // documented: any ftp/ key of the keytab
+		{"", "ftp/localhost", 235},
+		{"ftp/localhost", "ftp/otherhost", 535},
+		{"ftp/localhost", "ftp/localhost", 235},
+		{"ftp/localhost@" + krb5kdc.Realm, "ftp/localhost", 235},
+		{"ftp/localhost@OTHER.TEST", "ftp/localhost", 0}, // no such key: no server
+	} {
+		if c.want == 0 {
+			cfg := e.cfg
+			cfg.Keytab, cfg.KrbService = other, c.service
+			if _, err := server.New(cfg); err == nil {
+				t.Errorf("KrbService %s with a keytab without its key: server started", c.service)
+			}
+			continue
+		}
+		s := serve(c.service)
+		k := s.dial(t)
+		in, tok := tokenFor(c.spn)
+		if code, text := k.auth(in, tok); code != c.want {
+			t.Errorf("KrbService %q, ticket for %s: %d %s, want %d", c.service, c.spn, code, text, c.want)
+		}
+	}
+	for _, bad := range []string{"host/localhost", "ftp/", "ftp/a/b", "localhost"} {
+		cfg := e.cfg
+		cfg.Keytab, cfg.KrbService = other, bad
+		if _, err := server.New(cfg); err == nil {
+			t.Errorf("KrbService %q: server started", bad)
+		}
+	}
+}

@@ -30,6 +30,11 @@ type Acceptor struct {
 	// Service, when set, is the only service name accepted ("ftp"): a
 	// ticket for any other principal in the keytab is refused.
 	Service string
+	// Principal, when set, is the only service principal accepted, its
+	// components joined by "/" ("ftp/host.example.org"), and Realm, when
+	// set, its realm. Without them a ticket for any principal of Service
+	// whose key is in the keytab is accepted.
+	Principal, Realm string
 	// MaxClockSkew bounds the difference between the client's clock and
 	// the server's; zero means 5 minutes.
 	MaxClockSkew time.Duration
@@ -71,6 +76,10 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		if len(sn) != 2 || sn[0] != a.Service {
 			return nil, nil, fmt.Errorf("krb5gss: ticket is for %s, not a %s service", req.Ticket.SName.PrincipalNameString(), a.Service)
 		}
+	}
+	if a.Principal != "" && req.Ticket.SName.PrincipalNameString() != a.Principal ||
+		a.Realm != "" && req.Ticket.Realm != a.Realm {
+		return nil, nil, fmt.Errorf("krb5gss: ticket is for %s@%s, not this server's service", req.Ticket.SName.PrincipalNameString(), req.Ticket.Realm)
 	}
 	skew := a.MaxClockSkew
 	if skew <= 0 {
