@@ -654,3 +654,31 @@ func TestKerberosService(t *testing.T) {
 		}
 	}
 }
+
+// TestKerberosSystemAccount: daemon@REALM, a real principal of the
+// server's realm, does not get the system account daemon through the
+// default rule (530); a map line naming it allows it.
+func TestKerberosSystemAccount(t *testing.T) {
+	for _, c := range []struct {
+		kmap string
+		want int
+	}{
+		{"alice@" + krb5kdc.Realm + " " + krbAccount + "\n", 530},
+		{"daemon@" + krb5kdc.Realm + " daemon\n", 230},
+	} {
+		kmap := filepath.Join(t.TempDir(), "krb-map")
+		if err := os.WriteFile(kmap, []byte(c.kmap), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := startKerberos(t, func(cfg *server.Config) { cfg.KrbMap = kmap })
+		e.kdc.AddPrincipal(t, "daemon")
+		k := e.dial(t)
+		in, tok := e.token(t, "daemon")
+		if code, text := k.auth(in, tok); code != 235 {
+			t.Fatalf("ADAT: %d %s", code, text)
+		}
+		if code, text := k.login("daemon"); code != c.want {
+			t.Errorf("daemon@%s as daemon with map %q: %d %s, want %d", krb5kdc.Realm, c.kmap, code, text, c.want)
+		}
+	}
+}
