@@ -479,6 +479,18 @@ func (c *Conn) request(ctx context.Context, line string) (ticket, error) {
 	return t, nil
 }
 
+// masked is a command line as the log shows it: without the argument of
+// PASS (a password) or ADAT (a security token: a Kerberos ticket, a GSI
+// handshake message).
+func masked(line string) string {
+	verb, _, found := strings.Cut(line, " ")
+	switch v := strings.ToUpper(verb); {
+	case found && (v == "PASS" || v == "ADAT"):
+		return v + " ****"
+	}
+	return line
+}
+
 // send writes one command line; request is send with a ticket for the
 // replies.
 func (c *Conn) send(line string) error {
@@ -486,11 +498,7 @@ func (c *Conn) send(line string) error {
 		return err
 	}
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		shown := line
-		if strings.HasPrefix(strings.ToUpper(line), "PASS ") {
-			shown = "PASS ****"
-		}
-		c.log.Debug("send", "cmd", shown)
+		c.log.Debug("send", "cmd", masked(line))
 	}
 	if c.gsi != nil {
 		return c.sendWrapped(line)

@@ -467,8 +467,9 @@ func (u *unwrapReader) Read(p []byte) (int, error) {
 }
 
 // ErrUnprotectedReply is returned for a positive reply that arrives
-// without GSI protection after authentication.
-var ErrUnprotectedReply = errors.New("client: unprotected reply after GSI authentication")
+// without protection after GSI or Kerberos authentication; the error
+// wrapping it names the mechanism.
+var ErrUnprotectedReply = errors.New("client: unprotected reply")
 
 func (u *unwrapReader) open(line string) ([]byte, error) {
 	if u.plain != "" {
@@ -503,7 +504,7 @@ func (u *unwrapReader) open(line string) ([]byte, error) {
 	if len(line) > 80 {
 		line = line[:80] + "…"
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnprotectedReply, line)
+	return nil, fmt.Errorf("%w after GSI authentication: %q", ErrUnprotectedReply, line)
 }
 
 func isDigits(s string) bool {

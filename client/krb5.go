@@ -223,7 +223,7 @@ func (u *krbUnwrapReader) open(line string) ([]byte, error) {
 			return nil, fmt.Errorf("client: protected reply: %w", err)
 		}
 		if u.st.conf && !conf {
-			return nil, fmt.Errorf("%w: a reply only integrity-protected to encrypted commands", ErrUnprotectedReply)
+			return nil, fmt.Errorf("%w after Kerberos authentication: a reply only integrity-protected to encrypted commands", ErrUnprotectedReply)
 		}
 		if !bytes.HasSuffix(plain, []byte("\n")) {
 			plain = append(plain, '\r', '\n')
@@ -239,5 +239,5 @@ func (u *krbUnwrapReader) open(line string) ([]byte, error) {
 	if len(line) > 80 {
 		line = line[:80] + "…"
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnprotectedReply, line)
+	return nil, fmt.Errorf("%w after Kerberos authentication: %q", ErrUnprotectedReply, line)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -274,7 +275,13 @@ func (s *replyStream) read(ctx context.Context) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	s.log.Debug("reply", "code", r.Code, "text", r.Text())
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		text := r.Text()
+		if strings.HasPrefix(text, "ADAT=") {
+			text = "ADAT=****" // the server's security token
+		}
+		s.log.Debug("reply", "code", r.Code, "text", text)
+	}
 	return r, nil
 }
 

@@ -10,8 +10,10 @@ package server
 //     accounts listed for it;
 //   - else, .k5login-style, "name@REALM" logs in as "name" when REALM is
 //     the realm of the service principal the client's ticket was for,
-//     name has one component, and name is an account of this host (not
-//     root);
+//     name has one component, and name is a user account of this host:
+//     uid at least UID_MIN (/etc/login.defs, default 1000) and a login
+//     shell (not nologin or false), so never root or a system account
+//     such as daemon, which only a map line can name;
 //   - else the login is refused (530).
 //
 // The user name the client sends selects among the principal's accounts;
@@ -20,11 +22,14 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/user"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -40,11 +45,29 @@ const kerberosService = "ftp"
 // kerberosAcceptor loads the keytab of Config.Keytab, or returns nil.
 func (cfg *Config) kerberosAcceptor() (*krb5gss.Acceptor, error) {
 	if cfg.Keytab == "" {
+		if cfg.KrbService != "" {
+			return nil, fmt.Errorf("server: a Kerberos service (%s) without a keytab", cfg.KrbService)
+		}
 		return nil, nil
 	}
 	kt, err := keytab.Load(cfg.Keytab)
 	if err != nil {
 		return nil, fmt.Errorf("server: keytab %s: %w", cfg.Keytab, err)
+	}
+	if cfg.KrbService != "" {
+		name, realm, _ := strings.Cut(cfg.KrbService, "@")
+		host, ok := strings.CutPrefix(name, kerberosService+"/")
+		if !ok || host == "" || strings.Contains(host, "/") {
+			return nil, fmt.Errorf("server: Kerberos service %q is not %s/HOST or %s/HOST@REALM", cfg.KrbService, kerberosService, kerberosService)
+		}
+		for _, e := range kt.Entries {
+			if e.Principal.Realm == realm || realm == "" {
+				if strings.Join(e.Principal.Components, "/") == name {
+					return &krb5gss.Acceptor{Keytab: kt, Service: kerberosService, Principal: name, Realm: realm}, nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("server: keytab %s holds no key of %s", cfg.Keytab, cfg.KrbService)
 	}
 	found := false
 	for _, e := range kt.Entries {
@@ -74,9 +97,8 @@ func (s *Server) authorizePrincipal(ctx context.Context, principal, service, use
 		case name == "" || strings.ContainsAny(name, "/@"):
 			return nil, fmt.Errorf("%w: %s is not in the Kerberos map", ErrLoginDenied, principal)
 		}
-		u, err := user.Lookup(name)
-		if err != nil || u.Uid == "0" {
-			return nil, fmt.Errorf("%w: %s is not in the Kerberos map and %q is not an account of this host", ErrLoginDenied, principal, name)
+		if err := userAccount(name); err != nil {
+			return nil, fmt.Errorf("%w: %s is not in the Kerberos map and %w", ErrLoginDenied, principal, err)
 		}
 		accounts = []string{name}
 	}
@@ -126,4 +148,90 @@ func kerberosLoginAllowed(req pi.LoginRequest) error {
 		return fmt.Errorf("%w: a Kerberos principal outside a Kerberos session", pi.ErrLoginDenied)
 	}
 	return nil
+}
+
+// passwdFile and loginDefs are the files userAccount reads; tests of the
+// server package change them.
+var (
+	passwdFile = "/etc/passwd"
+	loginDefs  = "/etc/login.defs"
+)
+
+// userAccount reports why name may not be the account of name@REALM under
+// the default rule: it must be a user account of this host, with a uid
+// of at least UID_MIN and a login shell. Accounts that are not in the
+// password file are looked up with getent (NSS: LDAP, SSSD).
+func userAccount(name string) error {
+	uid, shell, err := passwdEntry(passwdFile, name)
+	if errors.Is(err, errNoAccount) && passwdFile == "/etc/passwd" {
+		uid, shell, err = getentPasswd(name)
+	}
+	if err != nil {
+		return fmt.Errorf("%q is not an account of this host (%w)", name, err)
+	}
+	if min := uidMin(loginDefs); uid < min {
+		return fmt.Errorf("%q is a system account (uid %d < UID_MIN %d); name it in the map to allow it", name, uid, min)
+	}
+	if base := shell[strings.LastIndexByte(shell, '/')+1:]; shell == "" || base == "nologin" || base == "false" {
+		return fmt.Errorf("%q has no login shell (%s); name it in the map to allow it", name, shell)
+	}
+	return nil
+}
+
+var errNoAccount = errors.New("no such account")
+
+// passwdEntry returns the uid and shell of name in a passwd(5) file.
+func passwdEntry(path, name string) (uid int, shell string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, "", err
+	}
+	for line := range bytes.Lines(b) {
+		if uid, shell, ok := parsePasswd(string(line), name); ok {
+			return uid, shell, nil
+		}
+	}
+	return 0, "", errNoAccount
+}
+
+// getentPasswd looks name up through NSS.
+func getentPasswd(name string) (uid int, shell string, err error) {
+	out, err := exec.Command("getent", "passwd", "--", name).Output()
+	if err != nil {
+		return 0, "", errNoAccount
+	}
+	if uid, shell, ok := parsePasswd(string(out), name); ok {
+		return uid, shell, nil
+	}
+	return 0, "", errNoAccount
+}
+
+// parsePasswd parses one passwd(5) line for name.
+func parsePasswd(line, name string) (uid int, shell string, ok bool) {
+	f := strings.Split(strings.TrimRight(line, "\r\n"), ":")
+	if len(f) != 7 || f[0] != name {
+		return 0, "", false
+	}
+	uid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, "", false
+	}
+	return uid, f[6], true
+}
+
+// uidMin is UID_MIN of a login.defs(5) file, 1000 when it is not set.
+func uidMin(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 1000
+	}
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) >= 2 && f[0] == "UID_MIN" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 1000
 }

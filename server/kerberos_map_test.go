@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/user"
 	"path/filepath"
 	"testing"
 
@@ -13,13 +12,33 @@ import (
 	"github.com/ferrygrid/ferry/internal/pi"
 )
 
-// TestKerberosPrincipalMapping is the principal → account decision:
-// the map file first, then name@REALM of the server's realm for an
-// existing non-root account, else a refusal.
-func TestKerberosPrincipalMapping(t *testing.T) {
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Fatalf("the host has no user nobody: %v", err)
+// fakeAccounts points the default rule at a passwd file and a
+// login.defs of the test's.
+func fakeAccounts(t *testing.T, passwd, defs string) {
+	t.Helper()
+	dir := t.TempDir()
+	old, oldDefs := passwdFile, loginDefs
+	passwdFile, loginDefs = filepath.Join(dir, "passwd"), filepath.Join(dir, "login.defs")
+	t.Cleanup(func() { passwdFile, loginDefs = old, oldDefs })
+	os.WriteFile(passwdFile, []byte(passwd), 0o644)
+	if defs != "" {
+		os.WriteFile(loginDefs, []byte(defs), 0o644)
 	}
+}
+
+const testPasswd = `root:x:0:0:root:/root:/bin/bash
+daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+carol:x:1500:1500::/home/carol:/bin/bash
+ops:x:1200:1200::/home/ops:/bin/false
+low:x:900:900::/home/low:/bin/sh
+`
+
+// TestKerberosPrincipalMapping is the principal → account decision:
+// the map file first, then name@REALM of the server's realm for a user
+// account (uid ≥ UID_MIN, a login shell), else a refusal.
+func TestKerberosPrincipalMapping(t *testing.T) {
+	fakeAccounts(t, testPasswd, "# defaults\nUID_MIN\t\t 1000\nUID_MAX 60000\n")
 	kmap := filepath.Join(t.TempDir(), "krb-map")
 	os.WriteFile(kmap, []byte(`# comment
 alice@R.TEST   nobody
@@ -39,10 +58,15 @@ root@R.TEST    bin
 		{"svc/batch@R.TEST", "", "nobody"},
 		{"root@R.TEST", "", "bin"}, // listed: the map decides
 		{"root@R.TEST", "root", ""},
-		{"nobody@R.TEST", "", "nobody"},     // .k5login-style default
-		{"nobody@OTHER.TEST", "", ""},       // another realm
-		{"nobody/admin@R.TEST", "", ""},     // two components
+		{"carol@R.TEST", "", "carol"},       // .k5login-style default
+		{"carol@R.TEST", "nobody", ""},      // only its own name
+		{"carol@OTHER.TEST", "", ""},        // another realm
+		{"carol/admin@R.TEST", "", ""},      // two components
 		{"no-such-user-xyz@R.TEST", "", ""}, // not an account
+		{"nobody@R.TEST", "", ""},           // no login shell
+		{"daemon@R.TEST", "", ""},           // system account (uid 1)
+		{"ops@R.TEST", "", ""},              // /bin/false
+		{"low@R.TEST", "", ""},              // uid 900 < UID_MIN
 		{"mallory@R.TEST", "nobody", ""},
 	} {
 		a, err := s.authorizePrincipal(context.Background(), c.principal, service, c.user)
@@ -62,10 +86,19 @@ root@R.TEST    bin
 	if _, err := s.authorizePrincipal(context.Background(), "root@R.TEST", service, ""); err == nil {
 		t.Error("root@R.TEST mapped to root")
 	}
+	// UID_MIN comes from login.defs, 1000 without it.
+	fakeAccounts(t, testPasswd, "UID_MIN 800\n")
+	if _, err := s.authorizePrincipal(context.Background(), "low@R.TEST", service, ""); err != nil {
+		t.Errorf("low (uid 900) with UID_MIN 800: %v", err)
+	}
+	fakeAccounts(t, testPasswd, "")
+	if _, err := s.authorizePrincipal(context.Background(), "low@R.TEST", service, ""); err == nil {
+		t.Error("low (uid 900) allowed without login.defs (UID_MIN 1000)")
+	}
 	// A malformed map refuses everyone.
 	os.WriteFile(kmap, []byte("alice@R.TEST\n"), 0o600)
 	s.cfg.KrbMap = kmap
-	if _, err := s.authorizePrincipal(context.Background(), "nobody@R.TEST", service, ""); err == nil {
+	if _, err := s.authorizePrincipal(context.Background(), "carol@R.TEST", service, ""); err == nil {
 		t.Error("malformed map: a login was allowed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,8 @@ import (
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/krb5gss"
@@ -483,5 +486,199 @@ func TestKerberosReload(t *testing.T) {
 	k.auth(in, tok)
 	if code, text := k.login(krbAccount); code != 230 {
 		t.Fatalf("login after reload: %d %s", code, text)
+	}
+}
+
+// TestKerberosForgedRealm: alice@REALM with a real ticket writes an
+// authenticator claiming alice@OTHER.TEST, which the map lets in. The
+// principal comes from the ticket, so the claim gets 535 and no login.
+func TestKerberosForgedRealm(t *testing.T) {
+	kmap := filepath.Join(t.TempDir(), "krb-map")
+	if err := os.WriteFile(kmap, []byte("alice@OTHER.TEST "+krbAccount+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startKerberos(t, func(c *server.Config) { c.KrbMap = kmap })
+	cl := e.gokrb5(t, "alice")
+	tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, tok, err := krb5gss.Initiate(tkt, key, "OTHER.TEST", cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := e.dial(t)
+	if code, text := k.auth(in, tok); code != 535 {
+		t.Fatalf("ADAT claiming alice@OTHER.TEST: %d %s, want 535", code, text)
+	}
+	if code, text := k.login(krbAccount); code != 530 {
+		t.Fatalf("login after the forged ADAT: %d %s, want 530", code, text)
+	}
+	if code, _ := k.cmd("PWD"); code != 530 {
+		t.Fatalf("PWD: %d, want 530", code)
+	}
+}
+
+// TestKerberosBadSubkey: an authenticator subkey of the wrong size for
+// its enctype is refused with 535 (it used to get 235, after which no
+// reply could be wrapped and the session hung), and the session stays
+// usable in clear.
+func TestKerberosBadSubkey(t *testing.T) {
+	e := startKerberos(t, nil)
+	for _, n := range []int{1, 5, 31, 4000} {
+		cl := e.gokrb5(t, "alice")
+		tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, err := types.NewAuthenticator(cl.Credentials.Domain(), cl.Credentials.CName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth.SeqNumber = 7
+		auth.SubKey = types.EncryptionKey{KeyType: 18, KeyValue: make([]byte, n)} // AES256 takes 32 bytes
+		ck := make([]byte, 24)
+		binary.LittleEndian.PutUint32(ck, 16)
+		binary.LittleEndian.PutUint32(ck[20:], krb5gss.FlagMutual|krb5gss.FlagSequence|krb5gss.FlagInteg)
+		auth.Cksum = types.Checksum{CksumType: 0x8003, Checksum: ck}
+		req, err := messages.NewAPReq(tkt, key, auth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := req.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := e.dial(t)
+		k.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if code, text := k.cmd("AUTH GSSAPI"); code != 334 {
+			t.Fatalf("AUTH: %d %s", code, text)
+		}
+		if code, text := k.cmd("ADAT " + base64.StdEncoding.EncodeToString(frameAPReq(b))); code != 535 {
+			t.Fatalf("ADAT with a %d-byte AES256 subkey: %d %s, want 535", n, code, text)
+		}
+		if code, text := k.cmd("USER " + krbAccount); code != 331 {
+			t.Fatalf("USER after the refused ADAT: %d %s", code, text)
+		}
+	}
+}
+
+// frameAPReq frames an AP-REQ as a GSS-API initial context token (RFC
+// 2743 §3.1, RFC 4121 §4.1: the krb5 OID, then token ID 01 00).
+func frameAPReq(body []byte) []byte {
+	oid := []byte{0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02}
+	inner := append(append(append([]byte{}, oid...), 0x01, 0x00), body...)
+	n := len(inner)
+	out := []byte{0x60}
+	switch {
+	case n < 0x80:
+		out = append(out, byte(n))
+	case n < 0x100:
+		out = append(out, 0x81, byte(n))
+	default:
+		out = append(out, 0x82, byte(n>>8), byte(n))
+	}
+	return append(out, inner...)
+}
+
+// TestKerberosService: with Config.KrbService a ticket for another ftp/
+// principal of the keytab is refused (535); without it any ftp/HOST key
+// in the keytab is accepted.
+func TestKerberosService(t *testing.T) {
+	e := startKerberos(t, nil)
+	e.kdc.AddPrincipal(t, "ftp/otherhost")
+	other := e.kdc.Keytab(t, "both.keytab", "ftp/localhost", "ftp/otherhost") // two ftp/ keys
+	fs, err := posix.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(service string) *krbEnv {
+		cfg := e.cfg
+		cfg.Storage, cfg.Keytab, cfg.KrbService = fs, other, service
+		srv, err := server.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = srv.Serve(l) })
+		t.Cleanup(func() { srv.Close(); wg.Wait() })
+		return &krbEnv{kdc: e.kdc, srv: srv, cfg: cfg, addr: l.Addr().String()}
+	}
+	tokenFor := func(spn string) (*krb5gss.Initiator, []byte) {
+		cl := e.gokrb5(t, "alice")
+		tkt, key, err := cl.GetServiceTicket(spn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, tok, err := krb5gss.Initiate(tkt, key, cl.Credentials.Domain(), cl.Credentials.CName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in, tok
+	}
+	for _, c := range []struct {
+		service, spn string
+		want         int
+	}{
+		{"", "ftp/otherhost", 235}, // documented: any ftp/ key of the keytab
+		{"", "ftp/localhost", 235},
+		{"ftp/localhost", "ftp/otherhost", 535},
+		{"ftp/localhost", "ftp/localhost", 235},
+		{"ftp/localhost@" + krb5kdc.Realm, "ftp/localhost", 235},
+		{"ftp/localhost@OTHER.TEST", "ftp/localhost", 0}, // no such key: no server
+	} {
+		if c.want == 0 {
+			cfg := e.cfg
+			cfg.Keytab, cfg.KrbService = other, c.service
+			if _, err := server.New(cfg); err == nil {
+				t.Errorf("KrbService %s with a keytab without its key: server started", c.service)
+			}
+			continue
+		}
+		s := serve(c.service)
+		k := s.dial(t)
+		in, tok := tokenFor(c.spn)
+		if code, text := k.auth(in, tok); code != c.want {
+			t.Errorf("KrbService %q, ticket for %s: %d %s, want %d", c.service, c.spn, code, text, c.want)
+		}
+	}
+	for _, bad := range []string{"host/localhost", "ftp/", "ftp/a/b", "localhost"} {
+		cfg := e.cfg
+		cfg.Keytab, cfg.KrbService = other, bad
+		if _, err := server.New(cfg); err == nil {
+			t.Errorf("KrbService %q: server started", bad)
+		}
+	}
+}
+
+// TestKerberosSystemAccount: daemon@REALM, a real principal of the
+// server's realm, does not get the system account daemon through the
+// default rule (530); a map line naming it allows it.
+func TestKerberosSystemAccount(t *testing.T) {
+	for _, c := range []struct {
+		kmap string
+		want int
+	}{
+		{"alice@" + krb5kdc.Realm + " " + krbAccount + "\n", 530},
+		{"daemon@" + krb5kdc.Realm + " daemon\n", 230},
+	} {
+		kmap := filepath.Join(t.TempDir(), "krb-map")
+		if err := os.WriteFile(kmap, []byte(c.kmap), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := startKerberos(t, func(cfg *server.Config) { cfg.KrbMap = kmap })
+		e.kdc.AddPrincipal(t, "daemon")
+		k := e.dial(t)
+		in, tok := e.token(t, "daemon")
+		if code, text := k.auth(in, tok); code != 235 {
+			t.Fatalf("ADAT: %d %s", code, text)
+		}
+		if code, text := k.login("daemon"); code != c.want {
+			t.Errorf("daemon@%s as daemon with map %q: %d %s, want %d", krb5kdc.Realm, c.kmap, code, text, c.want)
+		}
 	}
 }

@@ -106,8 +106,14 @@ type Config struct {
 	// ftp/HOST@REALM: the server then also accepts AUTH GSSAPI with the
 	// Kerberos 5 mechanism (kerberos.go). KrbMap is the file mapping
 	// principals to accounts ("PRINCIPAL ACCOUNT" lines); "" maps only
-	// name@REALM of the server's realm to the local account name.
+	// name@REALM of the server's realm to the local account name (see
+	// kerberos.go for which accounts).
 	Keytab, KrbMap string
+	// KrbService pins the service principal clients must hold a ticket
+	// for, "ftp/host.example.org" or "ftp/host.example.org@REALM"; the
+	// keytab must hold its key. "" accepts a ticket for any ftp/HOST
+	// principal whose key is in the keytab.
+	KrbService string
 	// DataInterface is the address data connections use; invalid means the
 	// address the client reached the control channel on.
 	DataInterface netip.Addr

@@ -65,3 +65,41 @@ func TestKerberosCp(t *testing.T) {
 	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "none"))
 	ok(t, "cp", "-krb", "-krb-keytab", ukt, "-krb-principal", "alice", base+"/up.bin", filepath.Join(t.TempDir(), "y"))
 }
+
+// TestKerberosServeService: ferry serve -krb-service pins the service
+// principal (a ticket for another ftp/ key of the keytab is refused), a
+// keytab without its key is a start-up error, and -h says what happens
+// without it.
+func TestKerberosServeService(t *testing.T) {
+	r := ferry(t, nil, "serve", "-h")
+	if help := r.stdout + r.stderr; !strings.Contains(help, "-krb-service") || !strings.Contains(help, "any ftp/HOST key in the keytab is accepted") {
+		t.Fatalf("serve -h does not document -krb-service and its default:\n%s", help)
+	}
+	k := krb5kdc.Start(t)
+	for _, p := range []string{"ftp/localhost", "ftp/otherhost", "alice"} {
+		k.AddPrincipal(t, p)
+	}
+	kt := k.Keytab(t, "ftp.keytab", "ftp/localhost", "ftp/otherhost")
+	kmap := filepath.Join(k.Dir, "krb-map")
+	if err := os.WriteFile(kmap, []byte("alice@"+krb5kdc.Realm+" nobody\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", k.Config)
+	t.Setenv("NETRC", filepath.Join(t.TempDir(), "no-netrc"))
+	t.Setenv("KRB5CCNAME", "FILE:"+k.Kinit(t, "alice"))
+
+	if r := ferry(t, nil, "serve", "-listen", "127.0.0.1:0", "-root", t.TempDir(), "-keytab", kt, "-krb-service", "ftp/nohost"); r.code == 0 || !strings.Contains(r.stderr, "ftp/nohost") {
+		t.Fatalf("serve -krb-service without its key: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		service string
+		ok      bool
+	}{{"ftp/localhost", true}, {"ftp/otherhost", false}} {
+		_, addr := startServe(t, "-root", t.TempDir(), "-keytab", kt, "-krb-map", kmap, "-krb-service", c.service, "-run-as-mapped-user=false")
+		port := regexp.MustCompile(`:(\d+)`).FindStringSubmatch(addr)
+		r := ferry(t, nil, "ls", "-krb", "ftp://localhost:"+port[1]+"/")
+		if c.ok && r.code != 0 || !c.ok && (r.code == 0 || !strings.Contains(r.stderr, "535")) {
+			t.Errorf("-krb-service %s, ticket for ftp/localhost: exit %d, stderr %q", c.service, r.code, r.stderr)
+		}
+	}
+}

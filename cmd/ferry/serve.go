@@ -60,7 +60,7 @@ type serveFlags struct {
 	idle, stall                                                           time.Duration
 	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
-	keytab, krbMap                                                        string // Kerberos (AUTH GSSAPI with krb5)
+	keytab, krbMap, krbService                                            string // Kerberos (AUTH GSSAPI with krb5)
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -83,8 +83,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cert, "cert", "", "host certificate `FILE` for GSI (gsiftp://) and FTPS (default: $X509_USER_CERT, else /etc/grid-security/hostcert.pem if present)")
 	fs.StringVar(&f.key, "key", "", "host key `FILE` (default: $X509_USER_KEY, else /etc/grid-security/hostkey.pem)")
 	fs.StringVar(&f.gridmap, "gridmap", "", "grid-mapfile `FILE` mapping certificate DNs to accounts (default: $GRIDMAP, else /etc/grid-security/grid-mapfile); trusted CAs come from $X509_CERT_DIR, else /etc/grid-security/certificates")
-	fs.StringVar(&f.keytab, "keytab", "", "Kerberos keytab `FILE` holding ftp/HOST@REALM: also accept AUTH GSSAPI with Kerberos 5 (data channels in clear, PROT C)")
-	fs.StringVar(&f.krbMap, "krb-map", "", "`FILE` of 'PRINCIPAL ACCOUNT' lines mapping Kerberos principals to accounts (default: name@REALM of the server's realm maps to the local account name)")
+	fs.StringVar(&f.keytab, "keytab", "", "Kerberos keytab `FILE` holding ftp/HOST@REALM: also accept AUTH GSSAPI with Kerberos 5 (data channels in clear, PROT C); without -krb-service a ticket for any ftp/HOST key in the keytab is accepted")
+	fs.StringVar(&f.krbService, "krb-service", "", "the Kerberos service `PRINCIPAL` clients must hold a ticket for (ftp/host.example.org, or with @REALM); default: any ftp/HOST key in the -keytab")
+	fs.StringVar(&f.krbMap, "krb-map", "", "`FILE` of 'PRINCIPAL ACCOUNT' lines mapping Kerberos principals to accounts (default: name@REALM of the server's realm maps to the local account name when its uid is at least UID_MIN and it has a login shell)")
 	fs.BoolVar(&f.asUser, "run-as-mapped-user", true, "when running as root with posix storage, do a grid-mapped account's file operations as that local user (a helper process per account); mapping to root is refused. Off with -movers, and refused there")
 	fs.StringVar(&f.movers, "movers", "", "striped server: data movers `HOST:PORT,...` (ferry mover), one stripe each, serving the same tree as -root; a transfer stripes over those up when it starts; with the list in -config, SIGHUP reloads it")
 	fs.IntVar(&f.moversMin, "movers-min", 1, "striped server: refuse transfers (425 naming the movers down) while fewer than `N` movers are up")
@@ -227,7 +228,7 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	}
 	cfg.HostCert, cfg.HostKey = hostCredentialFiles(f.cert, f.key)
 	cfg.GridMap = f.gridmap
-	cfg.Keytab, cfg.KrbMap = f.keytab, f.krbMap
+	cfg.Keytab, cfg.KrbMap, cfg.KrbService = f.keytab, f.krbMap, f.krbService
 	if !cfg.Anonymous && cfg.Authenticate == nil && cfg.HostCert == "" && cfg.Keytab == "" {
 		return cfg, usagef("nobody could log in: give -anonymous, -passwd FILE, a host credential (-cert/-key) for GSI, or -keytab for Kerberos")
 	}

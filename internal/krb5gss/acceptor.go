@@ -30,6 +30,11 @@ type Acceptor struct {
 	// Service, when set, is the only service name accepted ("ftp"): a
 	// ticket for any other principal in the keytab is refused.
 	Service string
+	// Principal, when set, is the only service principal accepted, its
+	// components joined by "/" ("ftp/host.example.org"), and Realm, when
+	// set, its realm. Without them a ticket for any principal of Service
+	// whose key is in the keytab is accepted.
+	Principal, Realm string
 	// MaxClockSkew bounds the difference between the client's clock and
 	// the server's; zero means 5 minutes.
 	MaxClockSkew time.Duration
@@ -72,6 +77,10 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 			return nil, nil, fmt.Errorf("krb5gss: ticket is for %s, not a %s service", req.Ticket.SName.PrincipalNameString(), a.Service)
 		}
 	}
+	if a.Principal != "" && req.Ticket.SName.PrincipalNameString() != a.Principal ||
+		a.Realm != "" && req.Ticket.Realm != a.Realm {
+		return nil, nil, fmt.Errorf("krb5gss: ticket is for %s@%s, not this server's service", req.Ticket.SName.PrincipalNameString(), req.Ticket.Realm)
+	}
 	skew := a.MaxClockSkew
 	if skew <= 0 {
 		skew = 5 * time.Minute
@@ -90,9 +99,17 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		return nil, nil, fmt.Errorf("krb5gss: %w", err)
 	}
 	auth := req.Authenticator
-	sessKey := req.Ticket.DecryptedEncPart.Key
-	if !rfc4121(sessKey.KeyType) {
-		return nil, nil, fmt.Errorf("krb5gss: session enctype %d is not supported (use AES)", sessKey.KeyType)
+	// The client's identity is the ticket's, which the KDC vouched for.
+	// The authenticator is the client's own work: gokrb5 compares its
+	// cname with the ticket's but not its crealm, so check both here.
+	tp := req.Ticket.DecryptedEncPart
+	if auth.CRealm != tp.CRealm || !auth.CName.Equal(tp.CName) {
+		return nil, nil, fmt.Errorf("%w: authenticator client %s@%s is not the ticket's %s@%s", ErrProtocol,
+			auth.CName.PrincipalNameString(), auth.CRealm, tp.CName.PrincipalNameString(), tp.CRealm)
+	}
+	sessKey := tp.Key
+	if err := checkKey(sessKey); err != nil {
+		return nil, nil, fmt.Errorf("krb5gss: session key: %w", err)
 	}
 	// RFC 4121 §4.1.1: the authenticator's checksum carries the flags.
 	if auth.Cksum.CksumType != 0x8003 || len(auth.Cksum.Checksum) < 24 {
@@ -108,8 +125,8 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 	}
 	key := sessKey
 	if len(auth.SubKey.KeyValue) > 0 {
-		if !rfc4121(auth.SubKey.KeyType) {
-			return nil, nil, fmt.Errorf("krb5gss: subkey enctype %d is not supported", auth.SubKey.KeyType)
+		if err := checkKey(auth.SubKey); err != nil {
+			return nil, nil, fmt.Errorf("krb5gss: subkey: %w", err)
 		}
 		key = auth.SubKey
 	}
@@ -117,7 +134,7 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		acceptor:  true,
 		key:       key,
 		Flags:     gflags,
-		Principal: auth.CName.PrincipalNameString() + "@" + auth.CRealm,
+		Principal: tp.CName.PrincipalNameString() + "@" + tp.CRealm,
 		Service:   req.Ticket.SName.PrincipalNameString() + "@" + req.Ticket.Realm,
 		recvSeq:   uint64(uint32(auth.SeqNumber)),
 	}

@@ -93,8 +93,8 @@ func (in *Initiator) Finish(tok []byte) (*Context, error) {
 		recvSeq:   uint64(uint32(part.SequenceNumber)),
 	}
 	if len(part.Subkey.KeyValue) > 0 {
-		if !rfc4121(part.Subkey.KeyType) {
-			return nil, fmt.Errorf("krb5gss: acceptor subkey enctype %d is not supported", part.Subkey.KeyType)
+		if err := checkKey(part.Subkey); err != nil {
+			return nil, fmt.Errorf("krb5gss: acceptor subkey: %w", err)
 		}
 		ctx.key, ctx.subkey = part.Subkey, true
 	}

@@ -2,6 +2,7 @@ package krb5gss_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/ferrygrid/ferry/internal/krb5gss"
 	"github.com/ferrygrid/ferry/internal/testutil/krb5kdc"
@@ -142,4 +145,73 @@ func TestKerberosRefusals(t *testing.T) {
 	if _, _, err := acc.Accept([]byte{0x16, 3, 1, 0, 4, 1, 2, 3, 4}, local); err == nil {
 		t.Fatal("TLS record accepted")
 	}
+}
+
+// TestKerberosAuthenticatorRealm: the principal is the ticket's client,
+// never the authenticator's claim (the client writes the authenticator):
+// an authenticator naming another realm or client is refused.
+func TestKerberosAuthenticatorRealm(t *testing.T) {
+	r := setup(t)
+	acc := &krb5gss.Acceptor{Keytab: r.kt, Service: "ftp"}
+	tkt, key, err := r.cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := krb5gss.Initiate(tkt, key, "OTHER.TEST", r.cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx, _, err := acc.Accept(tok, local); err == nil {
+		t.Fatalf("authenticator claiming realm OTHER.TEST accepted as %s", ctx.Principal)
+	}
+}
+
+// TestKerberosSubkeySize: an authenticator subkey must be of its
+// enctype's size, or every token would fail to wrap after a 235.
+func TestKerberosSubkeySize(t *testing.T) {
+	r := setup(t)
+	acc := &krb5gss.Acceptor{Keytab: r.kt, Service: "ftp"}
+	for _, c := range []struct {
+		etype int32
+		n     int
+		ok    bool
+	}{
+		{18, 32, true}, {17, 16, true},
+		{18, 1, false}, {18, 5, false}, {18, 16, false}, {18, 31, false}, {18, 4000, false}, {17, 32, false},
+	} {
+		tok := apReqWithSubkey(t, r, types.EncryptionKey{KeyType: c.etype, KeyValue: make([]byte, c.n)})
+		_, _, err := acc.Accept(tok, local)
+		if c.ok != (err == nil) {
+			t.Errorf("subkey enctype %d, %d bytes: %v", c.etype, c.n, err)
+		}
+	}
+}
+
+// apReqWithSubkey makes an initial context token for ftp/localhost whose
+// authenticator carries subkey.
+func apReqWithSubkey(t *testing.T, r *realm, subkey types.EncryptionKey) []byte {
+	t.Helper()
+	tkt, key, err := r.cl.GetServiceTicket("ftp/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := types.NewAuthenticator(r.cl.Credentials.Domain(), r.cl.Credentials.CName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.SeqNumber = 7
+	auth.SubKey = subkey
+	ck := make([]byte, 24)
+	binary.LittleEndian.PutUint32(ck, 16)
+	binary.LittleEndian.PutUint32(ck[20:], krb5gss.FlagMutual|krb5gss.FlagSequence|krb5gss.FlagInteg)
+	auth.Cksum = types.Checksum{CksumType: 0x8003, Checksum: ck}
+	req, err := messages.NewAPReq(tkt, key, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return krb5gss.FrameAPReq(b)
 }

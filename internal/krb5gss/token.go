@@ -99,6 +99,24 @@ func rfc4121(etype int32) bool {
 	return false
 }
 
+// checkKey reports why key cannot protect RFC 4121 tokens: an enctype
+// other than AES, or a key value not of the enctype's size (a peer's
+// subkey is the peer's own choice; a wrong size would fail every token
+// later instead of now).
+func checkKey(key types.EncryptionKey) error {
+	if !rfc4121(key.KeyType) {
+		return fmt.Errorf("krb5gss: enctype %d is not supported (use AES)", key.KeyType)
+	}
+	et, err := crypto.GetEtype(key.KeyType)
+	if err != nil {
+		return fmt.Errorf("krb5gss: %w", err)
+	}
+	if len(key.KeyValue) != et.GetKeyByteSize() {
+		return fmt.Errorf("%w: a %d-byte key for enctype %d, which takes %d bytes", ErrProtocol, len(key.KeyValue), key.KeyType, et.GetKeyByteSize())
+	}
+	return nil
+}
+
 // Wrap token flags (RFC 4121 §4.2.2).
 const (
 	flagSentByAcceptor = 0x01

@@ -43,6 +43,7 @@ func (s *session) acceptKerberos(p *gsiPending, token []byte) wire.Reply {
 	s.observeHandshake("krb5", p.began, nil)
 	st := &krbState{ctx: kctx}
 	s.sec = secState{mode: secKrb5, principal: kctx.Principal, service: kctx.Service}
+	s.user = "" // a USER sent in clear does not carry over (RFC 2228 §3)
 	s.krb.Store(st)
 	s.log = s.log.With("principal", kctx.Principal)
 	s.log.Info("Kerberos authenticated", "mutual", out != nil)

@@ -346,6 +346,7 @@ func cmdADAT(ctx context.Context, s *session, arg string) wire.Reply {
 	p.timer.Stop()
 	s.observeHandshake("gsi", p.began, nil)
 	s.sec = secState{mode: secGSI, peer: id, delegated: p.delegated}
+	s.user = "" // a USER sent in clear does not carry over (RFC 2228 §3)
 	s.gssCtx.Store(p.ctx)
 	s.log = s.log.With("dn", id.DN)
 	s.log.Info("GSI authenticated", "delegated", p.delegated != nil, "tls", tlsVersion(p.ctx.ConnectionState().Version))
@@ -480,6 +481,7 @@ func (s *session) switchTLS(ctx context.Context) {
 		s.log = s.log.With("dn", id.DN)
 	}
 	s.sec = st
+	s.user = "" // a USER sent in clear does not carry over (RFC 2228 §3)
 	s.rw.setConn(tc)
 	s.switched <- tc
 	s.log.Info("TLS control channel", "tls", tlsVersion(tc.ConnectionState().Version), "client-certificate", st.peer != nil)

@@ -130,7 +130,8 @@ func newSession(conn net.Conn, cfg *Config) *session {
 }
 
 // replyWriter is the one writer of the control channel. The first write
-// error is sticky: after it every write fails and the session ends. After
+// error is sticky: after it every write fails and the session ends (a
+// reply that cannot be wrapped closes the connection). After
 // GSI authentication each reply line is wrapped into a 632 reply (gsi.md §5).
 type replyWriter struct {
 	mu   sync.Mutex
@@ -164,15 +165,25 @@ func (w *replyWriter) write(r wire.Reply) error {
 	}
 	w.buf = r.AppendWire(w.buf[:0])
 	if w.wrap != nil {
-		w.buf, w.err = wrapReply(w.buf, w.wrap, cmp.Or(w.wrapCode, "632"))
-		if w.err != nil {
+		out, err := wrapReply(w.buf, w.wrap, cmp.Or(w.wrapCode, "632"))
+		if err != nil {
+			// A reply that cannot be protected cannot be sent, and
+			// neither can any later one: end the session now rather
+			// than leave the client waiting for replies.
+			w.err = fmt.Errorf("%w: %w", errReplyWrap, err)
+			w.conn.Close()
 			return w.err
 		}
+		w.buf = out
 	}
 	w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, w.err = w.conn.Write(w.buf)
 	return w.err
 }
+
+// errReplyWrap is a reply the security context could not wrap; the
+// session ends with it.
+var errReplyWrap = errors.New("pi: cannot protect a reply")
 
 // wrapReply turns the wire form of a reply into 632 (or code) lines, one
 // token per line: "632-<b64>" for all but the last, "632 <b64>" for the last.
@@ -204,6 +215,12 @@ func (s *session) reply(code int, format string, args ...any) {
 
 func (s *session) send(r wire.Reply) {
 	if err := s.rw.write(r); err != nil {
+		if errors.Is(err, errReplyWrap) {
+			// The writer closed the connection: the reader ends, and
+			// the session with it.
+			s.log.Warn("reply not written; closing", "code", r.Code, "err", err)
+			return
+		}
 		s.log.Debug("reply not written", "code", r.Code, "err", err)
 		return
 	}

@@ -70,7 +70,9 @@ func (c Command) String() string {
 	if c.Arg == "" {
 		return c.Verb
 	}
-	if c.Verb == "PASS" {
+	if c.Verb == "PASS" || c.Verb == "ADAT" {
+		// A password, or a security token (a Kerberos AP-REQ with its
+		// ticket, a GSI handshake message): never in a log.
 		return c.Verb + " ****"
 	}
 	return c.Verb + " " + c.Arg

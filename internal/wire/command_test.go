@@ -71,6 +71,7 @@ func TestCommandString(t *testing.T) {
 		{Command{"RETR", "/a b"}, "RETR /a b"},
 		{Command{"PASS", "secret"}, "PASS ****"},
 		{Command{"PASS", ""}, "PASS"},
+		{Command{"ADAT", "YIIBtoken"}, "ADAT ****"},
 	}
 	for _, tt := range tests {
 		if got := tt.c.String(); got != tt.want {
