@@ -85,22 +85,31 @@ func TestScanBrief(t *testing.T) {
 }
 
 // TestScanOwnHostBrief: strays from the client's own address, which
-// neither side can tell from the peer without DCAU, may fail a copy (a
-// known defect: the MODE E receiver fails the transfer on a connection
-// that closes or sends garbage before its first block, and a stray can
-// take a connection's slot; docs/bench/chaos.md), but never corrupt it
-// nor hang it.
+// neither side can tell from the peer without DCAU, fail no copy when
+// they close, send garbage, hold their connection or read
+// (docs/bench/chaos.md, defect 2: a MODE E receiver drops a connection
+// that ends or garbles before its first valid header). A stray that
+// forges a well-formed MODE E transfer may fail a copy (only DCAU tells
+// it from the peer), but never corrupts it nor hangs it.
 func TestScanOwnHostBrief(t *testing.T) {
-	cfg := Config{Scenarios: []string{ScanOwn}, Scans: 1, ScanSize: 32 << 20, StepBound: 24 * time.Second}
-	cfg.Ferry, cfg.Seed, cfg.Out, cfg.Progress = ferryBin, 21, t.TempDir(), testWriter{t}
-	results, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("%+v", r)
-	if r.Corrupt != 0 || r.Hangs != 0 {
-		t.Errorf("strays from the client's host corrupted (%d) or hung (%d) copies: %q", r.Corrupt, r.Hangs, r.Notes)
+	for _, forge := range []bool{false, true} {
+		cfg := Config{Scenarios: []string{ScanOwn}, Scans: 2, ScanSize: 32 << 20, StepBound: 24 * time.Second, ScanNoForgery: !forge}
+		if forge {
+			cfg.Scans = 1
+		}
+		cfg.Ferry, cfg.Seed, cfg.Out, cfg.Progress = ferryBin, 21, t.TempDir(), testWriter{t}
+		results, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := results[0]
+		t.Logf("forged blocks %v: %+v", forge, r)
+		if r.Corrupt != 0 || r.Hangs != 0 {
+			t.Errorf("strays from the client's host corrupted (%d) or hung (%d) copies: %q", r.Corrupt, r.Hangs, r.Notes)
+		}
+		if !forge && (r.Lost != 0 || r.Failed != 0) {
+			t.Errorf("strays from the client's host failed %d copies: %q", r.Lost+r.Failed, r.Notes)
+		}
 	}
 }
 
