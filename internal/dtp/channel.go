@@ -10,6 +10,7 @@ package dtp
 // dcsec as DCAU and PROT say) and how errors are reported.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -377,7 +378,7 @@ func SendStripes(ctx context.Context, cancel context.CancelCauseFunc, stripes []
 func (a *Acceptor) ExpectConn(timeout time.Duration, rcv *eblock.Receiver, cancel context.CancelCauseFunc, none func(lastRefused error) error) (stop func() bool) {
 	t := time.AfterFunc(timeout, func() {
 		if rcv.Conns() == 0 && rcv.Candidates() == 0 {
-			cancel(none(a.LastRefused()))
+			cancel(none(cmp.Or(rcv.LastDropped(), a.LastRefused())))
 		}
 	})
 	return t.Stop

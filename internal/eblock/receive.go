@@ -82,6 +82,7 @@ type Receiver struct {
 	seen      int               // EODs seen
 	conns     []net.Conn        // connections taking part (valid first header seen)
 	pending   int               // candidates still waiting for their first header
+	dropped   error             // why the last candidate was dropped
 	reading   map[net.Conn]bool // connections still being read, candidates too
 	reusable  []net.Conn        // ended with EOD and no CLOSE
 	claimed   xfer.RangeSet     // transfer-coordinate ranges announced by headers
@@ -270,13 +271,14 @@ func (r *Receiver) first(c net.Conn, hdr *[HeaderSize]byte) (h Header, idx int, 
 	}
 	r.mu.Lock()
 	r.pending--
+	if err == nil {
+		err = r.firstInvalidLocked(h)
+	}
 	switch {
 	case r.finished:
-		ok = false
-	case err != nil || !r.firstValidLocked(h):
-		ok = false
+	case err != nil:
+		r.dropped = fmt.Errorf("a data connection was dropped at its first block header: %w", err)
 	case len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected:
-		ok = false
 	default:
 		ok = true
 		idx = len(r.conns)
@@ -295,21 +297,43 @@ func (r *Receiver) first(c net.Conn, hdr *[HeaderSize]byte) (h Header, idx int, 
 	return h, idx, ok
 }
 
-// firstValidLocked reports whether h may open a connection: a block
-// inside the announced size that overlaps nothing received, or an EOF
-// that agrees with the EOD count and the EODs seen. r.mu must be held.
-func (r *Receiver) firstValidLocked(h Header) bool {
+// firstInvalidLocked returns why h may not open a connection, or nil:
+// it must be a block inside the announced size that overlaps nothing
+// received, or an EOF that agrees with the EOD count and the EODs seen.
+// r.mu must be held.
+func (r *Receiver) firstInvalidLocked(h Header) error {
 	if h.Desc&DescEOF != 0 {
 		count := h.EODCount()
-		return (r.expected < 0 || r.expected == count) && count <= r.cfg.MaxConns &&
-			count > r.seen && count > len(r.conns)
+		if (r.expected >= 0 && r.expected != count) || count > r.cfg.MaxConns || count <= r.seen || count <= len(r.conns) {
+			return fmt.Errorf("%w: EOF with EOD count %d, after %d EODs on %d connections", ErrProtocol, count, r.seen, len(r.conns))
+		}
+		return nil
 	}
 	if h.Count == 0 {
-		return h.Desc&DescEOD != 0
+		if h.Desc&DescEOD == 0 {
+			return fmt.Errorf("%w: empty first block without EOD", ErrProtocol)
+		}
+		return nil
 	}
 	rg := xfer.Range{Start: int64(h.Offset), End: int64(h.Offset) + int64(h.Count)}
-	return (r.cfg.Limit < 0 || rg.End <= r.cfg.Limit) &&
-		r.cfg.Base+rg.End >= r.cfg.Base && !r.claimed.Overlaps(rg)
+	switch {
+	case r.cfg.Limit >= 0 && rg.End > r.cfg.Limit:
+		return fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
+	case r.cfg.Base+rg.End < r.cfg.Base:
+		return fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
+	case r.claimed.Overlaps(rg):
+		return fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
+	}
+	return nil
+}
+
+// LastDropped returns why the last candidate connection was dropped
+// before it took part (see Add), or nil: the likely cause of a transfer
+// that no connection joined.
+func (r *Receiver) LastDropped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }
 
 // block claims, stores and commits one block. A small block is read
