@@ -399,7 +399,12 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 	}
 	n, err = move(dc)
 	if err != nil {
-		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
+		err = fmt.Errorf("client: %s: data connection: %w", verb(command), err)
+		if sends(command) && ctx.Err() == nil {
+			sent, err = c.replyAfterDataError(ctx, d, t, err)
+			return d, sent, n, err
+		}
+		return d, true, n, &brokenError{err: err}
 	}
 	if err := closeData(dc, sends(command)); err != nil {
 		return d, true, n, &brokenError{err: fmt.Errorf("client: %s: data connection: %w", verb(command), err)}
@@ -413,6 +418,33 @@ func (c *Conn) transferSteps(ctx context.Context, w *watcher, soft, pre []string
 		return d, false, n, &ReplyError{Reply: r}
 	}
 	return d, false, n, nil
+}
+
+// replyAfterDataError ends an upload whose data connection failed with
+// err: a receiver that fails (a full disk) drops the data connection and
+// says why on the control channel, and its reply ("452 Insufficient
+// storage space") tells more than the write error ("connection reset by
+// peer"). The connection is reset and the final reply waited for at most
+// abortTimeout; a 4xx or 5xx is returned as the *ReplyError, with the
+// control connection in step. sent reports whether an abort is still
+// needed.
+func (c *Conn) replyAfterDataError(ctx context.Context, d *dataChan, t ticket, err error) (sent bool, _ error) {
+	d.abortData()
+	d.conn = nil
+	_ = c.nc.SetReadDeadline(time.Now().Add(abortTimeout))
+	r, rerr := c.rs.next(ctx, t)
+	if rerr != nil || r.Class() == 1 {
+		return true, &brokenError{err: err}
+	}
+	if ctx.Err() == nil {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+	if r.Class() != 2 {
+		return false, &ReplyError{Reply: r}
+	}
+	// The server says complete, yet not every byte was written: in step,
+	// but failed.
+	return false, err
 }
 
 // sends reports whether the client sends the data of a transfer command.

@@ -45,6 +45,10 @@ type Config struct {
 	Scans int
 	// ScanSize is the size of a scanned copy (default 64 MiB).
 	ScanSize int64
+	// ScanNoForgery has the scanners send no forged MODE E blocks: a
+	// stray that sends a well-formed transfer cannot be told from the
+	// peer without DCAU, and may fail a copy from the client's host.
+	ScanNoForgery bool
 	// Attack is how long the slowloris attack lasts (default 20s).
 	Attack time.Duration
 	// StepBound is the longest a single step (one ferry cp run, one

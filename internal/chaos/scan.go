@@ -57,7 +57,7 @@ func (h *harness) scan(ctx context.Context, ownHost bool) (Result, error) {
 			if err != nil {
 				return r, err
 			}
-			sc := &scanner{from: from, low: low, high: high, seed: rng.Uint64()}
+			sc := &scanner{from: from, low: low, high: high, seed: rng.Uint64(), noForgery: h.cfg.ScanNoForgery}
 			stop := sc.start(ctx)
 			// The copy goes through a sniffing proxy, which has strays
 			// connect to each announced port before the client hears of it.
@@ -114,6 +114,7 @@ type scanner struct {
 	seed      uint64
 	conns     atomic.Int64
 	kinds     [5]atomic.Int64
+	noForgery bool           // never kind 2 (forged MODE E blocks)
 	wg        sync.WaitGroup // bursts' connections
 }
 
@@ -137,6 +138,9 @@ func (sc *scanner) start(ctx context.Context) (stop func()) {
 				}
 				sc.conns.Add(1)
 				kind := rng.IntN(5)
+				if kind == 2 && sc.noForgery {
+					kind = 1 // garbage instead
+				}
 				sc.kinds[kind].Add(1)
 				wg.Go(func() { sc.abuse(ctx, conn, kind, rng.Uint64()) })
 			}
@@ -155,6 +159,9 @@ func (sc *scanner) burst(ctx context.Context, port int) {
 		}
 		sc.conns.Add(1)
 		kind := rng.IntN(5)
+		if kind == 2 && sc.noForgery {
+			kind = 1 // garbage instead
+		}
 		sc.kinds[kind].Add(1)
 		sc.wg.Go(func() { sc.abuse(ctx, conn, kind, rng.Uint64()) })
 	}

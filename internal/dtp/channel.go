@@ -10,6 +10,7 @@ package dtp
 // dcsec as DCAU and PROT say) and how errors are reported.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -371,11 +372,13 @@ func SendStripes(ctx context.Context, cancel context.CancelCauseFunc, stripes []
 // ExpectConn cancels a MODE E receive through cancel, with the error none
 // makes of the last refusal (nil when there was none), if rcv has no data
 // connection once timeout has passed: no connection at all is a failure.
+// A candidate still waiting for its first header counts (a slow sender;
+// a stray that holds its connection open ends with the stall timeout).
 // The returned function stops the wait.
 func (a *Acceptor) ExpectConn(timeout time.Duration, rcv *eblock.Receiver, cancel context.CancelCauseFunc, none func(lastRefused error) error) (stop func() bool) {
 	t := time.AfterFunc(timeout, func() {
-		if rcv.Conns() == 0 {
-			cancel(none(a.LastRefused()))
+		if rcv.Conns() == 0 && rcv.Candidates() == 0 {
+			cancel(none(cmp.Or(rcv.LastDropped(), a.LastRefused())))
 		}
 	})
 	return t.Stop

@@ -255,6 +255,8 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 		Limit:       req.Size,
 		Received:    &received,
 		BeforeClose: func(_ int, c net.Conn) { t.closing(c) },
+		// A stray (no valid first header) is no stream of the transfer.
+		Dropped: t.drop,
 	})
 	d.mu.Lock()
 	ln, dir, sec := d.ln, d.cacheDir, d.sec

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,10 +320,12 @@ func TestProtocolViolations(t *testing.T) {
 		limit int64
 		parts []any
 	}{
-		{"past ALLO", 10, []any{Header{Count: 5, Offset: 8}, []byte("xxxxx")}},
+		// A connection's first header must be valid (else it is a stray,
+		// dropped: TestStraysDropped); the violations come after one.
+		{"past ALLO", 10, []any{Header{Count: 2}, []byte("ab"), Header{Count: 5, Offset: 8}, []byte("xxxxx")}},
 		{"overlap", -1, []any{Header{Count: 4}, []byte("aaaa"), Header{Count: 4, Offset: 2}, []byte("bbbb")}},
-		{"overflow", -1, []any{Header{Count: 1 << 62, Offset: 1 << 62}}},
-		{"EOD count too high", -1, []any{Header{Desc: DescEOF | DescEOD, Offset: 1000}}},
+		{"overflow", -1, []any{Header{Count: 2}, []byte("ab"), Header{Count: 1 << 62, Offset: 1 << 62}}},
+		{"EOD count too high", -1, []any{Header{Count: 2}, []byte("ab"), Header{Desc: DescEOF | DescEOD, Offset: 1000}}},
 		{"eof without EOD", -1, []any{Header{Count: 4}, []byte("ab")}},
 		{"too many EODs", -1, []any{Header{Desc: DescEOD}}},
 	} {
@@ -343,7 +346,7 @@ func TestProtocolViolations(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 				rcv.Add(r[1])
-				raw(s[1], Header{Desc: DescEOF | DescEOD, Offset: 1}) // two connections, count 1
+				raw(s[1], Header{Count: 1}, []byte("a"), Header{Desc: DescEOF | DescEOD, Offset: 1}) // two connections, count 1
 			}
 			_, err := rcv.Wait(ctx(t))
 			var de *xfer.DataError
@@ -400,10 +403,91 @@ func TestPerConnectionCounters(t *testing.T) {
 	if s != int64(len(data)) || r != int64(len(data)) {
 		t.Fatalf("per-connection sums: sent %d, received %d, want %d", s, r, len(data))
 	}
-	// Each connection's share arrives on the connection it left on.
+	// Each connection's share arrives on the connection it left on; the
+	// receiver numbers connections as they take part (first header), not
+	// as they were added.
+	var ss, rs []int64
 	for i := range n {
-		if sent[i].Load() != recv[i].Load() {
-			t.Errorf("connection %d: sent %d, received %d", i, sent[i].Load(), recv[i].Load())
+		ss, rs = append(ss, sent[i].Load()), append(rs, recv[i].Load())
+	}
+	slices.Sort(ss)
+	slices.Sort(rs)
+	if !slices.Equal(ss, rs) {
+		t.Errorf("per-connection bytes: sent %v, received %v", ss, rs)
+	}
+}
+
+// TestStraysDropped: connections that end, send garbage or send an
+// impossible first header before the real ones neither fail the transfer
+// nor take its connections' places (globus-toolkit#93, a scanner on the
+// peer's host: docs/bench/chaos.md, defect 2).
+func TestStraysDropped(t *testing.T) {
+	data := random(1<<20+7, 6)
+	const real = 3
+	strays := []func(c net.Conn){
+		func(c net.Conn) { c.Close() },
+		func(c net.Conn) { c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); c.Close() },
+		func(c net.Conn) { c.Write([]byte{0, 1, 2}); c.Close() },                                  // part of a header
+		func(c net.Conn) { raw(c, Header{Count: 5, Offset: uint64(len(data))}, []byte("xxxxx")) }, // past ALLO
+		func(c net.Conn) { raw(c, Header{Desc: DescEOF | DescEOD, Offset: 9999}) },                // EOD count too high
+		func(c net.Conn) { raw(c, Header{Desc: 0xff, Count: 1}) },                                 // bad descriptor
+	}
+	s, r := pairs(t, len(strays)+real)
+	dst := &memFile{}
+	var dropped atomic.Int64
+	rcv := NewReceiver(dst, ReceiveConfig{Limit: int64(len(data)), MaxConns: real, Dropped: func(net.Conn) { dropped.Add(1) }})
+	// The strays come first and would fill MaxConns; as many candidates
+	// as MaxConns may wait at once, so each is dropped before the next.
+	for i, stray := range strays {
+		if !rcv.Add(r[i]) {
+			t.Fatalf("stray %d refused as a candidate", i)
 		}
+		stray(s[i])
+		for k := 0; dropped.Load() < int64(i+1); k++ {
+			if k > 10000 {
+				t.Fatalf("stray %d never dropped", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n := rcv.Conns(); n != 0 {
+		t.Fatalf("strays take part: %d connections", n)
+	}
+	for _, c := range r[len(strays):] {
+		if !rcv.Add(c) {
+			t.Fatal("a real connection refused after the strays")
+		}
+	}
+	var sendErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, sendErr = Send(ctx(t), s[len(strays):], bytes.NewReader(data), []xfer.Range{{Start: 0, End: int64(len(data))}}, SendConfig{BlockSize: 64 << 10})
+	})
+	n, err := rcv.Wait(ctx(t))
+	wg.Wait()
+	if err != nil || sendErr != nil {
+		t.Fatalf("receive: %v; send: %v", err, sendErr)
+	}
+	if n != int64(len(data)) || !bytes.Equal(dst.b, data) {
+		t.Fatalf("received %d bytes, want the %d sent", n, len(data))
+	}
+	if k := rcv.Conns(); k != real {
+		t.Fatalf("%d connections take part, want %d", k, real)
+	}
+}
+
+// TestFailureAfterFirstHeader: a connection that took part (valid first
+// header) and then ends before its EOD still fails the transfer: its
+// data are lost.
+func TestFailureAfterFirstHeader(t *testing.T) {
+	s, r := pairs(t, 1)
+	rcv := NewReceiver(&memFile{}, ReceiveConfig{Limit: -1})
+	rcv.Add(r[0])
+	raw(s[0], Header{Count: 4}, []byte("abcd"))
+	s[0].Close()
+	_, err := rcv.Wait(ctx(t))
+	var de *xfer.DataError
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v, want a data error", err)
 	}
 }

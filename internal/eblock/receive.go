@@ -36,7 +36,9 @@ type ReceiveConfig struct {
 	// Limit, if >= 0, is the size of the transfer (ALLO): a block reaching
 	// past it is refused.
 	Limit int64
-	// MaxConns is how many connections may take part; 0 means DefaultMaxConns.
+	// MaxConns is how many connections may take part; 0 means
+	// DefaultMaxConns. As many more may wait for their first header
+	// (candidates, see Receiver.Add).
 	MaxConns int
 	// MaxRanges is how many separate (neither overlapping nor adjacent)
 	// ranges the blocks received may form before the transfer fails with
@@ -52,6 +54,10 @@ type ReceiveConfig struct {
 	// the last moment its socket can be read (TCP_INFO). It runs once per
 	// such connection, on its reading goroutine, with no lock held.
 	BeforeClose func(k int, c net.Conn)
+	// Dropped, when not nil, is called with each candidate connection the
+	// receiver closed before it delivered a valid first header (a stray:
+	// see Receiver.Add), on its reading goroutine, with no lock held.
+	Dropped func(c net.Conn)
 }
 
 // ErrProtocol reports a sender that broke the MODE E rules.
@@ -72,10 +78,12 @@ type Receiver struct {
 	done chan struct{} // closed when complete or failed
 
 	mu        sync.Mutex
-	expected  int // EOD count from the EOF header, -1 until seen
-	seen      int // EODs seen
-	conns     []net.Conn
-	reading   map[net.Conn]bool // connections still being read
+	expected  int               // EOD count from the EOF header, -1 until seen
+	seen      int               // EODs seen
+	conns     []net.Conn        // connections taking part (valid first header seen)
+	pending   int               // candidates still waiting for their first header
+	dropped   error             // why the last candidate was dropped
+	reading   map[net.Conn]bool // connections still being read, candidates too
 	reusable  []net.Conn        // ended with EOD and no CLOSE
 	claimed   xfer.RangeSet     // transfer-coordinate ranges announced by headers
 	committed xfer.RangeSet     // ranges stored, not yet taken by TakeCommitted
@@ -100,21 +108,31 @@ func NewReceiver(dst dsi.Writer, cfg ReceiveConfig) *Receiver {
 // Add hands the receiver a data connection (a new one, or a cached one from
 // the previous transfer). It reports false, and leaves c alone, when the
 // transfer already has all the connections it may have or is over.
+//
+// The connection is a candidate until its first header arrives and is
+// valid (it parses, and its block or EOF agrees with what the transfer
+// has seen): only then does it take part, count towards MaxConns and the
+// EOD count, and a failure on it fail the transfer. A candidate that ends,
+// sends garbage or an impossible first header is closed and forgotten, so
+// a stranger who reaches the data port (a port scanner on the peer's
+// host, globus-toolkit#93) neither fails the transfer nor takes a
+// peer's place. A stranger that sends well-formed blocks cannot be told
+// from the peer without DCAU.
 func (r *Receiver) Add(c net.Conn) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.finished || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
+	if r.finished || r.pending >= r.cfg.MaxConns || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
 		return false
 	}
-	idx := len(r.conns)
-	r.conns = append(r.conns, c)
+	r.pending++
 	r.reading[c] = true
 	c.SetReadDeadline(time.Time{})
-	r.wg.Go(func() { r.read(c, idx) })
+	r.wg.Go(func() { r.read(c) })
 	return true
 }
 
-// Conns reports how many connections have been added.
+// Conns reports how many connections take part (have delivered a valid
+// first header).
 func (r *Receiver) Conns() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -147,7 +165,15 @@ func (r *Receiver) Reusable() []net.Conn {
 	return r.reusable
 }
 
-// All returns every connection added.
+// Candidates reports how many connections added wait for their first
+// header.
+func (r *Receiver) Candidates() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending
+}
+
+// All returns every connection taking part.
 func (r *Receiver) All() []net.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -187,20 +213,14 @@ func (r *Receiver) finishLocked() {
 	close(r.done)
 }
 
-func (r *Receiver) read(c net.Conn, idx int) {
+func (r *Receiver) read(c net.Conn) {
 	var hdr [HeaderSize]byte
+	h, idx, ok := r.first(c, &hdr)
+	if !ok {
+		return
+	}
 	have := 0 // bytes of the next header already read behind a small block
 	for {
-		if _, err := io.ReadFull(c, hdr[have:]); err != nil {
-			r.connFailed(c, err, "reading a block header")
-			return
-		}
-		have = 0
-		h, err := ParseHeader(hdr[:])
-		if err != nil {
-			r.connFailed(c, fmt.Errorf("%w: %v", ErrProtocol, err), "")
-			return
-		}
 		if h.Desc&DescEOF != 0 {
 			if err := r.gotEOF(h.EODCount(), h.Desc&DescEOD != 0); err != nil {
 				r.connFailed(c, err, "")
@@ -213,6 +233,7 @@ func (r *Receiver) read(c net.Conn, idx int) {
 			if h.Desc&DescEOD != 0 {
 				next = nil
 			}
+			var err error
 			if have, err = r.block(c, idx, int64(h.Offset), int64(h.Count), next); err != nil {
 				r.connFailed(c, err, "")
 				return
@@ -226,7 +247,93 @@ func (r *Receiver) read(c net.Conn, idx int) {
 			r.gotEOD(c, closing)
 			return
 		}
+		if _, err := io.ReadFull(c, hdr[have:]); err != nil {
+			r.connFailed(c, err, "reading a block header")
+			return
+		}
+		have = 0
+		var err error
+		if h, err = ParseHeader(hdr[:]); err != nil {
+			r.connFailed(c, fmt.Errorf("%w: %v", ErrProtocol, err), "")
+			return
+		}
 	}
+}
+
+// first reads a candidate's first header and, when it is valid, makes c
+// take part as connection idx; otherwise (c ended, sent garbage or a
+// header the transfer cannot accept, or the transfer is over or has all
+// its connections) it closes c and reports false.
+func (r *Receiver) first(c net.Conn, hdr *[HeaderSize]byte) (h Header, idx int, ok bool) {
+	_, err := io.ReadFull(c, hdr[:])
+	if err == nil {
+		h, err = ParseHeader(hdr[:])
+	}
+	r.mu.Lock()
+	r.pending--
+	if err == nil {
+		err = r.firstInvalidLocked(h)
+	}
+	switch {
+	case r.finished:
+	case err != nil:
+		r.dropped = fmt.Errorf("a data connection was dropped at its first block header: %w", err)
+	case len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected:
+	default:
+		ok = true
+		idx = len(r.conns)
+		r.conns = append(r.conns, c)
+	}
+	if !ok {
+		delete(r.reading, c)
+	}
+	r.mu.Unlock()
+	if !ok {
+		c.Close()
+		if r.cfg.Dropped != nil {
+			r.cfg.Dropped(c)
+		}
+	}
+	return h, idx, ok
+}
+
+// firstInvalidLocked returns why h may not open a connection, or nil:
+// it must be a block inside the announced size that overlaps nothing
+// received, or an EOF that agrees with the EOD count and the EODs seen.
+// r.mu must be held.
+func (r *Receiver) firstInvalidLocked(h Header) error {
+	if h.Desc&DescEOF != 0 {
+		count := h.EODCount()
+		if (r.expected >= 0 && r.expected != count) || count > r.cfg.MaxConns || count <= r.seen || count <= len(r.conns) {
+			return fmt.Errorf("%w: EOF with EOD count %d, after %d EODs on %d connections", ErrProtocol, count, r.seen, len(r.conns))
+		}
+		return nil
+	}
+	if h.Count == 0 {
+		if h.Desc&DescEOD == 0 {
+			return fmt.Errorf("%w: empty first block without EOD", ErrProtocol)
+		}
+		return nil
+	}
+	rg := xfer.Range{Start: int64(h.Offset), End: int64(h.Offset) + int64(h.Count)}
+	switch {
+	case r.cfg.Limit >= 0 && rg.End > r.cfg.Limit:
+		return fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
+	case r.cfg.Base+rg.End < r.cfg.Base:
+		return fmt.Errorf("%w: block %d-%d overflows the file offset", ErrProtocol, rg.Start, rg.End)
+	case r.claimed.Overlaps(rg):
+		return fmt.Errorf("%w: block %d-%d overlaps data already received", ErrProtocol, rg.Start, rg.End)
+	}
+	return nil
+}
+
+// LastDropped returns why the last candidate connection was dropped
+// before it took part (see Add), or nil: the likely cause of a transfer
+// that no connection joined.
+func (r *Receiver) LastDropped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }
 
 // block claims, stores and commits one block. A small block is read

@@ -358,6 +358,10 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	req.Size = allo
 	if s.mode == xfer.ModeEBlock {
 		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
+		// The ranges the target already holds: a striped frontend
+		// checks the bytes the stripes moved against ALLO less these
+		// (a resumed upload sends only the rest).
+		req.Restart = rest
 	}
 	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
 	switch {
