@@ -1,9 +1,9 @@
 package main
 
-// SIGHUP in ferry serve: one handler that reopens the transfer log, reads
-// the -config file again, reloads the login policy (password file,
-// grid-mapfile, host credential, trust directory and CRLs) and the
-// movers of a striped server.
+// SIGHUP in ferry serve: one handler that reads the -config file again,
+// reloads the login policy (password file, grid-mapfile, host credential,
+// trust directory and CRLs) and the movers of a striped server, then
+// reopens the transfer log.
 
 import (
 	"context"
@@ -77,8 +77,12 @@ func (r *reloader) onHangup() (stop func()) {
 // that does not parse, a password file, grid-mapfile, credential or trust
 // directory that cannot be read) is logged at error level with the file
 // and the reason, and the running server keeps what it had for it.
+//
+// The login policy comes first and the transfer log last: reopening the
+// log cannot block (translog refuses a FIFO or a symbolic link at once),
+// and even if it failed, a new CRL or grid-mapfile is already in force.
 func (r *reloader) reload() {
-	r.obs.reopen(r.log)
+	defer r.obs.reopen(r.log)
 	nf, values := r.cur, r.values
 	if r.cur.config != "" {
 		if f, v, err := r.readFlags(); err != nil {

@@ -413,3 +413,53 @@ func TestReloadSIGHUPRevokes(t *testing.T) {
 		t.Fatalf("the session of before the reload: %v", err)
 	}
 }
+
+// TestReloadSIGHUPTranslogFIFO: a FIFO put at the transfer log's path is
+// refused at once on SIGHUP (the old file kept), and the same SIGHUP
+// still applies a new CRL.
+func TestReloadSIGHUPTranslogFIFO(t *testing.T) {
+	bin := ferryBinary(t)
+	pki := gsipki.New(t, "")
+	root := t.TempDir()
+	tlog := filepath.Join(t.TempDir(), "transfers.log")
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-root", root, "-run-as-mapped-user=false",
+		"-cert", pki.HostCert, "-key", pki.HostKey, "-gridmap", pki.GridMap, "-transfer-log", tlog)
+	cmd.Env = append(os.Environ(), "X509_CERT_DIR="+pki.TrustDir)
+	addr, log := serveChild(t, cmd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	trust, err := ftpclient.LoadTrustStore(pki.TrustDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func() error {
+		cred, err := ftpclient.LoadCredential(pki.Proxy(t, gsi.ProxyOptions{}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ftpclient.Dial(ctx, addr, &ftpclient.Config{GSI: &ftpclient.GSIConfig{Credential: cred, Trust: trust}})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Login(ctx, "", "x")
+	}
+	if err := login(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tlog, tlog+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(tlog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pki.Revoke(t, pki.User)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: transfer log not reopened", 1)
+	if !strings.Contains(log.String(), "SIGHUP: reloaded") {
+		t.Fatalf("no reload logged:\n%s", log)
+	}
+	if err := login(); err == nil {
+		t.Fatal("a revoked certificate logged in after the SIGHUP that met a FIFO")
+	}
+}
