@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -146,7 +147,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
 		root, _ := filepath.Abs(f.root)
-		helpers = &userHelpers{root: root, fs: map[string]*privsep.FS{}, log: cfg.Logger, started: obs.privsep(func() int { return helpers.count() })}
+		helpers = &userHelpers{root: root, log: cfg.Logger, started: obs.privsep(func() int { return helpers.count() })}
 		defer helpers.close()
 		cfg.UserStorage = helpers.storage
 	}
@@ -307,21 +308,66 @@ func passwdAuthenticate(pw *auth.Passwd) func(ctx context.Context, user, pass st
 	}
 }
 
+// helperStartTimeout bounds a privsep helper's start (exec and hello): a
+// helper that does not answer by then (stopped by its own account, say)
+// fails that login only.
+var helperStartTimeout = 2 * time.Second
+
+// helperFS is a running privsep helper's storage (*privsep.FS).
+type helperFS interface {
+	dsi.Storage
+	// Err is nil while the helper runs, and why it ended afterwards.
+	Err() error
+	Close() error
+}
+
 // userHelpers runs one privilege-separated storage helper per local account
-// (dsi/privsep), shared by that account's sessions.
+// (dsi/privsep), shared by that account's sessions. Accounts never wait for
+// each other: mu guards the map only, briefly, and a helper is started
+// holding its own account's slot alone.
 type userHelpers struct {
 	root    string
 	log     *slog.Logger
 	started func(err error) // told of each helper start, when not nil
-	mu      sync.Mutex
-	fs      map[string]*privsep.FS // guarded by mu
+	// start starts an account's helper; nil means privsep.Start.
+	start func(ctx context.Context, exe, root, account string) (helperFS, error)
+
+	mu    sync.Mutex
+	slots map[string]*helperSlot // guarded by mu
+}
+
+// helperSlot is one account's helper.
+type helperSlot struct {
+	lock chan struct{}            // a token: held while the account's helper is (re)started
+	fs   atomic.Pointer[helperFS] // the running helper; nil before the first start
 }
 
 // count is how many helpers run.
 func (h *userHelpers) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.fs)
+	n := 0
+	for _, s := range h.slots {
+		if f := s.fs.Load(); f != nil && (*f).Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// slot returns the account's slot, adding it when new.
+func (h *userHelpers) slot(name string) *helperSlot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.slots == nil {
+		h.slots = map[string]*helperSlot{}
+	}
+	s := h.slots[name]
+	if s == nil {
+		s = &helperSlot{lock: make(chan struct{}, 1)}
+		h.slots[name] = s
+	}
+	return s
 }
 
 func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, error) {
@@ -333,39 +379,57 @@ func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, er
 	if u.Uid == "0" {
 		return nil, fmt.Errorf("mapping to %s (uid 0) is refused", name)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if f := h.fs[name]; f != nil {
-		err := f.Err()
+	s := h.slot(name)
+	if f := s.fs.Load(); f != nil && (*f).Err() == nil {
+		return *f, nil
+	}
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-s.lock }()
+	if f := s.fs.Load(); f != nil {
+		err := (*f).Err()
 		if err == nil {
-			return f, nil
+			return *f, nil // started meanwhile by another login
 		}
 		// A helper that died (killed, crashed) is replaced at the
 		// account's next login; the sessions it served have failed.
 		h.log.Warn("privsep helper ended; starting a new one", "account", name, "err", err)
-		f.Close()
-		delete(h.fs, name)
+		(*f).Close()
+		s.fs.Store(nil)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	f, err := privsep.Start(ctx, exe, h.root, name)
+	start := h.start
+	if start == nil {
+		start = func(ctx context.Context, exe, root, account string) (helperFS, error) {
+			return privsep.Start(ctx, exe, root, account)
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, helperStartTimeout)
+	defer cancel()
+	f, err := start(sctx, exe, h.root, name)
 	if h.started != nil {
 		h.started(err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	h.fs[name] = f
+	s.fs.Store(&f)
 	return f, nil
 }
 
 func (h *userHelpers) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, f := range h.fs {
-		f.Close()
+	for _, s := range h.slots {
+		if f := s.fs.Load(); f != nil {
+			(*f).Close()
+		}
 	}
 }
 
