@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -69,7 +70,9 @@ func (e *ReloadPartError) Unwrap() error { return e.Err }
 // Each file is judged on its own: one that cannot be read or parsed, or a
 // trust directory with a file it cannot use that the current one did not
 // have, is refused and the server keeps what it had for that part, so a
-// failed reload never loosens the policy. A trust directory is also
+// failed reload never loosens the policy. A grid-mapfile that no longer
+// exists is not an error: it revokes every mapping (fail closed), with a
+// warning in the log. A trust directory is also
 // refused when a CA that had a CRL has none any more, or an older one
 // (a lower CRL Number or an earlier ThisUpdate): that would bring revoked
 // certificates back, and dropping a CRL needs a restart. The parts refused are returned
@@ -114,7 +117,13 @@ func (s *Server) Reload(cfg Config) (applied []string, err error) {
 	}
 	if hadCred && p.authorizeCert == nil {
 		path := gridMapPath(cfg.GridMap)
-		if gm, err := gsi.LoadGridMap(path); err != nil {
+		gm, err := gsi.LoadGridMap(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Removing the file revokes every mapping it granted.
+			s.log.Warn("reload: the grid-mapfile is gone: no certificate maps to an account until it is back and the server reloads", "file", path)
+			gm, err = gsi.ParseGridMap(nil)
+		}
+		if err != nil {
 			// Never worse than before: a map that loaded stays.
 			if old.gridMap == nil {
 				p.gridMapPath, p.gridMapErr = path, err

@@ -463,3 +463,47 @@ func TestReloadSIGHUPTranslogFIFO(t *testing.T) {
 		t.Fatal("a revoked certificate logged in after the SIGHUP that met a FIFO")
 	}
 }
+
+// TestReloadSIGHUPPasswdMissing: removing the password file and sending
+// SIGHUP revokes every password login (fail closed, a warning in the log);
+// the file back and another SIGHUP restore them.
+func TestReloadSIGHUPPasswdMissing(t *testing.T) {
+	bin := ferryBinary(t)
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "passwd")
+	if err := auth.SetUser(pw, "alice", "one", ""); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-storage", "memory", "-passwd", pw, "-run-as-mapped-user=false")
+	cmd.Env = append(os.Environ(), "X509_USER_CERT=", "X509_USER_KEY=")
+	addr, log := serveChild(t, cmd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	login := func() error {
+		c, err := ftpclient.Dial(ctx, addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Login(ctx, "alice", "one")
+	}
+	if err := login(); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(pw)
+	os.Remove(pw)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 1)
+	if !strings.Contains(log.String(), `level=WARN msg="SIGHUP: the password file is gone`) {
+		t.Errorf("no warning about the missing password file:\n%s", log)
+	}
+	if err := login(); err == nil {
+		t.Fatal("a password login works after the password file was removed and the server reloaded")
+	}
+	os.WriteFile(pw, good, 0o600)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 2)
+	if err := login(); err != nil {
+		t.Fatalf("password file back: %v", err)
+	}
+}

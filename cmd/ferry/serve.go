@@ -47,7 +47,10 @@ striped server's movers), and reads the password file, the grid-mapfile,
 the host credential and the trust directory with its CRLs again. New
 logins follow the new files; logged-in sessions and their transfers carry
 on. A file that cannot be used is refused with an error in the log and the
-current one kept. Other keys need a restart; the log names those changed.
+current one kept; a password file or grid-mapfile that was removed revokes
+what it granted (a warning in the log). A trust directory whose CA lost
+its CRL, or got an older one, is refused (dropping a CRL needs a restart).
+Other keys need a restart; the log names those changed.
 `
 
 // serveFlags are the flags of ferry serve; -config files use the same keys.
