@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -476,16 +477,22 @@ func parsePortRange(s string) (uint16, uint16, error) {
 // applyConfigFile sets each "key value" line of file as the flag named key,
 // unless that flag was given on the command line. Spaces and tabs separate
 // the key from the value, with an optional '=' ("key = value"); '#' starts
-// a comment line; a line with a key alone sets a boolean flag to true.
+// a comment line. Every key needs a value: a boolean one too ("anonymous
+// true"), so that a line cut short ("anonymous" of "anonymous false")
+// cannot turn a setting on. A file whose last line does not end with a
+// newline is refused whole: it may have been read while being written, and
+// a missing line (a gridmap, cert or key) would fall back to the defaults.
 func applyConfigFile(fs *flag.FlagSet, file string) error {
-	fh, err := os.Open(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return fmt.Errorf("%s: the last line does not end with a newline: refused as possibly written halfway (end the file with a newline)", file)
+	}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	sc := bufio.NewScanner(fh)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -496,14 +503,18 @@ func applyConfigFile(fs *flag.FlagSet, file string) error {
 			key, value = line[:i], strings.TrimSpace(line[i:])
 		}
 		value = strings.TrimSpace(strings.TrimPrefix(value, "="))
-		if key == "config" || fs.Lookup(key) == nil {
+		fl := fs.Lookup(key)
+		if key == "config" || fl == nil {
 			return fmt.Errorf("%s:%d: unknown key %q", file, n, key)
+		}
+		if value == "" {
+			if b, isBool := fl.Value.(interface{ IsBoolFlag() bool }); isBool && b.IsBoolFlag() {
+				return fmt.Errorf("%s:%d: %s needs a value: write %q or %q", file, n, key, key+" true", key+" false")
+			}
+			return fmt.Errorf("%s:%d: %s needs a value", file, n, key)
 		}
 		if given[key] {
 			continue
-		}
-		if value == "" {
-			value = "true"
 		}
 		if err := fs.Set(key, strings.Trim(value, `"`)); err != nil {
 			return fmt.Errorf("%s:%d: %s: %v", file, n, key, err)
