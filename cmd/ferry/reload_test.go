@@ -106,12 +106,12 @@ func serveChild(t *testing.T, cmd *exec.Cmd) (addr string, log *lockedBuffer) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
+	listening := make(chan string, 1)
 	go func() {
 		br := bufio.NewReader(out)
 		line, _ := br.ReadString('\n')
-		if a, found := strings.CutPrefix(line, "Server listening at "); found {
-			addr = strings.TrimSpace(a)
-		}
+		a, _ := strings.CutPrefix(line, "Server listening at ")
+		listening <- strings.TrimSpace(a)
 		io.Copy(io.Discard, br)
 		waited <- cmd.Wait()
 	}()
@@ -127,10 +127,12 @@ func serveChild(t *testing.T, cmd *exec.Cmd) (addr string, log *lockedBuffer) {
 			t.Errorf("ferry serve did not stop on SIGTERM")
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ferry serve did not start:\n%s", log.String())
-		}
+	select {
+	case addr = <-listening:
+	case <-time.After(30 * time.Second):
+	}
+	if addr == "" {
+		t.Fatalf("ferry serve did not start:\n%s", log.String())
 	}
 	return addr, log
 }
