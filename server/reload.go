@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -69,7 +70,12 @@ func (e *ReloadPartError) Unwrap() error { return e.Err }
 // Each file is judged on its own: one that cannot be read or parsed, or a
 // trust directory with a file it cannot use that the current one did not
 // have, is refused and the server keeps what it had for that part, so a
-// failed reload never loosens the policy. The parts refused are returned
+// failed reload never loosens the policy. A grid-mapfile that no longer
+// exists is not an error: it revokes every mapping (fail closed), with a
+// warning in the log. A trust directory is also
+// refused when a CA that had a CRL has none any more, or an older one
+// (a lower CRL Number or an earlier ThisUpdate): that would bring revoked
+// certificates back, and dropping a CRL needs a restart. The parts refused are returned
 // as *ReloadPartError (joined); applied lists what was read again. A
 // server started without a host credential cannot gain one, nor lose it,
 // by Reload.
@@ -111,7 +117,13 @@ func (s *Server) Reload(cfg Config) (applied []string, err error) {
 	}
 	if hadCred && p.authorizeCert == nil {
 		path := gridMapPath(cfg.GridMap)
-		if gm, err := gsi.LoadGridMap(path); err != nil {
+		gm, err := gsi.LoadGridMap(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Removing the file revokes every mapping it granted.
+			s.log.Warn("reload: the grid-mapfile is gone: no certificate maps to an account until it is back and the server reloads", "file", path)
+			gm, err = gsi.ParseGridMap(nil)
+		}
+		if err != nil {
 			// Never worse than before: a map that loaded stays.
 			if old.gridMap == nil {
 				p.gridMapPath, p.gridMapErr = path, err
@@ -149,7 +161,41 @@ func loadTrust(dir string, cur *gsi.TrustStore) (*gsi.TrustStore, error) {
 	if len(fresh) > 0 {
 		return nil, errors.New(strings.Join(fresh, "; "))
 	}
+	if err := crlRollback(cur, ts); err != nil {
+		return nil, err
+	}
 	return ts, nil
+}
+
+// crlRollback refuses a new trust store, ts, that would un-revoke
+// certificates the current one, cur, revokes: a CA (still trusted) whose
+// CRL is gone, or whose CRL is older (a lower CRL Number, an earlier
+// ThisUpdate) than the current one. Dropping a CRL on purpose needs a
+// restart.
+func crlRollback(cur, ts *gsi.TrustStore) error {
+	if cur == nil {
+		return nil
+	}
+	now := ts.CRLVersions()
+	var errs []string
+	for h, was := range cur.CRLVersions() {
+		dn := ts.CADN(h)
+		if dn == "" {
+			continue // the CA itself is gone: nothing it signed verifies
+		}
+		switch v, has := now[h]; {
+		case !has:
+			errs = append(errs, fmt.Sprintf("the CRL of CA %s (%s) is gone: dropping a CRL needs a restart", dn, was.File))
+		case v.Older(was):
+			errs = append(errs, fmt.Sprintf("the CRL of CA %s (%s, issued %s) is older than the one in force (issued %s): refused, it could bring revoked certificates back",
+				dn, v.File, v.ThisUpdate.UTC().Format(time.RFC3339), was.ThisUpdate.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // newPolicy is the login policy of a new server.

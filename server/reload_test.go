@@ -271,9 +271,9 @@ func TestReloadGridMap(t *testing.T) {
 		t.Fatalf("session of before the reload: %v", err)
 	}
 
-	// A missing file is refused too: the map kept still refuses the user.
+	// A missing file revokes every mapping (TestReloadGridMapMissing).
 	os.Remove(pki.GridMap)
-	if _, err := srv.Reload(cfg); !partRefused(err, "grid-mapfile") {
+	if _, err := srv.Reload(cfg); err != nil {
 		t.Fatalf("missing grid-mapfile: Reload = %v", err)
 	}
 	if err := gsiLogin(t, pki.User, pki, clientTrust, addr); err == nil {
@@ -319,5 +319,36 @@ func TestReloadLoginSettings(t *testing.T) {
 	cfg.HostCert, cfg.HostKey = "/nonexistent/cert.pem", "/nonexistent/key.pem"
 	if _, err := srv.Reload(cfg); !partRefused(err, "host credential") {
 		t.Fatalf("Reload = %v, want the host credential refused", err)
+	}
+}
+
+// TestReloadGridMapMissing: removing the grid-mapfile and reloading
+// revokes every mapping it granted (fail closed); putting it back and
+// reloading restores them.
+func TestReloadGridMapMissing(t *testing.T) {
+	pki := gsipki.New(t, "")
+	srv, addr, cfg := reloadServer(t, pki)
+	if err := gsiLogin(t, pki.User, pki, pki.TrustDir, addr); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(pki.GridMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(pki.GridMap)
+	if _, err := srv.Reload(cfg); err != nil {
+		t.Fatalf("missing grid-mapfile: Reload = %v", err)
+	}
+	if err := gsiLogin(t, pki.User, pki, pki.TrustDir, addr); err == nil {
+		t.Fatal("the user still logs in after the grid-mapfile was removed and the server reloaded")
+	}
+	if err := os.WriteFile(pki.GridMap, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := gsiLogin(t, pki.User, pki, pki.TrustDir, addr); err != nil {
+		t.Fatalf("grid-mapfile back: %v", err)
 	}
 }

@@ -363,3 +363,68 @@ func promQuery(addr, query string) (string, error) {
 	v, _ := r.Data.Result[0].Value[1].(string)
 	return v, nil
 }
+
+// TestMetricsConnectionCap: many idle connections to the metrics endpoint
+// hold at most maxMetricsConns of the server's descriptors (the rest wait
+// in the listen queue), and the FTP server still accepts and logs in.
+func TestMetricsConnectionCap(t *testing.T) {
+	bin := ferryBinary(t)
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-storage", "memory", "-anonymous", "-metrics", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var metricsHost, addr string
+	br := bufio.NewReader(stdout)
+	for addr == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("ferry serve's output: %v", err)
+		}
+		if u, found := strings.CutPrefix(strings.TrimSpace(line), "Metrics at "); found {
+			p, _ := url.Parse(u)
+			metricsHost = p.Host
+		}
+		if a, found := strings.CutPrefix(line, "Server listening at "); found {
+			addr = strings.TrimSpace(a)
+		}
+	}
+	go io.Copy(io.Discard, br)
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return len(ents)
+	}
+	scrape(t, metricsHost)
+	before := fds()
+	const n = 100
+	for range n {
+		c, err := net.Dial("tcp", metricsHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	time.Sleep(500 * time.Millisecond) // let the server accept what it will
+	after := fds()
+	t.Logf("server descriptors: %d before, %d with %d idle metrics connections", before, after, n)
+	if after-before > maxMetricsConns+4 {
+		t.Fatalf("%d idle metrics connections took %d descriptors of the server, want at most about %d", n, after-before, maxMetricsConns)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := ftpclient.Dial(ctx, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(ctx, "anonymous", "x"); err != nil {
+		t.Fatalf("FTP login with the metrics endpoint full: %v", err)
+	}
+}

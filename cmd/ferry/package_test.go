@@ -104,6 +104,21 @@ func TestPackage(t *testing.T) {
 	checkOwner("/srv/ferry", uid, gid, 0o755)
 	checkOwner("/etc/ferry/passwd", 0, gid, 0o640)
 
+	// An admin's hardening survives a reinstall: existing directories
+	// are neither chmodded nor chowned by the postinst.
+	if err := os.Chmod("/srv/ferry", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown("/var/log/ferry", 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	run("dpkg", "-i", deb)
+	checkOwner("/srv/ferry", uid, gid, 0o750)
+	if fi, err := os.Stat("/var/log/ferry"); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("/var/log/ferry made root's was chowned by a reinstall: %v", err)
+	}
+	os.Chmod("/srv/ferry", 0o755)
+
 	// The unit: verified where systemd-analyze is, and its ExecStart.
 	unit, err := os.ReadFile(pkgdeb.Unit)
 	if err != nil {

@@ -1,15 +1,16 @@
 package main
 
-// SIGHUP in ferry serve: one handler that reopens the transfer log, reads
-// the -config file again, reloads the login policy (password file,
-// grid-mapfile, host credential, trust directory and CRLs) and the
-// movers of a striped server.
+// SIGHUP in ferry serve: one handler that reads the -config file again,
+// reloads the login policy (password file, grid-mapfile, host credential,
+// trust directory and CRLs) and the movers of a striped server, then
+// reopens the transfer log.
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -76,9 +77,16 @@ func (r *reloader) onHangup() (stop func()) {
 // reload does what a SIGHUP asks. Whatever cannot be used (a config file
 // that does not parse, a password file, grid-mapfile, credential or trust
 // directory that cannot be read) is logged at error level with the file
-// and the reason, and the running server keeps what it had for it.
+// and the reason, and the running server keeps what it had for it. A
+// password file or grid-mapfile that no longer exists is the exception:
+// it revokes what it granted (no password logins, no mappings), logged at
+// warn level.
+//
+// The login policy comes first and the transfer log last: reopening the
+// log cannot block (translog refuses a FIFO or a symbolic link at once),
+// and even if it failed, a new CRL or grid-mapfile is already in force.
 func (r *reloader) reload() {
-	r.obs.reopen(r.log)
+	defer r.obs.reopen(r.log)
 	nf, values := r.cur, r.values
 	if r.cur.config != "" {
 		if f, v, err := r.readFlags(); err != nil {
@@ -93,6 +101,10 @@ func (r *reloader) reload() {
 	cfg.Authenticate = r.authenticate
 	switch pw, err := loadPasswd(nf.passwd); {
 	case nf.passwd == "":
+		cfg.Authenticate = nil
+	case errors.Is(err, fs.ErrNotExist):
+		// Removing the file revokes every password it granted.
+		r.log.Warn("SIGHUP: the password file is gone: no password logins until it is back and the server reloads", "file", nf.passwd)
 		cfg.Authenticate = nil
 	case err != nil:
 		r.log.Error("SIGHUP: password file refused; keeping the current one", "file", nf.passwd, "err", err)

@@ -106,12 +106,12 @@ func serveChild(t *testing.T, cmd *exec.Cmd) (addr string, log *lockedBuffer) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
+	listening := make(chan string, 1)
 	go func() {
 		br := bufio.NewReader(out)
 		line, _ := br.ReadString('\n')
-		if a, found := strings.CutPrefix(line, "Server listening at "); found {
-			addr = strings.TrimSpace(a)
-		}
+		a, _ := strings.CutPrefix(line, "Server listening at ")
+		listening <- strings.TrimSpace(a)
 		io.Copy(io.Discard, br)
 		waited <- cmd.Wait()
 	}()
@@ -127,10 +127,12 @@ func serveChild(t *testing.T, cmd *exec.Cmd) (addr string, log *lockedBuffer) {
 			t.Errorf("ferry serve did not stop on SIGTERM")
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ferry serve did not start:\n%s", log.String())
-		}
+	select {
+	case addr = <-listening:
+	case <-time.After(30 * time.Second):
+	}
+	if addr == "" {
+		t.Fatalf("ferry serve did not start:\n%s", log.String())
 	}
 	return addr, log
 }
@@ -411,5 +413,99 @@ func TestReloadSIGHUPRevokes(t *testing.T) {
 	}
 	if err := old.Mkdir(ctx, "/still"); err != nil {
 		t.Fatalf("the session of before the reload: %v", err)
+	}
+}
+
+// TestReloadSIGHUPTranslogFIFO: a FIFO put at the transfer log's path is
+// refused at once on SIGHUP (the old file kept), and the same SIGHUP
+// still applies a new CRL.
+func TestReloadSIGHUPTranslogFIFO(t *testing.T) {
+	bin := ferryBinary(t)
+	pki := gsipki.New(t, "")
+	root := t.TempDir()
+	tlog := filepath.Join(t.TempDir(), "transfers.log")
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-root", root, "-run-as-mapped-user=false",
+		"-cert", pki.HostCert, "-key", pki.HostKey, "-gridmap", pki.GridMap, "-transfer-log", tlog)
+	cmd.Env = append(os.Environ(), "X509_CERT_DIR="+pki.TrustDir)
+	addr, log := serveChild(t, cmd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	trust, err := ftpclient.LoadTrustStore(pki.TrustDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func() error {
+		cred, err := ftpclient.LoadCredential(pki.Proxy(t, gsi.ProxyOptions{}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ftpclient.Dial(ctx, addr, &ftpclient.Config{GSI: &ftpclient.GSIConfig{Credential: cred, Trust: trust}})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Login(ctx, "", "x")
+	}
+	if err := login(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tlog, tlog+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(tlog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pki.Revoke(t, pki.User)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: transfer log not reopened", 1)
+	if !strings.Contains(log.String(), "SIGHUP: reloaded") {
+		t.Fatalf("no reload logged:\n%s", log)
+	}
+	if err := login(); err == nil {
+		t.Fatal("a revoked certificate logged in after the SIGHUP that met a FIFO")
+	}
+}
+
+// TestReloadSIGHUPPasswdMissing: removing the password file and sending
+// SIGHUP revokes every password login (fail closed, a warning in the log);
+// the file back and another SIGHUP restore them.
+func TestReloadSIGHUPPasswdMissing(t *testing.T) {
+	bin := ferryBinary(t)
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "passwd")
+	if err := auth.SetUser(pw, "alice", "one", ""); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-storage", "memory", "-passwd", pw, "-run-as-mapped-user=false")
+	cmd.Env = append(os.Environ(), "X509_USER_CERT=", "X509_USER_KEY=")
+	addr, log := serveChild(t, cmd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	login := func() error {
+		c, err := ftpclient.Dial(ctx, addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Login(ctx, "alice", "one")
+	}
+	if err := login(); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(pw)
+	os.Remove(pw)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 1)
+	if !strings.Contains(log.String(), `level=WARN msg="SIGHUP: the password file is gone`) {
+		t.Errorf("no warning about the missing password file:\n%s", log)
+	}
+	if err := login(); err == nil {
+		t.Fatal("a password login works after the password file was removed and the server reloaded")
+	}
+	os.WriteFile(pw, good, 0o600)
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitCount(t, "SIGHUP: reloaded", 2)
+	if err := login(); err != nil {
+		t.Fatalf("password file back: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -46,7 +48,10 @@ striped server's movers), and reads the password file, the grid-mapfile,
 the host credential and the trust directory with its CRLs again. New
 logins follow the new files; logged-in sessions and their transfers carry
 on. A file that cannot be used is refused with an error in the log and the
-current one kept. Other keys need a restart; the log names those changed.
+current one kept; a password file or grid-mapfile that was removed revokes
+what it granted (a warning in the log). A trust directory whose CA lost
+its CRL, or got an older one, is refused (dropping a CRL needs a restart).
+Other keys need a restart; the log names those changed.
 `
 
 // serveFlags are the flags of ferry serve; -config files use the same keys.
@@ -147,7 +152,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var helpers *userHelpers
 	if f.asUser && f.storage == "posix" && os.Geteuid() == 0 {
 		root, _ := filepath.Abs(f.root)
-		helpers = &userHelpers{root: root, fs: map[string]*privsep.FS{}, log: cfg.Logger, started: obs.privsep(func() int { return helpers.count() })}
+		helpers = &userHelpers{root: root, log: cfg.Logger, started: obs.privsep(func() int { return helpers.count() })}
 		defer helpers.close()
 		cfg.UserStorage = helpers.storage
 	}
@@ -308,21 +313,66 @@ func passwdAuthenticate(pw *auth.Passwd) func(ctx context.Context, user, pass st
 	}
 }
 
+// helperStartTimeout bounds a privsep helper's start (exec and hello): a
+// helper that does not answer by then (stopped by its own account, say)
+// fails that login only.
+var helperStartTimeout = 2 * time.Second
+
+// helperFS is a running privsep helper's storage (*privsep.FS).
+type helperFS interface {
+	dsi.Storage
+	// Err is nil while the helper runs, and why it ended afterwards.
+	Err() error
+	Close() error
+}
+
 // userHelpers runs one privilege-separated storage helper per local account
-// (dsi/privsep), shared by that account's sessions.
+// (dsi/privsep), shared by that account's sessions. Accounts never wait for
+// each other: mu guards the map only, briefly, and a helper is started
+// holding its own account's slot alone.
 type userHelpers struct {
 	root    string
 	log     *slog.Logger
 	started func(err error) // told of each helper start, when not nil
-	mu      sync.Mutex
-	fs      map[string]*privsep.FS // guarded by mu
+	// start starts an account's helper; nil means privsep.Start.
+	start func(ctx context.Context, exe, root, account string) (helperFS, error)
+
+	mu    sync.Mutex
+	slots map[string]*helperSlot // guarded by mu
+}
+
+// helperSlot is one account's helper.
+type helperSlot struct {
+	lock chan struct{}            // a token: held while the account's helper is (re)started
+	fs   atomic.Pointer[helperFS] // the running helper; nil before the first start
 }
 
 // count is how many helpers run.
 func (h *userHelpers) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.fs)
+	n := 0
+	for _, s := range h.slots {
+		if f := s.fs.Load(); f != nil && (*f).Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// slot returns the account's slot, adding it when new.
+func (h *userHelpers) slot(name string) *helperSlot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.slots == nil {
+		h.slots = map[string]*helperSlot{}
+	}
+	s := h.slots[name]
+	if s == nil {
+		s = &helperSlot{lock: make(chan struct{}, 1)}
+		h.slots[name] = s
+	}
+	return s
 }
 
 func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, error) {
@@ -334,39 +384,57 @@ func (h *userHelpers) storage(ctx context.Context, name string) (dsi.Storage, er
 	if u.Uid == "0" {
 		return nil, fmt.Errorf("mapping to %s (uid 0) is refused", name)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if f := h.fs[name]; f != nil {
-		err := f.Err()
+	s := h.slot(name)
+	if f := s.fs.Load(); f != nil && (*f).Err() == nil {
+		return *f, nil
+	}
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-s.lock }()
+	if f := s.fs.Load(); f != nil {
+		err := (*f).Err()
 		if err == nil {
-			return f, nil
+			return *f, nil // started meanwhile by another login
 		}
 		// A helper that died (killed, crashed) is replaced at the
 		// account's next login; the sessions it served have failed.
 		h.log.Warn("privsep helper ended; starting a new one", "account", name, "err", err)
-		f.Close()
-		delete(h.fs, name)
+		(*f).Close()
+		s.fs.Store(nil)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	f, err := privsep.Start(ctx, exe, h.root, name)
+	start := h.start
+	if start == nil {
+		start = func(ctx context.Context, exe, root, account string) (helperFS, error) {
+			return privsep.Start(ctx, exe, root, account)
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, helperStartTimeout)
+	defer cancel()
+	f, err := start(sctx, exe, h.root, name)
 	if h.started != nil {
 		h.started(err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	h.fs[name] = f
+	s.fs.Store(&f)
 	return f, nil
 }
 
 func (h *userHelpers) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, f := range h.fs {
-		f.Close()
+	for _, s := range h.slots {
+		if f := s.fs.Load(); f != nil {
+			(*f).Close()
+		}
 	}
 }
 
@@ -410,16 +478,22 @@ func parsePortRange(s string) (uint16, uint16, error) {
 // applyConfigFile sets each "key value" line of file as the flag named key,
 // unless that flag was given on the command line. Spaces and tabs separate
 // the key from the value, with an optional '=' ("key = value"); '#' starts
-// a comment line; a line with a key alone sets a boolean flag to true.
+// a comment line. Every key needs a value: a boolean one too ("anonymous
+// true"), so that a line cut short ("anonymous" of "anonymous false")
+// cannot turn a setting on. A file whose last line does not end with a
+// newline is refused whole: it may have been read while being written, and
+// a missing line (a gridmap, cert or key) would fall back to the defaults.
 func applyConfigFile(fs *flag.FlagSet, file string) error {
-	fh, err := os.Open(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return fmt.Errorf("%s: the last line does not end with a newline: refused as possibly written halfway (end the file with a newline)", file)
+	}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	sc := bufio.NewScanner(fh)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -430,14 +504,18 @@ func applyConfigFile(fs *flag.FlagSet, file string) error {
 			key, value = line[:i], strings.TrimSpace(line[i:])
 		}
 		value = strings.TrimSpace(strings.TrimPrefix(value, "="))
-		if key == "config" || fs.Lookup(key) == nil {
+		fl := fs.Lookup(key)
+		if key == "config" || fl == nil {
 			return fmt.Errorf("%s:%d: unknown key %q", file, n, key)
+		}
+		if value == "" {
+			if b, isBool := fl.Value.(interface{ IsBoolFlag() bool }); isBool && b.IsBoolFlag() {
+				return fmt.Errorf("%s:%d: %s needs a value: write %q or %q", file, n, key, key+" true", key+" false")
+			}
+			return fmt.Errorf("%s:%d: %s needs a value", file, n, key)
 		}
 		if given[key] {
 			continue
-		}
-		if value == "" {
-			value = "true"
 		}
 		if err := fs.Set(key, strings.Trim(value, `"`)); err != nil {
 			return fmt.Errorf("%s:%d: %s: %v", file, n, key, err)

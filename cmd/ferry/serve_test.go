@@ -39,7 +39,7 @@ func TestParsePortRange(t *testing.T) {
 func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "ferry.conf")
-	os.WriteFile(file, []byte("# a comment\nlisten 127.0.0.1:7000\nanonymous\nmax-sessions = 5\nport-range \"50000,50010\"\n"), 0o644)
+	os.WriteFile(file, []byte("# a comment\nlisten 127.0.0.1:7000\nanonymous true\nmax-sessions = 5\nport-range \"50000,50010\"\n"), 0o644)
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.register(fs)
@@ -78,8 +78,8 @@ func TestConfigFileSeparators(t *testing.T) {
 		{"equals and tabs", "listen\t=\t127.0.0.1:7010", "127.0.0.1:7010", false},
 		{"equals alone", "listen=127.0.0.1:7011", "127.0.0.1:7011", false},
 		{"quoted", "listen\t\"127.0.0.1:7012\"", "127.0.0.1:7012", false},
-		{"key alone", "anonymous", "", true},
-		{"key alone, trailing tab", "anonymous\t", "", true},
+		{"boolean true", "anonymous true", "", true},
+		{"boolean true, trailing tab", "anonymous true\t", "", true},
 		{"boolean with tab", "anonymous\tfalse", "", false},
 		{"comment", "\t# listen 127.0.0.1:1", "", false},
 	} {
@@ -167,5 +167,35 @@ func TestServeRefusesMoversAsUser(t *testing.T) {
 		"-root", t.TempDir(), "-movers", "127.0.0.2:1", "-mover-secret", secret, "-run-as-mapped-user=true"})
 	if code != 2 || !strings.Contains(stderr.String(), "-run-as-mapped-user") {
 		t.Fatalf("serve -movers -run-as-mapped-user exited %d: %s", code, stderr.String())
+	}
+}
+
+// TestConfigFileTruncated: a file cut short is refused: a boolean key
+// without its value ("anonymous" of "anonymous false"), any key without a
+// value, and a last line without its newline (a write under way).
+func TestConfigFileTruncated(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"boolean key alone", "anonymous\n", `anonymous needs a value: write "anonymous true" or "anonymous false"`},
+		{"boolean key alone, tab", "anonymous-write\t\n", "anonymous-write needs a value"},
+		{"string key alone", "gridmap\n", "gridmap needs a value"},
+		{"no final newline", "passwd /etc/ferry/passwd\nanonymous false", "does not end with a newline"},
+		{"cut in a value", "gridmap /etc/grid-security/grid-m", "does not end with a newline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "ferry.conf")
+			if err := os.WriteFile(file, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var f serveFlags
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			f.register(fs)
+			err := applyConfigFile(fs, file)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%q: %v, want an error with %q", tc.body, err, tc.want)
+			}
+			if f.anonymous || f.anonWrite {
+				t.Errorf("%q turned anonymous access on", tc.body)
+			}
+		})
 	}
 }

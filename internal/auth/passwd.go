@@ -6,7 +6,8 @@
 //	name:pbkdf2-sha256$<iterations>$<base64 salt>$<base64 key>[:home]
 //
 // home is an optional directory under the served root that becomes the
-// user's root. Hashes are PBKDF2-HMAC-SHA256 with a 16-byte random salt.
+// user's root; without it (and without the last ':') the user's root is
+// the whole served tree. An empty home after a ':' is an error. Hashes are PBKDF2-HMAC-SHA256 with a 16-byte random salt.
 package auth
 
 import (
@@ -85,7 +86,12 @@ func Parse(data []byte) (*Passwd, error) {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrFormat, n, err)
 		}
 		u := User{Name: f[0], Hash: f[1], Home: "/"}
-		if len(f) == 3 && f[2] != "" {
+		if len(f) == 3 {
+			// "name:hash:" may be "name:hash:/home" cut short: it must
+			// not grant the whole tree.
+			if strings.TrimSpace(f[2]) == "" {
+				return nil, fmt.Errorf("%w: line %d: empty home (leave out the last ':' to serve the whole tree)", ErrFormat, n)
+			}
 			u.Home = path.Clean("/" + f[2])
 		}
 		p.users[u.Name] = u

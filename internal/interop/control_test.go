@@ -250,7 +250,7 @@ func TestServeRefusesSecondListener(t *testing.T) {
 // that its keys take effect.
 func TestServeConfigFile(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "ferry.conf")
-	writeFile(t, conf, "# a comment\n\nanonymous\nmax-sessions 1\nport-range 61100,61199\n")
+	writeFile(t, conf, "# a comment\n\nanonymous true\nmax-sessions 1\nport-range 61100,61199\n")
 	srv := startFerry(t, t.TempDir(), "-config", conf)
 	first := greeted(t, srv.addr)
 	first.login()

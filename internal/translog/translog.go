@@ -19,7 +19,6 @@ package translog
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -94,8 +93,15 @@ type Log struct {
 	failing bool      // guarded by mu: the last write failed (logged once)
 }
 
-// Open opens (creates) the log file path for appending; "-" means w
-// (standard output). log receives write errors; nil discards them.
+// Open opens (creates, mode 0640) the log file path for appending; "-"
+// means w (standard output). log receives write errors; nil discards
+// them.
+//
+// Whoever can write the log's directory must not make a server running
+// as root append to another file, nor hang it: the last element of path
+// is never followed when it is a symbolic link, the open does not wait
+// (a FIFO is refused at once), and the file must be a regular file with
+// one link, owned by the effective user (or root).
 func Open(path string, w io.Writer, log *slog.Logger) (*Log, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,14 +117,6 @@ func Open(path string, w io.Writer, log *slog.Logger) (*Log, error) {
 	}
 	l.path, l.f, l.w = path, f, f
 	return l, nil
-}
-
-func openFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("translog: %w", err)
-	}
-	return f, nil
 }
 
 // Transfer writes the line of t once it has ended (the server.Observer
@@ -148,7 +146,9 @@ func (l *Log) Transfer(t *xfer.Summary) {
 
 // Reopen opens the log file by its name again (after a rotation renamed
 // it) and closes the old one; lines written meanwhile go to the old file.
-// A log on standard output has nothing to reopen.
+// A log on standard output has nothing to reopen. A path that is not a
+// regular file of ours (see Open) is refused, and the old file kept
+// open; Reopen never blocks on what it finds at the path.
 func (l *Log) Reopen() error {
 	if l.path == "" {
 		return nil
