@@ -317,16 +317,35 @@ func (c *Conn) hasFeature(name string) bool {
 	return ok
 }
 
-// Do sends a raw command, formatted like fmt.Sprintf, and returns the first
-// reply, which may be preliminary (1xx): then read the next one with
-// ReadReply. Do does not set up data connections. The error is only for the
+// Do sends a raw command, formatted like fmt.Sprintf, and returns the next
+// reply on the connection: the command's first reply, which may be
+// preliminary (1xx: then read the next one with ReadReply), or, when an
+// earlier command's final reply is still due (ABOR during a transfer),
+// that one first. Do does not set up data connections. The error is only for the
 // network, ctx, or a command with CR or LF in it: a negative reply is
 // returned as a Reply, not as an error.
 func (c *Conn) Do(ctx context.Context, format string, args ...any) (Reply, error) {
 	// A raw command may change what the data channel is (PASV, DCAU):
 	// the next third-party batch sets it up again.
 	c.tp = nil
-	return c.cmd(ctx, format, args...)
+	if c.err != nil {
+		return Reply{}, c.err
+	}
+	line := fmt.Sprintf(format, args...)
+	if err := checkLine(line); err != nil {
+		return Reply{}, err
+	}
+	if ctx.Err() != nil {
+		return Reply{}, fmt.Errorf("client: %s: %w", verb(line), context.Cause(ctx))
+	}
+	if _, err := c.request(ctx, line); err != nil {
+		return Reply{}, c.broke(err)
+	}
+	r, err := c.rs.nextRaw(ctx, verb(line))
+	if err != nil {
+		return Reply{}, c.broke(err)
+	}
+	return r, nil
 }
 
 // Quit sends QUIT, reads the reply and closes the connection.
@@ -454,7 +473,7 @@ func (c *Conn) ReadReply(ctx context.Context) (Reply, error) {
 	if c.err != nil {
 		return Reply{}, c.err
 	}
-	r, err := c.rs.next(ctx, c.rs.last())
+	r, err := c.rs.nextRaw(ctx, "reply")
 	if err != nil {
 		return Reply{}, c.broke(err)
 	}

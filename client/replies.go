@@ -209,6 +209,18 @@ func (s *replyStream) next(ctx context.Context, t ticket) (Reply, error) {
 	}
 }
 
+// nextRaw reads the next reply on the stream, whichever command it
+// answers: the exchange of Conn.Do and Conn.ReadReply, whose callers
+// follow the order of replies themselves (a transfer's 426, then ABOR's
+// 226, as before the stream had tickets). It waits only for another
+// reader to finish.
+func (s *replyStream) nextRaw(ctx context.Context, verb string) (Reply, error) {
+	s.mu.Lock()
+	t := ticket{n: s.head, verb: verb}
+	s.mu.Unlock()
+	return s.next(ctx, t)
+}
+
 // final reads t's replies up to its final one, which it returns; each
 // preliminary one goes to prelim, which may be nil.
 func (s *replyStream) final(ctx context.Context, t ticket, prelim func(Reply)) (Reply, error) {

@@ -70,3 +70,25 @@ func TestModeEStoreCarriesRestart(t *testing.T) {
 		t.Errorf("resumed STOR: Size = %d, want 100000", rec.reqs[1].Size)
 	}
 }
+
+// TestModeEStoreShortOfALLO: a MODE E upload whose senders all end (EOD)
+// before the bytes ALLO announced has arrived is not complete, since a
+// stray that is not the client can end it so without DCAU: a 4xx or 5xx
+// reply, and the file does not appear under its name.
+func TestModeEStoreShortOfALLO(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("MODE E", 200)
+	data := randomBytes(100000)
+	c.expect("ALLO 100000", 200)
+	_, rest := c.modeEStore("STOR /short", data, 2, []xfer.Range{{Start: 0, End: 50000}})
+	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
+		t.Fatalf("a MODE E upload of half of its ALLO answered %v", rest)
+	}
+	c.expect("SIZE /short", 550)
+	c.expect("ALLO 100000", 200)
+	if _, rest := c.modeEStore("STOR /short", data, 2, nil); rest[len(rest)-1].Code != 226 {
+		t.Fatalf("the whole upload answered %v", rest)
+	}
+	c.expect("SIZE /short", 213)
+}

@@ -417,6 +417,12 @@ func (s *session) checkStored(up *storePlan, n int64, err error) error {
 		// tells the two apart.
 		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.allo)}
 	}
+	if err == nil && s.mode == xfer.ModeEBlock && up.kind == storePlain && up.allo >= 0 && n < up.req.Missing() {
+		// MODE E ends with EOD counts, which a dying client does not
+		// send; but a stray that is not the client (no DCAU) can, and a
+		// file short of what ALLO announced must not be taken for whole.
+		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.req.Missing())}
+	}
 	if err == nil && s.lost.Load() {
 		// The client went away with its data: it never saw this upload
 		// complete, and may have been killed in the middle of it.

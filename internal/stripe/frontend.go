@@ -876,27 +876,13 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path)), Sec: f.sec}
 	}
 	n, err := f.run(ctx, movers, msgs, notify)
-	if want := missingBytes(req); err == nil && len(movers) > 1 && req.Size >= 0 && n < want {
+	if want := req.Missing(); err == nil && len(movers) > 1 && req.Size >= 0 && n < want {
 		// Every stripe saw its EOF, yet bytes announced with ALLO and not
 		// held already (REST) are missing: a sender that ended some
 		// stripes early. Never call that complete.
 		err = &xfer.DataError{Err: fmt.Errorf("the stripes ended after %d of the %d bytes announced (ALLO) and not already stored (REST)", n, want)}
 	}
 	return n, err
-}
-
-// missingBytes is the least number of bytes an upload of req must move:
-// its ALLO size less what its REST ranges already cover within it. A
-// sender may resend stored bytes, so more is fine; fewer is data lost.
-func missingBytes(req *xfer.Request) int64 {
-	if req.Size < 0 {
-		return 0
-	}
-	var want int64
-	for _, g := range req.Restart.Missing(xfer.Range{Start: 0, End: req.Size}) {
-		want += g.Len()
-	}
-	return want
 }
 
 // readListing reads a listing whole, for the mover that sends it; a

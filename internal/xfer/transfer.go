@@ -111,3 +111,16 @@ type Event struct {
 	Opened      int
 	Retransmits int64
 }
+
+// Missing is how many bytes of an upload of Size bytes are still to
+// come: those Restart does not hold already. Zero when Size is unknown.
+func (r *Request) Missing() int64 {
+	if r.Size < 0 {
+		return 0
+	}
+	var want int64
+	for _, g := range r.Restart.Missing(Range{Start: 0, End: r.Size}) {
+		want += g.Len()
+	}
+	return want
+}
