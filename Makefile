@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build install deps vet test demo bench bench-stream package clean
+.PHONY: all build install deps vet test demo bench bench-stream package fuzz clean
 
 PREFIX ?= /usr/local
 
@@ -45,6 +45,13 @@ vet:
 # should stay under 15.
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Runs every fuzz target for FUZZTIME each (go test -fuzztime: 30s, 10m,
+# or 1000000x) and prints the executions per target; crashers stay in the
+# packages' testdata/fuzz corpora.
+FUZZTIME ?= 30s
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
 
 # Serves a fresh directory, copies a 512 MiB file up and back with ferry
 # cp, checks the checksums and prints the rates.
