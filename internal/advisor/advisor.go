@@ -195,7 +195,7 @@ func Advise(in Input) Advice {
 		a = defaults(in)
 	}
 	if far := farHost + farDomain; far > 0 && a.Basis != HostPair && a.Basis != DomainPair {
-		a.Reason = fmt.Sprintf("%d past transfer(s) of this link moved files of a very different size, whose rates say little about %s files; ",
+		a.Reason = fmt.Sprintf("%d past transfer(s) of this link moved much smaller files, whose rates say little about %s files; ",
 			far, progress.Bytes(float64(in.Size))) + a.Reason
 	}
 	if probe != nil && a.Basis != Default {
@@ -213,27 +213,37 @@ func Advise(in Input) Advice {
 	return a
 }
 
-// farSize is how far, as a factor, a past file's size may be from the
-// one asked about for its rate to count: small files are bound by round
-// trips and large ones by the link, so a 16 KiB copy's rate says nothing
-// of a 300 MiB file's (and the other way round).
+// farSize is how much smaller than the file asked about a past file may
+// be for its rate to count: small files are bound by round trips, so a
+// 16 KiB copy's rate says nothing of a 300 MiB file's. A larger file's
+// rate does count for a smaller one (it bounds it, and the ETA adds the
+// round trips of each file).
 const farSize = 64
 
-// comparable splits recs into those whose file size is within farSize of
-// target, and how many are not. All count when target is unknown.
-func comparable(recs []*history.Record, target int64) (near []*history.Record, far int) {
+// comparable picks the records of recs whose rates say something about
+// a file of size target: those within farSize of it either way; when
+// there are none, those of much larger files (their rates bound a small
+// file's). far counts the much smaller ones, left out. All count when
+// target is unknown.
+func comparable(recs []*history.Record, target int64) (use []*history.Record, far int) {
 	if target <= 0 {
 		return recs, 0
 	}
+	var near, larger []*history.Record
 	for _, r := range recs {
-		size := cmp.Or(r.Size, r.Bytes)
-		if size*farSize >= target && size <= target*farSize {
-			near = append(near, r)
-		} else {
+		switch size := cmp.Or(r.Size, r.Bytes); {
+		case size*farSize < target:
 			far++
+		case size > target*farSize:
+			larger = append(larger, r)
+		default:
+			near = append(near, r)
 		}
 	}
-	return near, far
+	if len(near) > 0 {
+		return near, far
+	}
+	return larger, far
 }
 
 // sameHosts reports whether a and b are the same host (two local files

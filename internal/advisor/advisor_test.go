@@ -386,8 +386,8 @@ func TestThirdPartySmallBDPKeepsAutotuning(t *testing.T) {
 	}
 }
 
-// TestFarSizesDoNotCount checks that the rates of files of a very
-// different size are not taken for a large file's: a history of 16 KiB
+// TestFarSizesDoNotCount checks that the rates of much smaller files are
+// not taken for a large file's: a history of 16 KiB
 // copies between these hosts says nothing of a 300 MiB download, which
 // falls back to the probe's model (or defaults), while a comparable past
 // transfer still counts.
@@ -398,7 +398,7 @@ func TestFarSizesDoNotCount(t *testing.T) {
 		recs = append(recs, rec(int64(i+1), srvA, small, 400e3, 1, 0, wan))
 	}
 	a := Advise(Input{Src: srvA, Dst: local, Size: big, Records: recs, Kernel: kernel})
-	if a.Basis != Default || !strings.Contains(a.Reason, "very different size") {
+	if a.Basis != Default || !strings.Contains(a.Reason, "much smaller files") {
 		t.Errorf("small files only: basis %s, reason %q; want defaults saying why", a.Basis, a.Reason)
 	}
 	a = Advise(Input{Src: srvA, Dst: local, Size: big, Records: recs, Kernel: kernel, Probes: []history.Probe{probe(7, srvA, wan, 4<<20)}})
@@ -410,9 +410,14 @@ func TestFarSizesDoNotCount(t *testing.T) {
 	if a.Basis != HostPair || a.Params.Parallel != 8 || !slices.Equal(a.Records, []int64{99}) {
 		t.Errorf("with a comparable transfer: basis %s, -p %d, records %v; want host-pair from #99", a.Basis, a.Params.Parallel, a.Records)
 	}
-	// Small files asked about still learn from small files.
+	// Small files asked about still learn from small files, and from a
+	// larger file alone too: its rate bounds theirs.
 	a = Advise(Input{Src: srvA, Dst: local, Size: small, Records: recs, Kernel: kernel})
 	if a.Basis != HostPair || a.Params.Parallel != 1 {
 		t.Errorf("a small file: basis %s, -p %d; want host-pair -p 1", a.Basis, a.Params.Parallel)
+	}
+	a = Advise(Input{Src: srvA, Dst: local, Size: small, Records: recs[len(recs)-1:], Kernel: kernel})
+	if a.Basis != HostPair || a.ETA <= 0 {
+		t.Errorf("a small file after a large one: basis %s, ETA %v; want host-pair with an ETA", a.Basis, a.ETA)
 	}
 }
