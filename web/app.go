@@ -73,7 +73,10 @@ type App struct {
 	wg     sync.WaitGroup // running jobs
 	closed sync.Once
 	slots  chan struct{} // one per running job
-	trust  *gsi.TrustStore
+	// beforeItem, when not nil, runs before each file of a job is
+	// copied (tests swap files for symbolic links there).
+	beforeItem func(i int)
+	trust      *gsi.TrustStore
 
 	mu       sync.Mutex
 	sessions map[string]*session   // by token; guarded by mu

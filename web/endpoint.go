@@ -199,10 +199,15 @@ func (ep *endpoint) dial(ctx context.Context) (*client.Conn, error) {
 	return ep.dialer(ctx, ep.loc)
 }
 
-// location is the engine's Location of p on the endpoint.
-func (ep *endpoint) location(p string) transfer.Location {
+// location is the engine's Location of p on the endpoint. A local one
+// is confined to root, the endpoint's open root: the engine opens,
+// creates, renames and removes its files only through it, so that a
+// symbolic link placed in the tree after the checks cannot lead it out.
+func (ep *endpoint) location(p string, root *os.Root) transfer.Location {
 	if ep.local {
-		return transfer.LocalLocation(p)
+		l := transfer.LocalLocation(p)
+		l.Root = root
+		return l
 	}
 	l := ep.loc
 	l.Path = p

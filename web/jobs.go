@@ -338,6 +338,21 @@ func (a *App) enqueue(u *userState, j *job) job {
 	return snap
 }
 
+// recheck checks an item's local ends against their roots again.
+func (j *job) recheck(it item) error {
+	if j.src.local {
+		if err := j.src.checkLocal(it.src); err != nil {
+			return err
+		}
+	}
+	if j.dst.local {
+		if err := j.dst.checkLocal(it.dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // retryJob runs a failed or cancelled job again, resuming its partial
 // files.
 func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
@@ -355,6 +370,14 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	if state != stateFailed && state != stateCancelled {
 		writeError(w, http.StatusConflict, "only a failed or cancelled job can be retried")
 		return
+	}
+	// The tree may have changed since: check the items again (the
+	// engine confines every open to the roots all the same).
+	for _, it := range old.items {
+		if err := old.recheck(it); err != nil {
+			opError(w, err)
+			return
+		}
 	}
 	j := &job{
 		ID: newToken()[:16], Src: old.Src, Dst: old.Dst, Names: old.Names,
@@ -375,6 +398,19 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	j.State, j.Started = stateRunning, time.Now().UTC()
 	u.bumpLocked()
 	u.mu.Unlock()
+	// Every local file of the job is opened through its endpoint's
+	// root, at the moment the engine uses it.
+	srcRoot, dstRoot, err := j.openRoots()
+	if err != nil {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		j.Ended = time.Now().UTC()
+		j.State, j.Error = stateFailed, err.Error()
+		u.bumpLocked()
+		return
+	}
+	defer closeRoot(srcRoot)
+	defer closeRoot(dstRoot)
 	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
 		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
 		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
@@ -383,7 +419,6 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		o.Verify, o.ChecksumAlg = true, verifyAlg
 	}
 	var before int64 // bytes of the files done
-	var err error
 	for i, it := range j.items {
 		if ctx.Err() != nil {
 			break
@@ -392,9 +427,12 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		j.Current = it.src
 		u.bumpLocked()
 		u.mu.Unlock()
+		if a.beforeItem != nil {
+			a.beforeItem(i)
+		}
 		lastT := time.Now()
 		var lastStreams []int64
-		req := transfer.Request{Src: j.src.location(it.src), Dst: j.dst.location(it.dst), Options: o, CreateDirs: true}
+		req := transfer.Request{Src: j.src.location(it.src, srcRoot), Dst: j.dst.location(it.dst, dstRoot), Options: o, CreateDirs: true}
 		var res transfer.Result
 		res, err = u.engine.Copy(ctx, req, func(e transfer.Event) {
 			if e.Kind != transfer.EventProgress {
@@ -456,6 +494,29 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		}
 	}
 	u.bumpLocked()
+}
+
+// closeRoot closes r unless it is nil.
+func closeRoot(r *os.Root) {
+	if r != nil {
+		r.Close()
+	}
+}
+
+// openRoots opens the roots of j's local ends (nil for a server).
+func (j *job) openRoots() (src, dst *os.Root, err error) {
+	if j.src.local {
+		if src, err = j.src.openRoot(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if j.dst.local {
+		if dst, err = j.dst.openRoot(); err != nil {
+			closeRoot(src)
+			return nil, nil, err
+		}
+	}
+	return src, dst, nil
 }
 
 // verifyAlg is the checksum algorithm of copies and of the checksum
