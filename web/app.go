@@ -46,9 +46,12 @@ type Config struct {
 	Secure bool
 	// SessionTTL is how long a session lives; 0 means 12 hours.
 	SessionTTL time.Duration
-	// LoginFailures failed logins per LoginWindow from one source are
-	// allowed before logins from it are refused with 429; 0 means 5 per
-	// minute.
+	// LoginFailures failed logins of one user name per LoginWindow from
+	// one source (an IPv4 address or an IPv6 /64) are allowed before
+	// logins of that name from it are refused with 429; four times as
+	// many from one source over all names, and of one name over all
+	// sources. 0 means 5 per minute. At most 4 password checks run at
+	// once, one per source.
 	LoginFailures int
 	LoginWindow   time.Duration
 	// TrustDir is the trust directory (CA certificates) that gsiftp://
@@ -76,6 +79,8 @@ type App struct {
 	// beforeItem, when not nil, runs before each file of a job is
 	// copied (tests swap files for symbolic links there).
 	beforeItem func(i int)
+	// verify checks a password (cfg.Passwd; tests count the checks).
+	verify func(user, pass string) bool
 	trust      *gsi.TrustStore
 
 	mu       sync.Mutex
@@ -124,7 +129,11 @@ func New(cfg Config) (*App, error) {
 		}
 		a.trust = t
 	}
-	a.limiter = loginLimiter{max: cfg.LoginFailures, window: cfg.LoginWindow, fails: map[string][]time.Time{}}
+	a.limiter = newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow)
+	a.verify = func(user, pass string) bool {
+		_, ok := cfg.Passwd.Verify(user, pass)
+		return ok
+	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.routes()
 	return a, nil

@@ -76,40 +76,6 @@ func (u *userState) bumpLocked() {
 	u.changed = make(chan struct{})
 }
 
-// loginLimiter counts failed logins per source address.
-type loginLimiter struct {
-	max    int
-	window time.Duration
-	fails  map[string][]time.Time // guarded by App.mu
-}
-
-// blockedLocked returns how long logins from src are refused (0: not).
-func (l *loginLimiter) blockedLocked(src string, now time.Time) time.Duration {
-	f := l.fails[src]
-	for len(f) > 0 && now.Sub(f[0]) > l.window {
-		f = f[1:]
-	}
-	if len(f) == 0 {
-		delete(l.fails, src)
-		return 0
-	}
-	l.fails[src] = f
-	if len(f) < l.max {
-		return 0
-	}
-	return l.window - now.Sub(f[0])
-}
-
-func (l *loginLimiter) failLocked(src string, now time.Time) {
-	if len(l.fails) > 10000 {
-		// Many sources: drop the ones whose failures are all old.
-		for s := range l.fails {
-			l.blockedLocked(s, now)
-		}
-	}
-	l.fails[src] = append(l.fails[src], now)
-}
-
 // pruneLocked forgets expired sessions; App.mu must be held.
 func (a *App) pruneLocked(now time.Time) {
 	for tok, s := range a.sessions {
@@ -158,23 +124,32 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src := source(r)
-	a.mu.Lock()
-	wait := a.limiter.blockedLocked(src, time.Now())
-	a.mu.Unlock()
-	if wait > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins: try again in %d s", int(wait.Seconds())+1))
+	if a.cfg.Passwd == nil || req.User == "" || len(req.User) > 256 {
+		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
-	ok := false
-	if a.cfg.Passwd != nil && req.User != "" {
-		_, ok = a.cfg.Passwd.Verify(req.User, req.Password)
+	// The attempt is reserved before the (slow) check, so that
+	// concurrent attempts cannot all pass the limit.
+	src := sourceKey(r)
+	a.mu.Lock()
+	wait, busy := a.limiter.beginLocked(src, req.User, time.Now())
+	a.mu.Unlock()
+	switch {
+	case wait > 0:
+		secs := int(wait.Seconds()) + 1
+		w.Header().Set("Retry-After", fmt.Sprint(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins: try again in %d s", secs))
+		return
+	case busy:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many logins at once: try again in 1 s")
+		return
 	}
+	ok := a.verify(req.User, req.Password)
+	a.mu.Lock()
+	a.limiter.endLocked(src, req.User, time.Now(), ok)
+	a.mu.Unlock()
 	if !ok {
-		a.mu.Lock()
-		a.limiter.failLocked(src, time.Now())
-		a.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
