@@ -81,7 +81,7 @@ type App struct {
 	beforeItem func(i int)
 	// verify checks a password (cfg.Passwd; tests count the checks).
 	verify func(user, pass string) bool
-	trust      *gsi.TrustStore
+	trust  *gsi.TrustStore
 
 	mu       sync.Mutex
 	sessions map[string]*session   // by token; guarded by mu
