@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -54,6 +55,16 @@ type Config struct {
 	// once, one per source.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// AllowNet are networks endpoints (and their data connections) may
+	// be on although the default policy refuses them: loopback,
+	// link-local, multicast and unspecified addresses. A laptop user
+	// browsing a server on this host allows 127.0.0.0/8.
+	AllowNet []netip.Prefix
+	// DenyNet are networks endpoints may never be on; it wins over
+	// AllowNet.
+	DenyNet []netip.Prefix
+	// Self are the app's own listen addresses, never connected to.
+	Self []netip.AddrPort
 	// TrustDir is the trust directory (CA certificates) that gsiftp://
 	// servers' certificates are checked against; "" means none, and no
 	// gsiftp://.
@@ -218,7 +229,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, apiError{Error: msg})
+	writeJSON(w, code, apiError{Error: sanitize(msg)})
 }
 
 // readJSON decodes a request body of at most 1 MiB into v.

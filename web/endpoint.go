@@ -435,7 +435,7 @@ func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState,
 	if err != nil {
 		err = confined(err)
 		code := http.StatusBadGateway
-		if errors.Is(err, errEscape) {
+		if errors.Is(err, errEscape) || errors.Is(err, errAddrDenied) {
 			code = http.StatusForbidden
 		}
 		writeError(w, code, err.Error())
@@ -476,7 +476,7 @@ func opError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &bad):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, errEscape):
+	case errors.Is(err, errEscape), errors.Is(err, errAddrDenied):
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, fs.ErrNotExist):
 		writeError(w, http.StatusNotFound, err.Error())

@@ -486,7 +486,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	case ctx.Err() != nil:
 		j.State = stateCancelled
 	case err != nil:
-		j.State, j.Error = stateFailed, transfer.Describe(err)
+		j.State, j.Error = stateFailed, sanitize(transfer.Describe(err))
 	default:
 		j.State = stateDone
 		if o.Verify {
@@ -614,6 +614,9 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		return false
 	}
 	rc := http.NewResponseController(w)
+	// The stream outlives the server's ReadTimeout, which is for
+	// reading requests (a GET has no body to read).
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
