@@ -72,6 +72,13 @@ type Config struct {
 	// MaxRunning bounds the jobs that run at once (the others wait,
 	// queued); 0 means 4.
 	MaxRunning int
+	// MaxRunningPerUser bounds the jobs of one user that run at once,
+	// so that one user's queue cannot hold every slot (the users'
+	// waiting jobs take the freed slots in turn); 0 means 2.
+	MaxRunningPerUser int
+	// MaxJobsPerUser bounds a user's queued and running jobs (more are
+	// refused with 429); 0 means 100.
+	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
 }
@@ -116,6 +123,12 @@ func New(cfg Config) (*App, error) {
 	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 4
+	}
+	if cfg.MaxRunningPerUser <= 0 {
+		cfg.MaxRunningPerUser = 2
+	}
+	if cfg.MaxJobsPerUser <= 0 {
+		cfg.MaxJobsPerUser = 100
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -191,16 +204,16 @@ func (a *App) routes() {
 	m.HandleFunc("GET /api/me", a.authed(false, a.me))
 	m.HandleFunc("POST /api/endpoints", a.authed(true, a.openEndpoint))
 	m.HandleFunc("GET /api/endpoints", a.authed(false, a.listEndpoints))
-	m.HandleFunc("GET /api/list", a.authed(false, a.list))
+	m.HandleFunc("GET /api/list", a.authed(false, limited(a.list)))
 	m.HandleFunc("POST /api/mkdir", a.authed(true, a.mkdir))
 	m.HandleFunc("POST /api/rename", a.authed(true, a.rename))
 	m.HandleFunc("POST /api/delete", a.authed(true, a.remove))
-	m.HandleFunc("POST /api/advice", a.authed(true, a.advice))
-	m.HandleFunc("POST /api/jobs", a.authed(true, a.startJob))
+	m.HandleFunc("POST /api/advice", a.authed(true, limited(a.advice)))
+	m.HandleFunc("POST /api/jobs", a.authed(true, limited(a.startJob)))
 	m.HandleFunc("GET /api/jobs", a.authed(false, a.listJobs))
 	m.HandleFunc("POST /api/jobs/{id}/cancel", a.authed(true, a.cancelJob))
-	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, a.retryJob))
-	m.HandleFunc("POST /api/checksum", a.authed(true, a.checksum))
+	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, limited(a.retryJob)))
+	m.HandleFunc("POST /api/checksum", a.authed(true, limited(a.checksum)))
 	m.HandleFunc("GET /api/credential", a.authed(false, a.getCredential))
 	m.HandleFunc("POST /api/credential", a.authed(true, a.setCredential))
 	m.HandleFunc("POST /api/credential/delete", a.authed(true, a.dropCredential))

@@ -237,12 +237,14 @@ func (a *App) advice(w http.ResponseWriter, r *http.Request, u *userState, s *se
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src, dst, items, err := a.resolve(r.Context(), u, req)
+	ctx, cancel := resolveContext(r.Context())
+	defer cancel()
+	src, dst, items, err := a.resolve(ctx, u, req)
 	if err != nil {
 		resolveError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.advise(r.Context(), src, dst, items))
+	writeJSON(w, http.StatusOK, a.advise(ctx, src, dst, items))
 }
 
 func resolveError(w http.ResponseWriter, err error) {
@@ -300,7 +302,12 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src, dst, items, err := a.resolve(r.Context(), u, req)
+	if !a.roomForJob(w, u) {
+		return
+	}
+	ctx, cancel := resolveContext(r.Context())
+	defer cancel()
+	src, dst, items, err := a.resolve(ctx, u, req)
 	if err != nil {
 		resolveError(w, err)
 		return
@@ -371,6 +378,9 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 		writeError(w, http.StatusConflict, "only a failed or cancelled job can be retried")
 		return
 	}
+	if !a.roomForJob(w, u) {
+		return
+	}
 	// The tree may have changed since: check the items again (the
 	// engine confines every open to the roots all the same).
 	for _, it := range old.items {
@@ -386,13 +396,37 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	writeJSON(w, http.StatusOK, a.enqueue(u, j))
 }
 
-// run copies j's files one after the other with the user's engine.
+// roomForJob answers 429 and returns false when u has
+// Config.MaxJobsPerUser jobs queued or running.
+func (a *App) roomForJob(w http.ResponseWriter, u *userState) bool {
+	u.mu.Lock()
+	n := u.activeLocked()
+	u.mu.Unlock()
+	if n >= a.cfg.MaxJobsPerUser {
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d copies are queued or running already: wait for some to finish", n))
+		return false
+	}
+	return true
+}
+
+// run copies j's files one after the other with the user's engine. A
+// job first takes one of its user's running slots, then one of the
+// app's: a user's queue holds at most MaxRunningPerUser of the app's
+// slots, and the users' jobs waiting for one take them in turn (in
+// the order they came to wait, at most MaxRunningPerUser per user).
 func (a *App) run(ctx context.Context, u *userState, j *job) {
 	defer j.cancel()
 	select {
-	case a.slots <- struct{}{}:
-		defer func() { <-a.slots }()
+	case u.running <- struct{}{}:
+		defer func() { <-u.running }()
 	case <-ctx.Done():
+	}
+	if ctx.Err() == nil {
+		select {
+		case a.slots <- struct{}{}:
+			defer func() { <-a.slots }()
+		case <-ctx.Done():
+		}
 	}
 	u.mu.Lock()
 	j.State, j.Started = stateRunning, time.Now().UTC()
@@ -613,6 +647,19 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		}
 		return false
 	}
+	u.mu.Lock()
+	if u.streams >= maxStreamsPerUser {
+		u.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "too many event streams open: close some tabs")
+		return
+	}
+	u.streams++
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.streams--
+		u.mu.Unlock()
+	}()
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's ReadTimeout, which is for
 	// reading requests (a GET has no body to read).

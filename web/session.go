@@ -39,6 +39,13 @@ type userState struct {
 	cred      *gsi.Credential      // the GSI proxy; guarded by mu
 	version   uint64               // bumped on every job change; guarded by mu
 	changed   chan struct{}        // closed and replaced on every change; guarded by mu
+	streams   int                  // open event streams; guarded by mu
+
+	// running holds a token per running job of the user
+	// (Config.MaxRunningPerUser); busy one per listing, advice or job
+	// request being resolved (maxBusyPerUser).
+	running chan struct{}
+	busy    chan struct{}
 }
 
 // userStore records a user's transfers under their name.
@@ -61,6 +68,8 @@ func (a *App) userLocked(name string) *userState {
 			endpoints: map[string]*endpoint{},
 			jobs:      map[string]*job{},
 			changed:   make(chan struct{}),
+			running:   make(chan struct{}, a.cfg.MaxRunningPerUser),
+			busy:      make(chan struct{}, maxBusyPerUser),
 		}
 		u.engine = &transfer.Engine{History: userStore{a.cfg.History, name}, Tool: "web", Log: a.cfg.Log,
 			Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) { return a.dial(ctx, u, l) }}
