@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +65,10 @@ type Config struct {
 	// DenyNet are networks endpoints may never be on; it wins over
 	// AllowNet.
 	DenyNet []netip.Prefix
+	// Hosts are the host names (without port) requests may name in
+	// their Host header, besides IP literals and "localhost": a page of
+	// another name (DNS rebinding) gets 421. Nil allows only those.
+	Hosts []string
 	// Self are the app's own listen addresses, never connected to.
 	Self []netip.AddrPort
 	// TrustDir is the trust directory (CA certificates) that gsiftp://
@@ -192,7 +198,30 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Secure {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
+	if !a.hostAllowed(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "unknown host name "+r.Host+" (ferry web -host)")
+		return
+	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a request's Host names this app: an IP
+// literal (DNS rebinding needs a name), "localhost" or one of
+// Config.Hosts, with or without a port.
+func (a *App) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if _, err := netip.ParseAddr(host); err == nil || host == "localhost" {
+		return true
+	}
+	for _, h := range a.cfg.Hosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *App) routes() {

@@ -17,7 +17,7 @@ import (
 // ("addr:port"); it returns the status and the error text.
 func loginFrom(a *App, remote, user, pass string) (int, string) {
 	b, _ := json.Marshal(loginRequest{User: user, Password: pass})
-	r := httptest.NewRequest("POST", "/api/login", bytes.NewReader(b))
+	r := httptest.NewRequest("POST", "http://127.0.0.1:8080/api/login", bytes.NewReader(b))
 	r.Header.Set("Content-Type", "application/json")
 	r.RemoteAddr = remote
 	w := httptest.NewRecorder()

@@ -155,3 +155,30 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("sanitize: %q", got)
 	}
 }
+
+// TestHostAllowList: a request naming another host (DNS rebinding) is
+// refused with 421; IP literals, localhost and Config.Hosts are served.
+func TestHostAllowList(t *testing.T) {
+	ta := startAppWith(t, func(c *Config) { c.Hosts = []string{"ferry.example.org"} })
+	for host, want := range map[string]int{
+		"rebind.evil":            http.StatusMisdirectedRequest,
+		"rebind.evil:8080":       http.StatusMisdirectedRequest,
+		"127.0.0.1:8080":         http.StatusOK,
+		"[::1]:8080":             http.StatusOK,
+		"localhost:8080":         http.StatusOK,
+		"LOCALHOST.":             http.StatusOK,
+		"ferry.example.org:443":  http.StatusOK,
+		"ferry.example.org.evil": http.StatusMisdirectedRequest,
+	} {
+		req, _ := http.NewRequest("GET", ta.srv.URL+"/", nil)
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,8 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	certDir := fs.String("certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
 	clientCA := fs.String("client-ca", "", "over HTTPS, log in browsers whose client certificate (or proxy) this trust `DIR` verifies, as the user -gridmap names")
 	gridmap := fs.String("gridmap", "", "the grid-mapfile `FILE` that maps client certificates' DNs to users (with -client-ca)")
+	var hosts listFlag
+	fs.Var(&hosts, "host", "the host `NAME` browsers use for this server, checked against each request's Host (DNS rebinding); repeatable; default: the -listen host, the -cert certificate's DNS names, and this host's name when listening on all addresses (IP addresses and localhost always work)")
 	allowNet := fs.String("allow-net", "", "let endpoints be on these networks (`CIDR,...`) although loopback, link-local and unspecified addresses are refused by default; e.g. 127.0.0.0/8 to browse a server on this host")
 	denyNet := fs.String("deny-net", "", "never let endpoints be on these networks (`CIDR,...`); wins over -allow-net")
 	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
@@ -138,12 +141,15 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		l.Close()
 		return usagef("-listen %s listens on %v, not a loopback address: give -cert and -key for HTTPS, or -insecure", *listen, l.Addr())
 	}
+	if len(hosts) == 0 {
+		hosts = defaultWebHosts(*listen, *cert)
+	}
 	var self []netip.AddrPort
 	if ta, ok := l.Addr().(*net.TCPAddr); ok {
 		self = append(self, ta.AddrPort())
 	}
 	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: roots, History: st, Secure: useTLS, TrustDir: *certDir, Log: log,
-		AllowNet: allow, DenyNet: deny, Self: self})
+		AllowNet: allow, DenyNet: deny, Self: self, Hosts: hosts})
 	if err != nil {
 		l.Close()
 		return err
@@ -186,6 +192,37 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	}
 	<-done
 	return nil
+}
+
+// defaultWebHosts are the host names ferry web answers to without
+// -host: the -listen host when it is a name, the DNS names of the
+// certificate FILE cert, and this host's name when listen has no host
+// or an unspecified address.
+func defaultWebHosts(listen, cert string) []string {
+	var out []string
+	host, _, _ := net.SplitHostPort(listen)
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			out = append(out, h)
+		}
+	} else if err != nil {
+		out = append(out, host)
+	}
+	if cert != "" {
+		if b, err := os.ReadFile(cert); err == nil {
+			for {
+				var blk *pem.Block
+				if blk, b = pem.Decode(b); blk == nil {
+					break
+				}
+				if c, err := x509.ParseCertificate(blk.Bytes); err == nil && blk.Type == "CERTIFICATE" {
+					out = append(out, c.DNSNames...)
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // webMaxConns bounds the connections ferry web serves at once.

@@ -199,3 +199,16 @@ func TestWebParseNets(t *testing.T) {
 		t.Errorf("ferry web -allow-net bogus: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+func TestWebDefaultHosts(t *testing.T) {
+	if got := defaultWebHosts("ferry.example.org:8080", ""); len(got) != 1 || got[0] != "ferry.example.org" {
+		t.Errorf("named listen: %q", got)
+	}
+	if got := defaultWebHosts("127.0.0.1:8080", ""); len(got) != 0 {
+		t.Errorf("loopback listen: %q", got)
+	}
+	h, _ := os.Hostname()
+	if got := defaultWebHosts(":443", ""); len(got) != 1 || got[0] != h {
+		t.Errorf("listen on all: %q, want [%s]", got, h)
+	}
+}
