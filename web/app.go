@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -274,8 +275,14 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, apiError{Error: sanitize(msg)})
 }
 
-// readJSON decodes a request body of at most 1 MiB into v.
+// readJSON decodes a request body of at most 1 MiB into v. The body
+// must say it is JSON (415 otherwise): a form another site posts
+// cannot.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "the request body must be application/json")
+		return false
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

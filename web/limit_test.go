@@ -129,3 +129,26 @@ func TestLoginLimiterBounded(t *testing.T) {
 		t.Errorf("%d keys, %d busy sources, %d busy", len(l.keys), len(l.srcBusy), l.busy)
 	}
 }
+
+// TestJSONContentType: a body that does not say it is JSON gets 415.
+func TestJSONContentType(t *testing.T) {
+	ta := startApp(t)
+	for ct, want := range map[string]int{
+		"text/plain":                        http.StatusUnsupportedMediaType,
+		"application/x-www-form-urlencoded": http.StatusUnsupportedMediaType,
+		"":                                  http.StatusUnsupportedMediaType,
+		"application/json; charset=utf-8":   http.StatusOK,
+	} {
+		b, _ := json.Marshal(loginRequest{User: "alice", Password: testPasswords["alice"]})
+		r := httptest.NewRequest("POST", "http://127.0.0.1:8080/api/login", bytes.NewReader(b))
+		r.RemoteAddr = "192.0.2.9:1"
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		w := httptest.NewRecorder()
+		ta.app.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Content-Type %q: %d, want %d", ct, w.Code, want)
+		}
+	}
+}
