@@ -98,7 +98,7 @@ type App struct {
 	mux    *http.ServeMux
 	ctx    context.Context // the lifetime of jobs
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // running jobs
+	wg     sync.WaitGroup // running jobs and pruneLoop
 	closed sync.Once
 	slots  chan struct{} // one per running job
 	// beforeItem, when not nil, runs before each file of a job is
@@ -109,9 +109,13 @@ type App struct {
 	trust  *gsi.TrustStore
 
 	mu       sync.Mutex
-	sessions map[string]*session   // by token; guarded by mu
-	users    map[string]*userState // by name; guarded by mu
-	limiter  loginLimiter
+	sessions map[string]*session // by token; guarded by mu
+	// userSessions are each user's sessions, oldest first; certSessions
+	// the sessions of certificate logins by fingerprint. Guarded by mu.
+	userSessions map[string][]*session
+	certSessions map[[32]byte]*session
+	users        map[string]*userState // by name; guarded by mu
+	limiter      loginLimiter
 }
 
 // New returns an App serving cfg.
@@ -166,6 +170,8 @@ func New(cfg Config) (*App, error) {
 		return ok
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.userSessions, a.certSessions = map[string][]*session{}, map[[32]byte]*session{}
+	a.wg.Go(a.pruneLoop)
 	a.routes()
 	return a, nil
 }

@@ -640,12 +640,7 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 	live := func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for _, x := range a.sessions {
-			if x == s {
-				return time.Now().Before(s.expires)
-			}
-		}
-		return false
+		return a.sessions[s.token] == s && time.Now().Before(s.expires)
 	}
 	u.mu.Lock()
 	if u.streams >= maxStreamsPerUser {

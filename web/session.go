@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -20,10 +21,19 @@ const cookieName = "ferry_session"
 
 // session is one logged-in browser.
 type session struct {
+	token   string // the cookie's value, the key in App.sessions
 	user    string
 	csrf    string
 	expires time.Time
+	cert    [32]byte // the SHA-256 of the client certificate that logged it in; zero for a password
 }
+
+// maxSessionsPerUser bounds a user's sessions: a new one ends the
+// oldest beyond it.
+const maxSessionsPerUser = 32
+
+// pruneInterval is how often expired sessions are forgotten.
+const pruneInterval = time.Minute
 
 // userState is everything of one user: endpoints (with their
 // credentials), jobs, the engine that runs them. Handlers reach it only
@@ -87,10 +97,49 @@ func (u *userState) bumpLocked() {
 
 // pruneLocked forgets expired sessions; App.mu must be held.
 func (a *App) pruneLocked(now time.Time) {
-	for tok, s := range a.sessions {
+	for _, s := range a.sessions {
 		if now.After(s.expires) {
-			delete(a.sessions, tok)
+			a.dropLocked(s)
 		}
+	}
+}
+
+// pruneLoop forgets expired sessions every pruneInterval until the app
+// closes.
+func (a *App) pruneLoop() {
+	t := time.NewTicker(pruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case now := <-t.C:
+			a.mu.Lock()
+			a.pruneLocked(now)
+			a.mu.Unlock()
+		}
+	}
+}
+
+// dropLocked ends the session s; App.mu must be held.
+func (a *App) dropLocked(s *session) {
+	if a.sessions[s.token] == s {
+		delete(a.sessions, s.token)
+	}
+	if a.certSessions[s.cert] == s {
+		delete(a.certSessions, s.cert)
+	}
+	list := a.userSessions[s.user]
+	for i, x := range list {
+		if x == s {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(a.userSessions, s.user)
+	} else {
+		a.userSessions[s.user] = list
 	}
 }
 
@@ -177,7 +226,7 @@ func (a *App) authed(csrf bool, h func(http.ResponseWriter, *http.Request, *user
 			a.mu.Lock()
 			s = a.sessions[c.Value]
 			if s != nil && time.Now().After(s.expires) {
-				delete(a.sessions, c.Value)
+				a.dropLocked(s)
 				s = nil
 			}
 			if s != nil {
@@ -219,30 +268,63 @@ func (a *App) certSession(w http.ResponseWriter, r *http.Request) (*session, *us
 		}
 		return nil, nil
 	}
-	return a.newSession(w, name)
+	// A browser that shows the certificate again without the cookie
+	// (another tab, cookies off) gets the session it has.
+	fp := sha256.Sum256(r.TLS.PeerCertificates[0].Raw)
+	a.mu.Lock()
+	s := a.certSessions[fp]
+	if s != nil && (s.user != name || time.Now().After(s.expires) || a.sessions[s.token] != s) {
+		s = nil
+	}
+	var u *userState
+	if s != nil {
+		u = a.userLocked(name)
+		a.setCookie(w, s)
+	}
+	a.mu.Unlock()
+	if s != nil {
+		return s, u
+	}
+	return a.newSessionWith(w, name, fp)
 }
 
 // newSession starts a session of user name and sets its cookie.
 func (a *App) newSession(w http.ResponseWriter, name string) (*session, *userState) {
+	return a.newSessionWith(w, name, [32]byte{})
+}
+
+// newSessionWith is newSession of a session bound to the certificate
+// fingerprint cert (zero: none). A user's sessions beyond
+// maxSessionsPerUser end, the oldest first.
+func (a *App) newSessionWith(w http.ResponseWriter, name string, cert [32]byte) (*session, *userState) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pruneLocked(now)
-	s := &session{user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL)}
-	tok := newToken()
-	a.sessions[tok] = s
+	s := &session{token: newToken(), user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL), cert: cert}
+	a.sessions[s.token] = s
+	a.userSessions[name] = append(a.userSessions[name], s)
+	for len(a.userSessions[name]) > maxSessionsPerUser {
+		a.dropLocked(a.userSessions[name][0])
+	}
+	if cert != ([32]byte{}) {
+		a.certSessions[cert] = s
+	}
 	u := a.userLocked(name)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
-		SameSite: http.SameSiteStrictMode, Expires: s.expires,
-	})
+	a.setCookie(w, s)
 	return s, u
 }
 
+// setCookie sets the cookie of session s.
+func (a *App) setCookie(w http.ResponseWriter, s *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
+		SameSite: http.SameSiteStrictMode, Expires: s.expires,
+	})
+}
+
 func (a *App) logout(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	c, _ := r.Cookie(cookieName)
 	a.mu.Lock()
-	delete(a.sessions, c.Value)
+	a.dropLocked(s)
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: a.cfg.Secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	writeJSON(w, http.StatusOK, struct{}{})
