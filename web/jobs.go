@@ -202,7 +202,7 @@ func historyEndpoint(ep *endpoint) history.Endpoint {
 	return history.NewEndpoint(scheme, host, p)
 }
 
-func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) adviceReply {
+func (a *App) advise(ctx context.Context, u *userState, src, dst *endpoint, items []item) adviceReply {
 	var total int64
 	for _, it := range items {
 		total += max(it.size, 0)
@@ -213,7 +213,9 @@ func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) advi
 	}
 	in.ClientHost, _ = os.Hostname()
 	// The advisor learns from the whole site's history: parameters and
-	// rates, not paths, reach the user.
+	// rates, not paths, reach the user, and its reason names no host of
+	// another user's transfers (in.User).
+	in.User = u.name
 	if recs, err := a.cfg.History.Records(ctx, history.Filter{Limit: 20000}); err == nil {
 		in.Records = recs
 	} else {
@@ -244,7 +246,7 @@ func (a *App) advice(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		resolveError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.advise(ctx, src, dst, items))
+	writeJSON(w, http.StatusOK, a.advise(ctx, u, src, dst, items))
 }
 
 func resolveError(w http.ResponseWriter, err error) {
@@ -746,7 +748,8 @@ func endpointText(e history.Endpoint, p string) string {
 
 // history lists the user's own transfers made with ferry web.
 func (a *App) history(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	recs, err := a.cfg.History.Records(r.Context(), history.Filter{Limit: 5000, Outcome: r.URL.Query().Get("outcome")})
+	// The store selects the user's records, then applies the limit.
+	recs, err := a.cfg.History.Records(r.Context(), history.Filter{Limit: 5000, Outcome: r.URL.Query().Get("outcome"), User: u.name, Tool: "web"})
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "history: "+err.Error())
 		return

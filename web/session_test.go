@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/ferrygrid/ferry/internal/history"
 )
 
 // TestSessionCaps: a user's sessions are bounded (the oldest ends), and
@@ -49,5 +52,30 @@ func TestSessionCaps(t *testing.T) {
 	ta.app.mu.Unlock()
 	if n != 1 || cookies[0] != cookies[9] {
 		t.Errorf("10 certificate GETs made %d sessions", n)
+	}
+}
+
+// TestHistoryOwnRecordsPastOthers: the history API selects the user's
+// own records in the store, so other users' many newer records do not
+// push them out of its limit.
+func TestHistoryOwnRecordsPastOthers(t *testing.T) {
+	ta := startApp(t)
+	ctx := t.Context()
+	t0 := time.Now().Add(-time.Hour).UTC()
+	ep := history.NewEndpoint("ftp", "dtn.example.org", 2811)
+	if _, err := ta.hist.Add(ctx, &history.Record{Start: t0, Tool: "web", User: "alice", Kind: "download", Src: ep, Dst: history.Endpoint{Scheme: "file"}, Outcome: history.OK, Size: 1, Bytes: 1, Duration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5001 {
+		if _, err := ta.hist.Add(ctx, &history.Record{Start: t0.Add(time.Duration(i+1) * time.Millisecond), Tool: "web", User: "bob", Kind: "download", Src: ep, Dst: history.Endpoint{Scheme: "file"}, Outcome: history.OK, Size: 1, Bytes: 1, Duration: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := ta.client(t)
+	c.login("alice")
+	var rows []historyRow
+	c.must("GET", "/api/history", nil, &rows)
+	if len(rows) != 1 {
+		t.Errorf("alice's history: %d rows, want her 1", len(rows))
 	}
 }
