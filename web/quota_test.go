@@ -71,6 +71,8 @@ func TestPerUserRequestCaps(t *testing.T) {
 	ta.app.mu.Lock()
 	u := ta.app.users["alice"]
 	ta.app.mu.Unlock()
+	defer func(d time.Duration) { busyWait = d }(busyWait)
+	busyWait = 100 * time.Millisecond
 	for range maxBusyPerUser {
 		u.busy <- struct{}{}
 	}
