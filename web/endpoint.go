@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -238,6 +239,10 @@ func checkName(name string) error {
 	return nil
 }
 
+// maxListEntries bounds the entries of a listing the app returns (and,
+// for this host's files, reads); a variable for the tests.
+var maxListEntries = 200000
+
 func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	if ep.local {
 		rel, err := ep.rel(p)
@@ -254,9 +259,12 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 			return nil, err
 		}
 		defer f.Close()
-		des, err := f.ReadDir(-1)
-		if err != nil {
+		des, err := f.ReadDir(maxListEntries + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
+		}
+		if len(des) > maxListEntries {
+			return nil, badRequest{fmt.Errorf("%s has more than %d entries", p, maxListEntries)}
 		}
 		out := make([]entry, 0, len(des))
 		for _, d := range des {
@@ -285,6 +293,9 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	es, err := c.List(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	if len(es) > maxListEntries {
+		return nil, badRequest{fmt.Errorf("%s has more than %d entries", p, maxListEntries)}
 	}
 	out := make([]entry, 0, len(es))
 	for _, e := range es {

@@ -105,3 +105,21 @@ func TestPerUserRequestCaps(t *testing.T) {
 		}
 	}
 }
+
+// TestListingBounded: a directory with too many entries is refused, not
+// read whole.
+func TestListingBounded(t *testing.T) {
+	defer func(n int) { maxListEntries = n }(maxListEntries)
+	maxListEntries = 3
+	ta := startApp(t)
+	for i := range 4 {
+		writeFile(t, filepath.Join(ta.root, "big", fmt.Sprint(i)), nil)
+	}
+	c := ta.client(t)
+	c.login("alice")
+	ep := c.open("file://" + ta.root)
+	if code, msg := c.do("GET", "/api/list?ep="+ep.ID+"&path="+filepath.Join(ta.root, "big"), nil, nil); code != http.StatusBadRequest {
+		t.Errorf("a listing of 4 entries with a cap of 3: %d %s", code, msg)
+	}
+	c.must("GET", "/api/list?ep="+ep.ID, nil, nil)
+}
