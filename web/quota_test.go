@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -122,4 +123,47 @@ func TestListingBounded(t *testing.T) {
 		t.Errorf("a listing of 4 entries with a cap of 3: %d %s", code, msg)
 	}
 	c.must("GET", "/api/list?ep="+ep.ID, nil, nil)
+}
+
+// TestEventsOutliveReadTimeout: the server's ReadTimeout (cmd/ferry sets
+// one) does not end an event stream.
+func TestEventsOutliveReadTimeout(t *testing.T) {
+	ta := startApp(t)
+	srv := httptest.NewUnstartedServer(ta.app)
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	c := ta.client(t)
+	c.base = srv.URL
+	c.login("alice")
+	res, err := c.hc.Get(c.base + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	first := make([]byte, 4096)
+	if _, err := res.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	// A change after the read timeout still arrives.
+	ta.app.mu.Lock()
+	u := ta.app.users["alice"]
+	ta.app.mu.Unlock()
+	u.mu.Lock()
+	u.bumpLocked()
+	u.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := res.Body.Read(first)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the stream ended after the read timeout: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no event after the read timeout")
+	}
 }
