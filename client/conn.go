@@ -78,6 +78,13 @@ type Config struct {
 	// net.Dialer with DialTimeout.
 	Dialer *net.Dialer
 
+	// DataAddrPolicy, when not nil, is asked before each data connection
+	// the client dials (after EPSV, PASV or SPAS); an error refuses the
+	// connection, and the transfer fails with it. Callers that must not
+	// connect where a server points them (a web application, say) check
+	// the address here. Nil allows every address.
+	DataAddrPolicy func(netip.AddrPort) error
+
 	// GSI, when not nil, makes Dial and NewConn authenticate with GSI
 	// (AUTH GSSAPI) right after the greeting, within DialTimeout; every
 	// later command and reply is protected, and data connections are
@@ -117,7 +124,8 @@ type Conn struct {
 	dialer  *net.Dialer
 	active  bool
 	dataIf  netip.Addr
-	anyData bool // StripedServer: data connections may come from any host
+	anyData bool                       // StripedServer: data connections may come from any host
+	dataPol func(netip.AddrPort) error // Config.DataAddrPolicy; nil: any
 
 	feat   map[string]string
 	noEPSV bool // EPSV was refused; use PASV
@@ -183,6 +191,7 @@ func newConn(ctx context.Context, nc net.Conn, cfg *Config, host string) (*Conn,
 		active:  cfg.Active,
 		dataIf:  cfg.DataInterface,
 		anyData: cfg.StripedServer,
+		dataPol: cfg.DataAddrPolicy,
 	}
 	// 120 "service ready in nnn minutes" may precede 220.
 	greeting := c.rs.enqueue("greeting")

@@ -92,6 +92,11 @@ func (c *Conn) openData(ctx context.Context, w *watcher) (*dataChan, error) {
 // dialData dials one data connection to ap, with the transfer's socket
 // buffer size set before the handshake.
 func (c *Conn) dialData(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+	if c.dataPol != nil {
+		if err := c.dataPol(ap); err != nil {
+			return nil, fmt.Errorf("client: data connection to %v refused: %w", ap, err)
+		}
+	}
 	tc, err := dtp.Dial(ctx, c.dialer, ap, c.dataBuf)
 	if err != nil {
 		return nil, fmt.Errorf("client: data connection to %v: %w", ap, err)

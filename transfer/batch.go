@@ -268,9 +268,9 @@ func (w batchWorker) verifyItem(ctx context.Context, kind batchKind, s, ds *clie
 	case batchTPT:
 		return w.c.verifyBoth(ctx, s, r, ds, l)
 	case batchPut:
-		return w.c.verify(ctx, s, l, r.Path, 0, -1)
+		return w.c.verify(ctx, s, l, LocalLocation(r.Path), 0, -1)
 	default:
-		return w.c.verify(ctx, s, r, l.Path, 0, -1)
+		return w.c.verify(ctx, s, r, LocalLocation(l.Path), 0, -1)
 	}
 }
 
@@ -443,6 +443,7 @@ func (c *countingReader) Close() error { return c.f.Close() }
 // that failed is copied again whole.
 type tempSink struct {
 	f       *os.File
+	fs      localFS
 	temp    string
 	final   string
 	replace bool // an existing file is replaced: synced before the rename
@@ -453,8 +454,11 @@ type tempSink struct {
 
 // openTempSink opens the temporary file of a download to final. An
 // existing regular file keeps its permission bits.
-func openTempSink(final string) (*tempSink, error) {
-	fi, err := os.Stat(final)
+func openTempSink(final string) (*tempSink, error) { return openTempSinkIn(localFS{}, final) }
+
+// openTempSinkIn is openTempSink in fsys.
+func openTempSinkIn(fsys localFS, final string) (*tempSink, error) {
+	fi, err := fsys.Stat(final)
 	switch {
 	case err == nil && fi.IsDir():
 		return nil, fmt.Errorf("%s is a directory", final)
@@ -464,10 +468,13 @@ func openTempSink(final string) (*tempSink, error) {
 		return nil, err
 	}
 	dir, base := filepath.Split(final)
-	var f *os.File
+	var (
+		f    *os.File
+		name string
+	)
 	for range 10 {
-		name := filepath.Join(dir, "."+base+".ferry-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36))
-		f, err = createExcl(name)
+		name = filepath.Join(dir, "."+base+".ferry-"+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36))
+		f, err = fsys.createExcl(name)
 		if !errors.Is(err, os.ErrExist) {
 			break
 		}
@@ -475,7 +482,7 @@ func openTempSink(final string) (*tempSink, error) {
 	if err != nil {
 		return nil, destError(final, err)
 	}
-	s := &tempSink{f: f, temp: f.Name(), final: final, replace: fi != nil}
+	s := &tempSink{f: f, fs: fsys, temp: name, final: final, replace: fi != nil}
 	if s.replace {
 		if err := f.Chmod(fi.Mode().Perm()); err != nil {
 			s.abort()
@@ -523,15 +530,10 @@ func (s *tempSink) close() error {
 func (s *tempSink) commit() error {
 	err := s.close()
 	if err == nil {
-		// Not os.Rename: its lstat of the destination only turns
-		// renaming onto a directory into EEXIST, and rename(2)
-		// refuses that anyway (EISDIR).
-		if rerr := syscall.Rename(s.temp, s.final); rerr != nil {
-			err = &os.LinkError{Op: "rename", Old: s.temp, New: s.final, Err: rerr}
-		}
+		err = s.fs.rename(s.temp, s.final)
 	}
 	if err != nil {
-		os.Remove(s.temp)
+		s.fs.Remove(s.temp)
 	}
 	return err
 }
@@ -539,5 +541,5 @@ func (s *tempSink) commit() error {
 // abort drops the file.
 func (s *tempSink) abort() {
 	s.close()
-	os.Remove(s.temp)
+	s.fs.Remove(s.temp)
 }

@@ -179,7 +179,7 @@ func (c *copier) openSource(src Location) (r io.Reader, size int64, done func(),
 		}
 		return r, -1, func() {}, nil
 	}
-	f, err := os.Open(src.Path)
+	f, err := fsOf(src).Open(src.Path)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -260,7 +260,7 @@ func (c *copier) upload(ctx context.Context, src, dst Location) (int64, error) {
 // session; MODE E uploads (and -rst) keep the acknowledged ranges in a
 // state file so that a later run resumes.
 func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, error) {
-	f, err := os.Open(src.Path)
+	f, err := fsOf(src).Open(src.Path)
 	if err != nil {
 		return 0, err
 	}
@@ -345,7 +345,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 		os.Remove(saver.name)
 	}
 	if c.o.Verify {
-		if err := c.verify(ctx, s, dst, src.Path, off, size); err != nil {
+		if err := c.verify(ctx, s, dst, src, off, size); err != nil {
 			return n, err
 		}
 	}
@@ -402,7 +402,8 @@ func removeHint(dst Location) string {
 
 // verify compares the server's checksum of length bytes of remote from
 // off with the local file's.
-func (c *copier) verify(ctx context.Context, s *client.Session, remote Location, local string, off, length int64) error {
+func (c *copier) verify(ctx context.Context, s *client.Session, remote Location, loc Location, off, length int64) error {
+	local := loc.Path
 	alg := c.o.ChecksumAlg
 	conn, err := s.Conn(ctx)
 	if err != nil {
@@ -412,7 +413,7 @@ func (c *copier) verify(ctx context.Context, s *client.Session, remote Location,
 	if err != nil {
 		return &OpError{What: "checksum of " + remote.String(), Err: err}
 	}
-	f, err := os.Open(local)
+	f, err := fsOf(loc).Open(local)
 	if err != nil {
 		return err
 	}
@@ -438,8 +439,10 @@ func (c *copier) download(ctx context.Context, src, dst Location) (int64, error)
 	if dst.Kind == Stdio {
 		return c.downloadStdout(ctx, src)
 	}
-	fi, err := os.Stat(dst.Path)
+	fi, err := fsOf(dst).Stat(dst.Path)
 	switch {
+	case err != nil && errors.Is(err, ErrEscape):
+		return 0, err
 	case err == nil && fi.IsDir():
 		return 0, fmt.Errorf("%s is a directory", dst.Path)
 	case err == nil && !fi.Mode().IsRegular():
@@ -532,11 +535,18 @@ func (c *copier) downloadResumable(ctx context.Context, src, dst Location) (int6
 	if err != nil {
 		return 0, err
 	}
+	fsys := fsOf(dst)
 	name := dst.Path + RangesSuffix
-	st, err := ReadResumeState(name)
+	st, err := fsys.readState(name)
+	if errors.Is(err, ErrEscape) {
+		return 0, err
+	}
 	resuming := err == nil && st.matches(want)
 	whole := c.o.Offset == 0 && c.o.Length < 0
-	_, statErr := os.Stat(dst.Path)
+	_, statErr := fsys.Stat(dst.Path)
+	if errors.Is(statErr, ErrEscape) {
+		return 0, statErr
+	}
 	created := errors.Is(statErr, os.ErrNotExist)
 	if created && resuming && st.Ranges.Total() > 0 {
 		// The file that held the ranges is gone.
@@ -592,6 +602,7 @@ type inPlace struct {
 // nothing.
 func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, dst Location, p inPlace) (int64, error) {
 	name, want, created := p.state, p.want, p.created
+	fsys := fsOf(dst)
 	flags := os.O_WRONLY | os.O_CREATE
 	if !p.resuming && p.whole {
 		// A whole new copy: no old bytes may survive in the file.
@@ -599,19 +610,19 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 	}
 	if created {
 		// Mark the destination incomplete before it exists.
-		if err := WriteResumeState(name, want); err != nil {
+		if err := fsys.writeState(name, want); err != nil {
 			return 0, fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	f, err := os.OpenFile(dst.Path, flags, 0o666)
+	f, err := fsys.OpenFile(dst.Path, flags, 0o666)
 	if err != nil {
 		if created {
-			os.Remove(name)
+			fsys.Remove(name)
 		}
 		return 0, err
 	}
 	defer f.Close()
-	saver := &stateSaver{name: name, st: want, sync: f.Sync}
+	saver := &stateSaver{name: name, st: want, sync: f.Sync, write: fsys.writeState}
 	// Mark the destination incomplete before a byte lands in it.
 	if err := saver.update(want.Ranges, true); err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
@@ -636,8 +647,8 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 		if kept == 0 && created {
 			// Nothing arrived in a file we created: leave no trace.
 			f.Close()
-			os.Remove(dst.Path)
-			os.Remove(name)
+			fsys.Remove(dst.Path)
+			fsys.Remove(name)
 			return n, err
 		}
 		_ = saver.flush()
@@ -658,11 +669,11 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 		_ = saver.flush()
 		return n, &OpError{What: "write " + dst.String(), Err: err}
 	}
-	if err := os.Remove(name); err != nil {
+	if err := fsys.Remove(name); err != nil {
 		return n, err
 	}
 	if c.o.Verify {
-		if err := c.verify(ctx, s, src, dst.Path, c.o.Offset, c.o.Length); err != nil {
+		if err := c.verify(ctx, s, src, dst, c.o.Offset, c.o.Length); err != nil {
 			return n, err
 		}
 	}
@@ -673,7 +684,7 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 // into place when complete; stale, when set, says a state file of
 // another copy may be in the way and is removed on success.
 func (c *copier) downloadWhole(ctx context.Context, s *client.Session, src, dst Location, stale bool) (int64, error) {
-	sink, err := openTempSink(dst.Path)
+	sink, err := openTempSinkIn(fsOf(dst), dst.Path)
 	if err != nil {
 		return 0, err
 	}
@@ -686,10 +697,10 @@ func (c *copier) downloadWhole(ctx context.Context, s *client.Session, src, dst 
 		return n, &OpError{What: "write " + dst.String(), Err: err}
 	}
 	if stale {
-		os.Remove(dst.Path + RangesSuffix)
+		fsOf(dst).Remove(dst.Path + RangesSuffix)
 	}
 	if c.o.Verify {
-		if err := c.verify(ctx, s, src, dst.Path, 0, -1); err != nil {
+		if err := c.verify(ctx, s, src, dst, 0, -1); err != nil {
 			return n, err
 		}
 	}
@@ -815,6 +826,8 @@ type sink struct {
 	f      *os.File  // nil for standard output
 	tmp    *tempSink // a regular file written under a temporary name; nil: f is written in place
 	remove bool      // in place: remove the file on abort (we created it)
+	fs     localFS   // where name is
+	name   string    // in place: the file's name
 }
 
 // openSink opens a local destination or standard output. A regular file
@@ -827,7 +840,8 @@ func (c *copier) openSink(dst Location) (*sink, error) {
 		return &sink{w: c.e.stdout()}, nil
 	}
 	partial := c.o.Offset > 0 || c.o.Length > 0
-	fi, err := os.Stat(dst.Path)
+	fsys := fsOf(dst)
+	fi, err := fsys.Stat(dst.Path)
 	exists := err == nil
 	switch {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
@@ -839,11 +853,11 @@ func (c *copier) openSink(dst Location) (*sink, error) {
 		if !exists {
 			flags |= os.O_CREATE | os.O_EXCL
 		}
-		f, err := os.OpenFile(dst.Path, flags, 0o666)
+		f, err := fsys.OpenFile(dst.Path, flags, 0o666)
 		if err != nil {
 			return nil, err
 		}
-		s := &sink{w: f, f: f, remove: !exists}
+		s := &sink{w: f, f: f, remove: !exists, fs: fsys, name: dst.Path}
 		if c.o.Offset > 0 {
 			if _, err := f.Seek(c.o.Offset, io.SeekStart); err != nil {
 				s.abort()
@@ -852,7 +866,7 @@ func (c *copier) openSink(dst Location) (*sink, error) {
 		}
 		return s, nil
 	}
-	ts, err := openTempSink(dst.Path)
+	ts, err := openTempSinkIn(fsys, dst.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -869,7 +883,7 @@ func (s *sink) commit() error {
 	}
 	err := s.f.Close()
 	if err != nil && s.remove {
-		os.Remove(s.f.Name())
+		s.fs.Remove(s.name)
 	}
 	return err
 }
@@ -882,7 +896,7 @@ func (s *sink) abort() {
 	case s.f != nil:
 		s.f.Close()
 		if s.remove {
-			os.Remove(s.f.Name())
+			s.fs.Remove(s.name)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -23,7 +22,7 @@ func (c *copier) prepare(ctx context.Context, src Location, dst *Location, creat
 	switch dst.Kind {
 	case Local:
 		if createDirs {
-			return os.MkdirAll(filepath.Dir(dst.Path), 0o777)
+			return fsOf(*dst).MkdirAll(filepath.Dir(dst.Path), 0o777)
 		}
 		return nil
 	case Remote:

@@ -81,7 +81,7 @@ func TestVerifyMismatch(t *testing.T) {
 	sess := c.session(loc)
 	ctx := t.Context()
 	defer sess.Close(ctx)
-	err := c.verify(ctx, sess, loc, other, 0, -1)
+	err := c.verify(ctx, sess, loc, LocalLocation(other), 0, -1)
 	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("got %v", err)
 	}

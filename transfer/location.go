@@ -34,6 +34,15 @@ type Location struct {
 	HasUser, HasPass bool
 	// Display names the location in messages, without a password.
 	Display string
+	// Root, when not nil, confines a Local location to a directory
+	// tree: Path must lie under Root.Name() (or be relative to it), and
+	// Engine.Copy opens, creates, stats, renames and removes the file,
+	// its temporary and part files, its resume state (RangesSuffix) and
+	// the directories above it (CreateDirs) only through Root, which
+	// refuses a path that leaves the tree by ".." or by a symbolic link
+	// at the moment it is used (ErrEscape). Nil: by name, following
+	// symbolic links. The caller keeps Root open until the copy returns.
+	Root *os.Root
 }
 
 func (l Location) String() string { return l.Display }
@@ -92,5 +101,5 @@ func statLocal(l Location) (os.FileInfo, error) {
 	if l.Kind != Local {
 		return nil, errors.New("not local")
 	}
-	return os.Stat(l.Path)
+	return fsOf(l).Stat(l.Path)
 }

@@ -189,6 +189,9 @@ func UploadStatePath(getenv func(string) string, src, dst string) (string, error
 type stateSaver struct {
 	name string
 	sync func() error
+	// write, when not nil, writes the state file instead of
+	// WriteResumeState (a confined Location's).
+	write func(string, ResumeState) error
 
 	mu    sync.Mutex
 	st    ResumeState // guarded by mu
@@ -211,7 +214,11 @@ func (s *stateSaver) update(rs client.RangeSet, force bool) error {
 		err = s.sync()
 	}
 	if err == nil {
-		err = WriteResumeState(s.name, s.st)
+		if s.write != nil {
+			err = s.write(s.name, s.st)
+		} else {
+			err = WriteResumeState(s.name, s.st)
+		}
 	}
 	if err != nil {
 		if s.err == nil {

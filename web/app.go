@@ -11,8 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +50,28 @@ type Config struct {
 	Secure bool
 	// SessionTTL is how long a session lives; 0 means 12 hours.
 	SessionTTL time.Duration
-	// LoginFailures failed logins per LoginWindow from one source are
-	// allowed before logins from it are refused with 429; 0 means 5 per
-	// minute.
+	// LoginFailures failed logins of one user name per LoginWindow from
+	// one source (an IPv4 address or an IPv6 /64) are allowed before
+	// logins of that name from it are refused with 429; four times as
+	// many from one source over all names, and of one name over all
+	// sources. 0 means 5 per minute. At most 4 password checks run at
+	// once, one per source.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// AllowNet are networks endpoints (and their data connections) may
+	// be on although the default policy refuses them: loopback,
+	// link-local, multicast and unspecified addresses. A laptop user
+	// browsing a server on this host allows 127.0.0.0/8.
+	AllowNet []netip.Prefix
+	// DenyNet are networks endpoints may never be on; it wins over
+	// AllowNet.
+	DenyNet []netip.Prefix
+	// Hosts are the host names (without port) requests may name in
+	// their Host header, besides IP literals and "localhost": a page of
+	// another name (DNS rebinding) gets 421. Nil allows only those.
+	Hosts []string
+	// Self are the app's own listen addresses, never connected to.
+	Self []netip.AddrPort
 	// TrustDir is the trust directory (CA certificates) that gsiftp://
 	// servers' certificates are checked against; "" means none, and no
 	// gsiftp://.
@@ -58,6 +79,13 @@ type Config struct {
 	// MaxRunning bounds the jobs that run at once (the others wait,
 	// queued); 0 means 4.
 	MaxRunning int
+	// MaxRunningPerUser bounds the jobs of one user that run at once,
+	// so that one user's queue cannot hold every slot (the users'
+	// waiting jobs take the freed slots in turn); 0 means 2.
+	MaxRunningPerUser int
+	// MaxJobsPerUser bounds a user's queued and running jobs (more are
+	// refused with 429); 0 means 100.
+	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
 }
@@ -70,15 +98,24 @@ type App struct {
 	mux    *http.ServeMux
 	ctx    context.Context // the lifetime of jobs
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // running jobs
+	wg     sync.WaitGroup // running jobs and pruneLoop
 	closed sync.Once
 	slots  chan struct{} // one per running job
+	// beforeItem, when not nil, runs before each file of a job is
+	// copied (tests swap files for symbolic links there).
+	beforeItem func(i int)
+	// verify checks a password (cfg.Passwd; tests count the checks).
+	verify func(user, pass string) bool
 	trust  *gsi.TrustStore
 
 	mu       sync.Mutex
-	sessions map[string]*session   // by token; guarded by mu
-	users    map[string]*userState // by name; guarded by mu
-	limiter  loginLimiter
+	sessions map[string]*session // by token; guarded by mu
+	// userSessions are each user's sessions, oldest first; certSessions
+	// the sessions of certificate logins by fingerprint. Guarded by mu.
+	userSessions map[string][]*session
+	certSessions map[[32]byte]*session
+	users        map[string]*userState // by name; guarded by mu
+	limiter      loginLimiter
 }
 
 // New returns an App serving cfg.
@@ -97,6 +134,12 @@ func New(cfg Config) (*App, error) {
 	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 4
+	}
+	if cfg.MaxRunningPerUser <= 0 {
+		cfg.MaxRunningPerUser = 2
+	}
+	if cfg.MaxJobsPerUser <= 0 {
+		cfg.MaxJobsPerUser = 100
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -121,8 +164,14 @@ func New(cfg Config) (*App, error) {
 		}
 		a.trust = t
 	}
-	a.limiter = loginLimiter{max: cfg.LoginFailures, window: cfg.LoginWindow, fails: map[string][]time.Time{}}
+	a.limiter = newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow)
+	a.verify = func(user, pass string) bool {
+		_, ok := cfg.Passwd.Verify(user, pass)
+		return ok
+	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.userSessions, a.certSessions = map[string][]*session{}, map[[32]byte]*session{}
+	a.wg.Go(a.pruneLoop)
 	a.routes()
 	return a, nil
 }
@@ -156,7 +205,30 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Secure {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
+	if !a.hostAllowed(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "unknown host name "+r.Host+" (ferry web -host)")
+		return
+	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a request's Host names this app: an IP
+// literal (DNS rebinding needs a name), "localhost" or one of
+// Config.Hosts, with or without a port.
+func (a *App) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if _, err := netip.ParseAddr(host); err == nil || host == "localhost" {
+		return true
+	}
+	for _, h := range a.cfg.Hosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *App) routes() {
@@ -168,16 +240,16 @@ func (a *App) routes() {
 	m.HandleFunc("GET /api/me", a.authed(false, a.me))
 	m.HandleFunc("POST /api/endpoints", a.authed(true, a.openEndpoint))
 	m.HandleFunc("GET /api/endpoints", a.authed(false, a.listEndpoints))
-	m.HandleFunc("GET /api/list", a.authed(false, a.list))
+	m.HandleFunc("GET /api/list", a.authed(false, limited(a.list)))
 	m.HandleFunc("POST /api/mkdir", a.authed(true, a.mkdir))
 	m.HandleFunc("POST /api/rename", a.authed(true, a.rename))
 	m.HandleFunc("POST /api/delete", a.authed(true, a.remove))
-	m.HandleFunc("POST /api/advice", a.authed(true, a.advice))
-	m.HandleFunc("POST /api/jobs", a.authed(true, a.startJob))
+	m.HandleFunc("POST /api/advice", a.authed(true, limited(a.advice)))
+	m.HandleFunc("POST /api/jobs", a.authed(true, limited(a.startJob)))
 	m.HandleFunc("GET /api/jobs", a.authed(false, a.listJobs))
 	m.HandleFunc("POST /api/jobs/{id}/cancel", a.authed(true, a.cancelJob))
-	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, a.retryJob))
-	m.HandleFunc("POST /api/checksum", a.authed(true, a.checksum))
+	m.HandleFunc("POST /api/jobs/{id}/retry", a.authed(true, limited(a.retryJob)))
+	m.HandleFunc("POST /api/checksum", a.authed(true, limited(a.checksum)))
 	m.HandleFunc("GET /api/credential", a.authed(false, a.getCredential))
 	m.HandleFunc("POST /api/credential", a.authed(true, a.setCredential))
 	m.HandleFunc("POST /api/credential/delete", a.authed(true, a.dropCredential))
@@ -206,11 +278,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, apiError{Error: msg})
+	writeJSON(w, code, apiError{Error: sanitize(msg)})
 }
 
-// readJSON decodes a request body of at most 1 MiB into v.
+// readJSON decodes a request body of at most 1 MiB into v. The body
+// must say it is JSON (415 otherwise): a form another site posts
+// cannot.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "the request body must be application/json")
+		return false
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -30,5 +30,9 @@
 // HttpOnly, SameSite=Strict cookie (Secure over HTTPS). Every
 // state-changing request carries the session's CSRF token in the
 // X-CSRF-Token header (403 without it). Failed logins are limited per
-// source address (429).
+// user name and source, per source and per name, and password checks
+// run at most four at once, one per source (429). Local files are opened
+// through the root's *os.Root by the copy engine too
+// (transfer.Location.Root). Endpoints and their data connections obey
+// the network policy (Config.AllowNet, DenyNet, Self).
 package web

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -199,10 +200,15 @@ func (ep *endpoint) dial(ctx context.Context) (*client.Conn, error) {
 	return ep.dialer(ctx, ep.loc)
 }
 
-// location is the engine's Location of p on the endpoint.
-func (ep *endpoint) location(p string) transfer.Location {
+// location is the engine's Location of p on the endpoint. A local one
+// is confined to root, the endpoint's open root: the engine opens,
+// creates, renames and removes its files only through it, so that a
+// symbolic link placed in the tree after the checks cannot lead it out.
+func (ep *endpoint) location(p string, root *os.Root) transfer.Location {
 	if ep.local {
-		return transfer.LocalLocation(p)
+		l := transfer.LocalLocation(p)
+		l.Root = root
+		return l
 	}
 	l := ep.loc
 	l.Path = p
@@ -233,6 +239,10 @@ func checkName(name string) error {
 	return nil
 }
 
+// maxListEntries bounds the entries of a listing the app returns (and,
+// for this host's files, reads); a variable for the tests.
+var maxListEntries = 200000
+
 func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	if ep.local {
 		rel, err := ep.rel(p)
@@ -249,9 +259,12 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 			return nil, err
 		}
 		defer f.Close()
-		des, err := f.ReadDir(-1)
-		if err != nil {
+		des, err := f.ReadDir(maxListEntries + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
+		}
+		if len(des) > maxListEntries {
+			return nil, badRequest{fmt.Errorf("%s has more than %d entries", p, maxListEntries)}
 		}
 		out := make([]entry, 0, len(des))
 		for _, d := range des {
@@ -280,6 +293,9 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	es, err := c.List(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	if len(es) > maxListEntries {
+		return nil, badRequest{fmt.Errorf("%s has more than %d entries", p, maxListEntries)}
 	}
 	out := make([]entry, 0, len(es))
 	for _, e := range es {
@@ -430,7 +446,7 @@ func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState,
 	if err != nil {
 		err = confined(err)
 		code := http.StatusBadGateway
-		if errors.Is(err, errEscape) {
+		if errors.Is(err, errEscape) || errors.Is(err, errAddrDenied) {
 			code = http.StatusForbidden
 		}
 		writeError(w, code, err.Error())
@@ -471,7 +487,7 @@ func opError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &bad):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, errEscape):
+	case errors.Is(err, errEscape), errors.Is(err, errAddrDenied):
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, fs.ErrNotExist):
 		writeError(w, http.StatusNotFound, err.Error())

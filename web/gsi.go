@@ -6,7 +6,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -87,7 +89,29 @@ func (a *App) dial(ctx context.Context, u *userState, l transfer.Location) (*cli
 		}
 		cfg.GSI = &client.GSIConfig{Credential: cred, Trust: a.trust}
 	}
-	c, err := client.Dial(ctx, l.Addr, cfg)
+	// The host is resolved once and its address checked against the
+	// network policy; data connections go only to that address.
+	nc, peer, err := a.dialControl(ctx, l.Addr)
+	if errors.Is(err, errAddrDenied) {
+		return nil, fmt.Errorf("connect to %s: %w", l.Addr, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %v", l.Addr, transfer.Describe(err))
+	}
+	cfg.DataAddrPolicy = func(ap netip.AddrPort) error {
+		if ap.Addr().Unmap().WithZone("") != peer.WithZone("") {
+			return fmt.Errorf("the server sent %v, not its own address %v: %w", ap.Addr(), peer, errAddrDenied)
+		}
+		return a.checkAddr(ap)
+	}
+	if cfg.GSI != nil {
+		if host, _, err := net.SplitHostPort(l.Addr); err == nil {
+			cfg.GSI.ServerName = host
+		}
+	}
+	gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, err := client.NewConn(gctx, nc, cfg)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %v", l.Addr, transfer.Describe(err))
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,7 +155,8 @@ func startAppOn(t *testing.T, dsn, root string, mod func(*Config)) *testApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Passwd: passwdFile(t), Roots: []string{root}, History: st}
+	// The tests' servers are on loopback.
+	cfg := Config{Passwd: passwdFile(t), Roots: []string{root}, History: st, AllowNet: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	if mod != nil {
 		mod(&cfg)
 	}

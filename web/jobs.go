@@ -202,7 +202,7 @@ func historyEndpoint(ep *endpoint) history.Endpoint {
 	return history.NewEndpoint(scheme, host, p)
 }
 
-func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) adviceReply {
+func (a *App) advise(ctx context.Context, u *userState, src, dst *endpoint, items []item) adviceReply {
 	var total int64
 	for _, it := range items {
 		total += max(it.size, 0)
@@ -213,7 +213,9 @@ func (a *App) advise(ctx context.Context, src, dst *endpoint, items []item) advi
 	}
 	in.ClientHost, _ = os.Hostname()
 	// The advisor learns from the whole site's history: parameters and
-	// rates, not paths, reach the user.
+	// rates, not paths, reach the user, and its reason names no host of
+	// another user's transfers (in.User).
+	in.User = u.name
 	if recs, err := a.cfg.History.Records(ctx, history.Filter{Limit: 20000}); err == nil {
 		in.Records = recs
 	} else {
@@ -237,12 +239,14 @@ func (a *App) advice(w http.ResponseWriter, r *http.Request, u *userState, s *se
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src, dst, items, err := a.resolve(r.Context(), u, req)
+	ctx, cancel := resolveContext(r.Context())
+	defer cancel()
+	src, dst, items, err := a.resolve(ctx, u, req)
 	if err != nil {
 		resolveError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.advise(r.Context(), src, dst, items))
+	writeJSON(w, http.StatusOK, a.advise(ctx, u, src, dst, items))
 }
 
 func resolveError(w http.ResponseWriter, err error) {
@@ -300,7 +304,12 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src, dst, items, err := a.resolve(r.Context(), u, req)
+	if !a.roomForJob(w, u) {
+		return
+	}
+	ctx, cancel := resolveContext(r.Context())
+	defer cancel()
+	src, dst, items, err := a.resolve(ctx, u, req)
 	if err != nil {
 		resolveError(w, err)
 		return
@@ -338,6 +347,21 @@ func (a *App) enqueue(u *userState, j *job) job {
 	return snap
 }
 
+// recheck checks an item's local ends against their roots again.
+func (j *job) recheck(it item) error {
+	if j.src.local {
+		if err := j.src.checkLocal(it.src); err != nil {
+			return err
+		}
+	}
+	if j.dst.local {
+		if err := j.dst.checkLocal(it.dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // retryJob runs a failed or cancelled job again, resuming its partial
 // files.
 func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
@@ -356,6 +380,17 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 		writeError(w, http.StatusConflict, "only a failed or cancelled job can be retried")
 		return
 	}
+	if !a.roomForJob(w, u) {
+		return
+	}
+	// The tree may have changed since: check the items again (the
+	// engine confines every open to the roots all the same).
+	for _, it := range old.items {
+		if err := old.recheck(it); err != nil {
+			opError(w, err)
+			return
+		}
+	}
 	j := &job{
 		ID: newToken()[:16], Src: old.Src, Dst: old.Dst, Names: old.Names,
 		Params: old.Params, Resume: true, items: old.items, src: old.src, dst: old.dst,
@@ -363,18 +398,55 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	writeJSON(w, http.StatusOK, a.enqueue(u, j))
 }
 
-// run copies j's files one after the other with the user's engine.
+// roomForJob answers 429 and returns false when u has
+// Config.MaxJobsPerUser jobs queued or running.
+func (a *App) roomForJob(w http.ResponseWriter, u *userState) bool {
+	u.mu.Lock()
+	n := u.activeLocked()
+	u.mu.Unlock()
+	if n >= a.cfg.MaxJobsPerUser {
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d copies are queued or running already: wait for some to finish", n))
+		return false
+	}
+	return true
+}
+
+// run copies j's files one after the other with the user's engine. A
+// job first takes one of its user's running slots, then one of the
+// app's: a user's queue holds at most MaxRunningPerUser of the app's
+// slots, and the users' jobs waiting for one take them in turn (in
+// the order they came to wait, at most MaxRunningPerUser per user).
 func (a *App) run(ctx context.Context, u *userState, j *job) {
 	defer j.cancel()
 	select {
-	case a.slots <- struct{}{}:
-		defer func() { <-a.slots }()
+	case u.running <- struct{}{}:
+		defer func() { <-u.running }()
 	case <-ctx.Done():
+	}
+	if ctx.Err() == nil {
+		select {
+		case a.slots <- struct{}{}:
+			defer func() { <-a.slots }()
+		case <-ctx.Done():
+		}
 	}
 	u.mu.Lock()
 	j.State, j.Started = stateRunning, time.Now().UTC()
 	u.bumpLocked()
 	u.mu.Unlock()
+	// Every local file of the job is opened through its endpoint's
+	// root, at the moment the engine uses it.
+	srcRoot, dstRoot, err := j.openRoots()
+	if err != nil {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		j.Ended = time.Now().UTC()
+		j.State, j.Error = stateFailed, err.Error()
+		u.bumpLocked()
+		return
+	}
+	defer closeRoot(srcRoot)
+	defer closeRoot(dstRoot)
 	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
 		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
 		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
@@ -383,7 +455,6 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		o.Verify, o.ChecksumAlg = true, verifyAlg
 	}
 	var before int64 // bytes of the files done
-	var err error
 	for i, it := range j.items {
 		if ctx.Err() != nil {
 			break
@@ -392,9 +463,12 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		j.Current = it.src
 		u.bumpLocked()
 		u.mu.Unlock()
+		if a.beforeItem != nil {
+			a.beforeItem(i)
+		}
 		lastT := time.Now()
 		var lastStreams []int64
-		req := transfer.Request{Src: j.src.location(it.src), Dst: j.dst.location(it.dst), Options: o, CreateDirs: true}
+		req := transfer.Request{Src: j.src.location(it.src, srcRoot), Dst: j.dst.location(it.dst, dstRoot), Options: o, CreateDirs: true}
 		var res transfer.Result
 		res, err = u.engine.Copy(ctx, req, func(e transfer.Event) {
 			if e.Kind != transfer.EventProgress {
@@ -448,7 +522,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	case ctx.Err() != nil:
 		j.State = stateCancelled
 	case err != nil:
-		j.State, j.Error = stateFailed, transfer.Describe(err)
+		j.State, j.Error = stateFailed, sanitize(transfer.Describe(err))
 	default:
 		j.State = stateDone
 		if o.Verify {
@@ -456,6 +530,29 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		}
 	}
 	u.bumpLocked()
+}
+
+// closeRoot closes r unless it is nil.
+func closeRoot(r *os.Root) {
+	if r != nil {
+		r.Close()
+	}
+}
+
+// openRoots opens the roots of j's local ends (nil for a server).
+func (j *job) openRoots() (src, dst *os.Root, err error) {
+	if j.src.local {
+		if src, err = j.src.openRoot(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if j.dst.local {
+		if dst, err = j.dst.openRoot(); err != nil {
+			closeRoot(src)
+			return nil, nil, err
+		}
+	}
+	return src, dst, nil
 }
 
 // verifyAlg is the checksum algorithm of copies and of the checksum
@@ -545,14 +642,25 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 	live := func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for _, x := range a.sessions {
-			if x == s {
-				return time.Now().Before(s.expires)
-			}
-		}
-		return false
+		return a.sessions[s.token] == s && time.Now().Before(s.expires)
 	}
+	u.mu.Lock()
+	if u.streams >= maxStreamsPerUser {
+		u.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "too many event streams open: close some tabs")
+		return
+	}
+	u.streams++
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.streams--
+		u.mu.Unlock()
+	}()
 	rc := http.NewResponseController(w)
+	// The stream outlives the server's ReadTimeout, which is for
+	// reading requests (a GET has no body to read).
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -640,7 +748,8 @@ func endpointText(e history.Endpoint, p string) string {
 
 // history lists the user's own transfers made with ferry web.
 func (a *App) history(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	recs, err := a.cfg.History.Records(r.Context(), history.Filter{Limit: 5000, Outcome: r.URL.Query().Get("outcome")})
+	// The store selects the user's records, then applies the limit.
+	recs, err := a.cfg.History.Records(r.Context(), history.Filter{Limit: 5000, Outcome: r.URL.Query().Get("outcome"), User: u.name, Tool: "web"})
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "history: "+err.Error())
 		return

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -20,10 +21,19 @@ const cookieName = "ferry_session"
 
 // session is one logged-in browser.
 type session struct {
+	token   string // the cookie's value, the key in App.sessions
 	user    string
 	csrf    string
 	expires time.Time
+	cert    [32]byte // the SHA-256 of the client certificate that logged it in; zero for a password
 }
+
+// maxSessionsPerUser bounds a user's sessions: a new one ends the
+// oldest beyond it.
+const maxSessionsPerUser = 32
+
+// pruneInterval is how often expired sessions are forgotten.
+const pruneInterval = time.Minute
 
 // userState is everything of one user: endpoints (with their
 // credentials), jobs, the engine that runs them. Handlers reach it only
@@ -39,6 +49,13 @@ type userState struct {
 	cred      *gsi.Credential      // the GSI proxy; guarded by mu
 	version   uint64               // bumped on every job change; guarded by mu
 	changed   chan struct{}        // closed and replaced on every change; guarded by mu
+	streams   int                  // open event streams; guarded by mu
+
+	// running holds a token per running job of the user
+	// (Config.MaxRunningPerUser); busy one per listing, advice or job
+	// request being resolved (maxBusyPerUser).
+	running chan struct{}
+	busy    chan struct{}
 }
 
 // userStore records a user's transfers under their name.
@@ -61,6 +78,8 @@ func (a *App) userLocked(name string) *userState {
 			endpoints: map[string]*endpoint{},
 			jobs:      map[string]*job{},
 			changed:   make(chan struct{}),
+			running:   make(chan struct{}, a.cfg.MaxRunningPerUser),
+			busy:      make(chan struct{}, maxBusyPerUser),
 		}
 		u.engine = &transfer.Engine{History: userStore{a.cfg.History, name}, Tool: "web", Log: a.cfg.Log,
 			Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) { return a.dial(ctx, u, l) }}
@@ -76,46 +95,51 @@ func (u *userState) bumpLocked() {
 	u.changed = make(chan struct{})
 }
 
-// loginLimiter counts failed logins per source address.
-type loginLimiter struct {
-	max    int
-	window time.Duration
-	fails  map[string][]time.Time // guarded by App.mu
-}
-
-// blockedLocked returns how long logins from src are refused (0: not).
-func (l *loginLimiter) blockedLocked(src string, now time.Time) time.Duration {
-	f := l.fails[src]
-	for len(f) > 0 && now.Sub(f[0]) > l.window {
-		f = f[1:]
-	}
-	if len(f) == 0 {
-		delete(l.fails, src)
-		return 0
-	}
-	l.fails[src] = f
-	if len(f) < l.max {
-		return 0
-	}
-	return l.window - now.Sub(f[0])
-}
-
-func (l *loginLimiter) failLocked(src string, now time.Time) {
-	if len(l.fails) > 10000 {
-		// Many sources: drop the ones whose failures are all old.
-		for s := range l.fails {
-			l.blockedLocked(s, now)
-		}
-	}
-	l.fails[src] = append(l.fails[src], now)
-}
-
 // pruneLocked forgets expired sessions; App.mu must be held.
 func (a *App) pruneLocked(now time.Time) {
-	for tok, s := range a.sessions {
+	for _, s := range a.sessions {
 		if now.After(s.expires) {
-			delete(a.sessions, tok)
+			a.dropLocked(s)
 		}
+	}
+}
+
+// pruneLoop forgets expired sessions every pruneInterval until the app
+// closes.
+func (a *App) pruneLoop() {
+	t := time.NewTicker(pruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case now := <-t.C:
+			a.mu.Lock()
+			a.pruneLocked(now)
+			a.mu.Unlock()
+		}
+	}
+}
+
+// dropLocked ends the session s; App.mu must be held.
+func (a *App) dropLocked(s *session) {
+	if a.sessions[s.token] == s {
+		delete(a.sessions, s.token)
+	}
+	if a.certSessions[s.cert] == s {
+		delete(a.certSessions, s.cert)
+	}
+	list := a.userSessions[s.user]
+	for i, x := range list {
+		if x == s {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(a.userSessions, s.user)
+	} else {
+		a.userSessions[s.user] = list
 	}
 }
 
@@ -158,23 +182,32 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	src := source(r)
-	a.mu.Lock()
-	wait := a.limiter.blockedLocked(src, time.Now())
-	a.mu.Unlock()
-	if wait > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins: try again in %d s", int(wait.Seconds())+1))
+	if a.cfg.Passwd == nil || req.User == "" || len(req.User) > 256 {
+		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
-	ok := false
-	if a.cfg.Passwd != nil && req.User != "" {
-		_, ok = a.cfg.Passwd.Verify(req.User, req.Password)
+	// The attempt is reserved before the (slow) check, so that
+	// concurrent attempts cannot all pass the limit.
+	src := sourceKey(r)
+	a.mu.Lock()
+	wait, busy := a.limiter.beginLocked(src, req.User, time.Now())
+	a.mu.Unlock()
+	switch {
+	case wait > 0:
+		secs := int(wait.Seconds()) + 1
+		w.Header().Set("Retry-After", fmt.Sprint(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins: try again in %d s", secs))
+		return
+	case busy:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many logins at once: try again in 1 s")
+		return
 	}
+	ok := a.verify(req.User, req.Password)
+	a.mu.Lock()
+	a.limiter.endLocked(src, req.User, time.Now(), ok)
+	a.mu.Unlock()
 	if !ok {
-		a.mu.Lock()
-		a.limiter.failLocked(src, time.Now())
-		a.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
@@ -193,7 +226,7 @@ func (a *App) authed(csrf bool, h func(http.ResponseWriter, *http.Request, *user
 			a.mu.Lock()
 			s = a.sessions[c.Value]
 			if s != nil && time.Now().After(s.expires) {
-				delete(a.sessions, c.Value)
+				a.dropLocked(s)
 				s = nil
 			}
 			if s != nil {
@@ -235,30 +268,63 @@ func (a *App) certSession(w http.ResponseWriter, r *http.Request) (*session, *us
 		}
 		return nil, nil
 	}
-	return a.newSession(w, name)
+	// A browser that shows the certificate again without the cookie
+	// (another tab, cookies off) gets the session it has.
+	fp := sha256.Sum256(r.TLS.PeerCertificates[0].Raw)
+	a.mu.Lock()
+	s := a.certSessions[fp]
+	if s != nil && (s.user != name || time.Now().After(s.expires) || a.sessions[s.token] != s) {
+		s = nil
+	}
+	var u *userState
+	if s != nil {
+		u = a.userLocked(name)
+		a.setCookie(w, s)
+	}
+	a.mu.Unlock()
+	if s != nil {
+		return s, u
+	}
+	return a.newSessionWith(w, name, fp)
 }
 
 // newSession starts a session of user name and sets its cookie.
 func (a *App) newSession(w http.ResponseWriter, name string) (*session, *userState) {
+	return a.newSessionWith(w, name, [32]byte{})
+}
+
+// newSessionWith is newSession of a session bound to the certificate
+// fingerprint cert (zero: none). A user's sessions beyond
+// maxSessionsPerUser end, the oldest first.
+func (a *App) newSessionWith(w http.ResponseWriter, name string, cert [32]byte) (*session, *userState) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pruneLocked(now)
-	s := &session{user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL)}
-	tok := newToken()
-	a.sessions[tok] = s
+	s := &session{token: newToken(), user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL), cert: cert}
+	a.sessions[s.token] = s
+	a.userSessions[name] = append(a.userSessions[name], s)
+	for len(a.userSessions[name]) > maxSessionsPerUser {
+		a.dropLocked(a.userSessions[name][0])
+	}
+	if cert != ([32]byte{}) {
+		a.certSessions[cert] = s
+	}
 	u := a.userLocked(name)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
-		SameSite: http.SameSiteStrictMode, Expires: s.expires,
-	})
+	a.setCookie(w, s)
 	return s, u
 }
 
+// setCookie sets the cookie of session s.
+func (a *App) setCookie(w http.ResponseWriter, s *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, Secure: a.cfg.Secure,
+		SameSite: http.SameSiteStrictMode, Expires: s.expires,
+	})
+}
+
 func (a *App) logout(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	c, _ := r.Cookie(cookieName)
 	a.mu.Lock()
-	delete(a.sessions, c.Value)
+	a.dropLocked(s)
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: a.cfg.Secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	writeJSON(w, http.StatusOK, struct{}{})

@@ -4,13 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/gsi"
@@ -56,6 +61,10 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	certDir := fs.String("certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
 	clientCA := fs.String("client-ca", "", "over HTTPS, log in browsers whose client certificate (or proxy) this trust `DIR` verifies, as the user -gridmap names")
 	gridmap := fs.String("gridmap", "", "the grid-mapfile `FILE` that maps client certificates' DNs to users (with -client-ca)")
+	var hosts listFlag
+	fs.Var(&hosts, "host", "the host `NAME` browsers use for this server, checked against each request's Host (DNS rebinding); repeatable; default: the -listen host, the -cert certificate's DNS names, and this host's name when listening on all addresses (IP addresses and localhost always work)")
+	allowNet := fs.String("allow-net", "", "let endpoints be on these networks (`CIDR,...`) although loopback, link-local and unspecified addresses are refused by default; e.g. 127.0.0.0/8 to browse a server on this host")
+	denyNet := fs.String("deny-net", "", "never let endpoints be on these networks (`CIDR,...`); wins over -allow-net")
 	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -75,13 +84,20 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	if *passwd == "" && *clientCA == "" {
 		return usagef("nobody could log in: give -passwd FILE (see ferry passwd), or -client-ca DIR and -gridmap FILE")
 	}
+	allow, err := parseNets(*allowNet)
+	if err != nil {
+		return usagef("-allow-net: %v", err)
+	}
+	deny, err := parseNets(*denyNet)
+	if err != nil {
+		return usagef("-deny-net: %v", err)
+	}
 	useTLS := *cert != ""
 	if !useTLS && !*insecure && !loopbackListen(*listen) {
 		return usagef("-listen %s is not a loopback address: give -cert and -key for HTTPS, or -insecure to serve plain HTTP to the network", *listen)
 	}
 	var pw *auth.Passwd
 	if *passwd != "" {
-		var err error
 		if pw, err = auth.Load(*passwd); err != nil {
 			return err
 		}
@@ -116,16 +132,35 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
-	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: roots, History: st, Secure: useTLS, TrustDir: *certDir, Log: log})
-	if err != nil {
-		return err
-	}
-	defer app.Close()
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// The name said loopback; the address it resolved to must be.
+	if ta, ok := l.Addr().(*net.TCPAddr); !useTLS && !*insecure && (!ok || !ta.IP.IsLoopback()) {
+		l.Close()
+		return usagef("-listen %s listens on %v, not a loopback address: give -cert and -key for HTTPS, or -insecure", *listen, l.Addr())
+	}
+	if len(hosts) == 0 {
+		hosts = defaultWebHosts(*listen, *cert)
+	}
+	var self []netip.AddrPort
+	if ta, ok := l.Addr().(*net.TCPAddr); ok {
+		self = append(self, ta.AddrPort())
+	}
+	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: roots, History: st, Secure: useTLS, TrustDir: *certDir, Log: log,
+		AllowNet: allow, DenyNet: deny, Self: self, Hosts: hosts})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer app.Close()
+	// Bound the connections, and the time a client takes to send a
+	// request (Server-Sent Events streams are GETs without a body: the
+	// read timeout does not cut them; no WriteTimeout for them either).
+	l = netutil.LimitListener(l, webMaxConns)
+	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if certUser != nil {
 		// Asked for, checked by certUser (proxies included), never required.
 		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequestClientCert}
@@ -157,6 +192,65 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	}
 	<-done
 	return nil
+}
+
+// defaultWebHosts are the host names ferry web answers to without
+// -host: the -listen host when it is a name, the DNS names of the
+// certificate FILE cert, and this host's name when listen has no host
+// or an unspecified address.
+func defaultWebHosts(listen, cert string) []string {
+	var out []string
+	host, _, _ := net.SplitHostPort(listen)
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			out = append(out, h)
+		}
+	} else if err != nil {
+		out = append(out, host)
+	}
+	if cert != "" {
+		if b, err := os.ReadFile(cert); err == nil {
+			for {
+				var blk *pem.Block
+				if blk, b = pem.Decode(b); blk == nil {
+					break
+				}
+				if c, err := x509.ParseCertificate(blk.Bytes); err == nil && blk.Type == "CERTIFICATE" {
+					out = append(out, c.DNSNames...)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// webMaxConns bounds the connections ferry web serves at once.
+const webMaxConns = 512
+
+// parseNets parses a comma-separated list of CIDR prefixes (or single
+// addresses).
+func parseNets(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, err
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // loopbackListen reports whether addr listens on loopback only.

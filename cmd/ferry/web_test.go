@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -177,5 +178,37 @@ func TestWebClientCert(t *testing.T) {
 	}
 	if r := ferry(t, nil, "web", "-client-ca", pki.TrustDir, "-gridmap", pki.GridMap); r.code != 2 || !strings.Contains(r.stderr, "need HTTPS") {
 		t.Errorf("client certificates over HTTP: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestWebParseNets(t *testing.T) {
+	got, err := parseNets("127.0.0.0/8, ::1,10.1.2.3/16,::ffff:192.0.2.0/120")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[127.0.0.0/8 ::1/128 10.1.0.0/16 192.0.2.0/24]"
+	if s := fmt.Sprint(got); s != want {
+		t.Errorf("parseNets: %s, want %s", s, want)
+	}
+	if _, err := parseNets("127.0.0.0/8,nonsense"); err == nil {
+		t.Error("a bad network was accepted")
+	}
+	pw := filepath.Join(t.TempDir(), "passwd")
+	r := ferry(t, nil, "web", "-passwd", pw, "-allow-net", "bogus")
+	if r.code != 2 || !strings.Contains(r.stderr, "-allow-net") {
+		t.Errorf("ferry web -allow-net bogus: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestWebDefaultHosts(t *testing.T) {
+	if got := defaultWebHosts("ferry.example.org:8080", ""); len(got) != 1 || got[0] != "ferry.example.org" {
+		t.Errorf("named listen: %q", got)
+	}
+	if got := defaultWebHosts("127.0.0.1:8080", ""); len(got) != 0 {
+		t.Errorf("loopback listen: %q", got)
+	}
+	h, _ := os.Hostname()
+	if got := defaultWebHosts(":443", ""); len(got) != 1 || got[0] != h {
+		t.Errorf("listen on all: %q, want [%s]", got, h)
 	}
 }

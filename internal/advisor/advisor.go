@@ -85,6 +85,10 @@ type Input struct {
 	// (its ClientHost is this one or unknown): a history shared between
 	// hosts holds other hosts' "local" ends.
 	ClientHost string
+	// User, when not "", is who asks (a user of a shared history, as
+	// in ferry web): the Reason then names no host of another user's
+	// records, only how many of theirs the advice rests on.
+	User string
 }
 
 // Advice is what Advise suggests.
@@ -183,7 +187,7 @@ func Advise(in Input) Advice {
 		a.Reason = fmt.Sprintf("no past transfer between these hosts; %d between domains %s → %s; ", len(domain), domainName(in.Src), domainName(in.Dst)) + a.Reason
 	default:
 		if probe != nil {
-			if near, desc := nearestLink(okNear, probe.Link); near != nil {
+			if near, desc := nearestLink(okNear, probe.Link, in.User); near != nil {
 				a = fromRecords(in, near, SimilarLink, 0.4)
 				a.Reason = fmt.Sprintf("no past transfer between these hosts or domains; the nearest link is %s (%s); ", desc, probeDesc) + a.Reason
 				break
@@ -539,7 +543,7 @@ func (s *linkStats) link() (rtt, bw, loss float64) {
 // the absolute log ratios of RTT and bandwidth, plus half that of the
 // loss rate (offset by 10⁻⁴ so that no loss and a little loss compare),
 // and must not exceed maxDistance.
-func nearestLink(ok []*history.Record, l history.Link) ([]*history.Record, string) {
+func nearestLink(ok []*history.Record, l history.Link, user string) ([]*history.Record, string) {
 	if l.RTT <= 0 {
 		return nil, ""
 	}
@@ -586,8 +590,21 @@ func nearestLink(ok []*history.Record, l history.Link) ([]*history.Record, strin
 		return nil, ""
 	}
 	rtt, bw, loss := best.link()
-	return best.recs, fmt.Sprintf("%s → %s: RTT %s, bandwidth %s, loss %.2g%%, distance %.2f",
-		best.src, best.dst, fmtRTT(time.Duration(rtt*float64(time.Second))), progress.Bits(bw), 100*loss, bestD)
+	stats := fmt.Sprintf("RTT %s, bandwidth %s, loss %.2g%%, distance %.2f",
+		fmtRTT(time.Duration(rtt*float64(time.Second))), progress.Bits(bw), 100*loss, bestD)
+	if user != "" {
+		foreign := 0
+		for _, r := range best.recs {
+			if r.User != user {
+				foreign++
+			}
+		}
+		if foreign > 0 {
+			// Another user's hosts are theirs to know.
+			return best.recs, fmt.Sprintf("%d transfer(s) of other users on a similar link: %s", foreign, stats)
+		}
+	}
+	return best.recs, fmt.Sprintf("%s → %s: %s", best.src, best.dst, stats)
 }
 
 // maxDistance is the farthest link (see nearestLink) still called

@@ -421,3 +421,23 @@ func TestFarSizesDoNotCount(t *testing.T) {
 		t.Errorf("a small file after a large one: basis %s, ETA %v; want host-pair with an ETA", a.Basis, a.ETA)
 	}
 }
+
+// TestReasonHidesOtherUsersHosts: with Input.User, a similar link of
+// other users' transfers is described without their hosts; the user's
+// own records are named as before.
+func TestReasonHidesOtherUsersHosts(t *testing.T) {
+	const G = 1 << 30
+	theirs := rec(3, srvB, G, 110e6, 16, 0, wan)
+	theirs.User = "bob"
+	in := Input{Src: srvA, Dst: local, Size: G, Probe: &history.Probe{Link: wan}, Records: []history.Record{theirs}, User: "alice"}
+	a := Advise(in)
+	if a.Basis != SimilarLink || strings.Contains(a.Reason, srvB.Host) || !strings.Contains(a.Reason, "1 transfer(s) of other users on a similar link") {
+		t.Errorf("others' link: basis %s, reason %q", a.Basis, a.Reason)
+	}
+	mine := theirs
+	mine.User = "alice"
+	in.Records = []history.Record{mine}
+	if a := Advise(in); !strings.Contains(a.Reason, srvB.Host) {
+		t.Errorf("own link: reason %q names no host", a.Reason)
+	}
+}

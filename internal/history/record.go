@@ -111,6 +111,9 @@ type Filter struct {
 	Host         string    // either end's host
 	Outcome      string    // "" any
 	Limit        int       // 0: no limit; newest first
+	// User and Tool, when not "", select the records of that user
+	// (Record.User) and tool (Record.Tool); they do not apply to probes.
+	User, Tool string
 }
 
 // LinkSummary sums the records of one (source host, destination host) pair.

@@ -243,7 +243,8 @@ func (s *sqlStore) AddProbe(ctx context.Context, p *Probe) (int64, error) {
 
 // where is the WHERE condition (without the keyword) and its arguments
 // for f over a table whose time column is timeCol. Since is inclusive,
-// Until exclusive. The outcome is a column of transfers only.
+// Until exclusive. The outcome, user and tool are columns of transfers
+// only.
 func (s *sqlStore) where(f Filter, timeCol string, outcome bool) (string, []any) {
 	conds := []string{"1 = 1"}
 	var args []any
@@ -263,6 +264,14 @@ func (s *sqlStore) where(f Filter, timeCol string, outcome bool) (string, []any)
 	if outcome && f.Outcome != "" {
 		conds = append(conds, "outcome = ?")
 		args = append(args, f.Outcome)
+	}
+	if outcome && f.User != "" {
+		conds = append(conds, "user_name = ?")
+		args = append(args, f.User)
+	}
+	if outcome && f.Tool != "" {
+		conds = append(conds, "tool = ?")
+		args = append(args, f.Tool)
 	}
 	return strings.Join(conds, " AND "), args
 }

@@ -144,7 +144,8 @@ func testFilter(t *testing.T, dsn string) {
 	}{
 		{epA, epB, OK}, {epB, epA, Failed}, {epA, epC, OK}, {file, epC, Cancelled}, {epC, epB, Failed},
 	} {
-		rec := Record{Start: t0.Add(time.Duration(i) * time.Hour), Src: c.src, Dst: c.dst, Outcome: c.outcome, Size: -1}
+		rec := Record{Start: t0.Add(time.Duration(i) * time.Hour), Src: c.src, Dst: c.dst, Outcome: c.outcome, Size: -1,
+			User: []string{"alice", "bob", "alice", "alice", "bob"}[i], Tool: []string{"web", "web", "cp", "web", "cp"}[i]}
 		r = append(r, add(t, s, rec))
 	}
 	tests := []struct {
@@ -162,6 +163,9 @@ func testFilter(t *testing.T, dsn string) {
 		{"outcome", Filter{Outcome: Failed}, []int{4, 1}},
 		{"all together", Filter{Host: epC.Host, Outcome: Failed, Since: t0, Limit: 1}, []int{4}},
 		{"nothing", Filter{Host: "elsewhere.org"}, nil},
+		{"user", Filter{User: "alice"}, []int{3, 2, 0}},
+		{"user and tool, limit after them", Filter{User: "alice", Tool: "web", Limit: 1}, []int{3}},
+		{"tool", Filter{Tool: "cp"}, []int{4, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +269,7 @@ func testProbes(t *testing.T, dsn string) {
 		{"until", Filter{Until: t0.Add(time.Minute)}, want[1:]},
 		{"outcome does not apply", Filter{Outcome: Failed}, want},
 		{"nothing", Filter{Host: "elsewhere.org"}, nil},
+		{"user and tool do not apply", Filter{User: "alice", Tool: "web"}, want},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// errAddrDenied refuses an endpoint address the network policy denies.
+var errAddrDenied = errors.New("address not allowed")
+
+// checkAddr applies the network policy to an address the app is about
+// to connect to, for a control or a data connection: DenyNet refuses,
+// then AllowNet allows; by default loopback, link-local, multicast and
+// unspecified addresses are refused, and so is the app's own listen
+// address (Self) always. Users must not make this host connect to its
+// own services.
+func (a *App) checkAddr(ap netip.AddrPort) error {
+	ip := ap.Addr().Unmap().WithZone("")
+	for _, s := range a.cfg.Self {
+		sa := s.Addr().Unmap()
+		if s.Port() == ap.Port() && (sa == ip || sa.IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified())) {
+			return fmt.Errorf("%v is this web application: %w", ap, errAddrDenied)
+		}
+	}
+	for _, p := range a.cfg.DenyNet {
+		if p.Contains(ip) {
+			return fmt.Errorf("%v is in a denied network (%v): %w", ip, p, errAddrDenied)
+		}
+	}
+	for _, p := range a.cfg.AllowNet {
+		if p.Contains(ip) {
+			return nil
+		}
+	}
+	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() || !ip.IsValid() {
+		return fmt.Errorf("%v is a loopback, link-local or unspecified address (ferry web -allow-net allows it): %w", ip, errAddrDenied)
+	}
+	return nil
+}
+
+// dialControl resolves the host of addr ("host:port") once and dials the
+// first of its addresses the network policy allows; it returns the
+// connection and the address it reached. An address the policy denies
+// is never connected to.
+func (a *App) dialControl(ctx context.Context, addr string) (net.Conn, netip.Addr, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, netip.Addr{}, err
+	}
+	pn, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("bad port %q", port)
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ips, err = net.DefaultResolver.LookupNetIP(rctx, "ip", host)
+		cancel()
+		if err != nil {
+			return nil, netip.Addr{}, fmt.Errorf("resolve %s: %w", host, err)
+		}
+	}
+	var first error
+	for _, ip := range ips {
+		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
+		if err := a.checkAddr(ap); err != nil {
+			first = cmp(first, err)
+			continue
+		}
+		d := net.Dialer{Timeout: 20 * time.Second}
+		nc, err := d.DialContext(ctx, "tcp", ap.String())
+		if err == nil {
+			return nc, ap.Addr(), nil
+		}
+		first = cmp(first, err)
+	}
+	if first == nil {
+		first = fmt.Errorf("%s has no address", host)
+	}
+	return nil, netip.Addr{}, first
+}
+
+// cmp returns a unless it is nil, else b.
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// maxErrorText bounds the error text the API returns: errors may quote
+// what a server said.
+const maxErrorText = 300
+
+// sanitize makes an error text safe to show: control and other
+// non-printing characters become spaces, and it is cut to maxErrorText
+// bytes.
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == unicode.ReplacementChar || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xc0 != 0x80 }
