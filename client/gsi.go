@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -391,7 +392,7 @@ func (c *Conn) authGSI(ctx context.Context, g *GSIConfig, host string) error {
 	st.prot = ProtClear
 	c.gsi = st
 	c.dsec = st.dataSecurity(c.dialTimeout())
-	c.rs.setReader(wire.NewReplyReader(&unwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), sec: sec}))
+	c.rs.setReader(wire.NewReplyReader(newUnwrapReader(c.raw, "GSI", sec.Unwrap, "631", "632", "633")))
 	c.log.Debug("GSI authenticated", "server", st.serverDN, "identity", st.identity, "delegated", st.delegated)
 	ok = true
 	return nil
@@ -436,19 +437,27 @@ func adatToken(r Reply) (tok []byte, ok bool, err error) {
 // carrying a reply line of up to 64 KiB.
 const maxWrappedLine = 256 << 10
 
-// unwrapReader turns the protected replies of a GSI session back into the
-// plaintext they carry: each 631/632/633 line holds one token whose
-// plaintext is one original reply line with its CRLF. Unprotected replies
-// are accepted only when negative (4xx, 5xx), such as the plaintext 530
-// a server sends when it cannot wrap: a forged one could only fail a
-// command, which whoever can forge it could anyway.
+// unwrapReader turns the protected replies of a GSI or Kerberos session
+// back into the plaintext they carry: each protected line (a code in
+// codes) holds one token whose plaintext is one original reply line with
+// its CRLF. Unprotected replies are accepted only when negative (4xx,
+// 5xx), such as the plaintext 530 a server sends when it cannot wrap: a
+// forged one could only fail a command, which whoever can forge it could
+// anyway.
 type unwrapReader struct {
-	lr  *wire.LineReader
-	sec *gss.Context
-	buf []byte
+	lr *wire.LineReader
+	// unwrap returns the plaintext of one token: the mechanism's part.
+	unwrap func(tok []byte) ([]byte, error)
+	codes  []string // the protected reply codes: 631, 632, 633 for GSI
+	mech   string   // "GSI" or "Kerberos", for errors
+	buf    []byte
 	// plain is the code of an unprotected multi-line reply being passed
 	// through, or "".
 	plain string
+}
+
+func newUnwrapReader(r io.Reader, mech string, unwrap func([]byte) ([]byte, error), codes ...string) *unwrapReader {
+	return &unwrapReader{lr: wire.NewLineReader(r, maxWrappedLine), unwrap: unwrap, codes: codes, mech: mech}
 }
 
 func (u *unwrapReader) Read(p []byte) (int, error) {
@@ -481,12 +490,12 @@ func (u *unwrapReader) open(line string) ([]byte, error) {
 	if line == "" {
 		return nil, nil
 	}
-	if len(line) >= 4 && (line[:3] == "631" || line[:3] == "632" || line[:3] == "633") && (line[3] == ' ' || line[3] == '-') {
+	if len(line) >= 4 && slices.Contains(u.codes, line[:3]) && (line[3] == ' ' || line[3] == '-') {
 		tok, err := base64.StdEncoding.DecodeString(strings.TrimSpace(line[4:]))
 		if err != nil {
 			return nil, fmt.Errorf("client: protected reply: bad base64: %w", err)
 		}
-		plain, err := u.sec.Unwrap(tok)
+		plain, err := u.unwrap(tok)
 		if err != nil {
 			return nil, fmt.Errorf("client: protected reply: %w", err)
 		}
@@ -504,7 +513,7 @@ func (u *unwrapReader) open(line string) ([]byte, error) {
 	if len(line) > 80 {
 		line = line[:80] + "…"
 	}
-	return nil, fmt.Errorf("%w after GSI authentication: %q", ErrUnprotectedReply, line)
+	return nil, fmt.Errorf("%w after %s authentication: %q", ErrUnprotectedReply, u.mech, line)
 }
 
 func isDigits(s string) bool {

@@ -8,7 +8,6 @@ package client
 // server offers no Kerberos data protection.
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -156,7 +155,7 @@ func (c *Conn) authKrb(ctx context.Context, k *KerberosConfig, host string) erro
 		return fmt.Errorf("client: Kerberos authentication: %w", err)
 	}
 	c.krb = &krbState{ctx: kctx, conf: k.Confidential}
-	c.rs.setReader(wire.NewReplyReader(&krbUnwrapReader{lr: wire.NewLineReader(c.raw, maxWrappedLine), st: c.krb}))
+	c.rs.setReader(wire.NewReplyReader(newUnwrapReader(c.raw, "Kerberos", c.krb.unwrap, "631", "632")))
 	c.log.Debug("Kerberos authenticated", "server", kctx.Principal)
 	return nil
 }
@@ -177,67 +176,16 @@ func (c *Conn) sendKrb(line string) error {
 	return err
 }
 
-// krbUnwrapReader is unwrapReader (gsi.go) for a Kerberos context: 631
-// and 632 lines are unwrapped (a reply must be at least as protected as
-// the commands: 632 when they go in ENC); plain replies are accepted only
-// when negative.
-type krbUnwrapReader struct {
-	lr    *wire.LineReader
-	st    *krbState
-	buf   []byte
-	plain string
-}
-
-func (u *krbUnwrapReader) Read(p []byte) (int, error) {
-	for len(u.buf) == 0 {
-		line, err := u.lr.ReadLine()
-		if err != nil {
-			return 0, err
-		}
-		if u.buf, err = u.open(line); err != nil {
-			return 0, err
-		}
+// unwrap is the Kerberos part of a protected reply: a reply must be
+// at least as protected as the commands (632, sealed, when they go in
+// ENC).
+func (st *krbState) unwrap(tok []byte) ([]byte, error) {
+	plain, conf, err := st.ctx.Unwrap(tok)
+	if err != nil {
+		return nil, err
 	}
-	n := copy(p, u.buf)
-	u.buf = u.buf[n:]
-	return n, nil
-}
-
-func (u *krbUnwrapReader) open(line string) ([]byte, error) {
-	if u.plain != "" {
-		if line == u.plain || strings.HasPrefix(line, u.plain+" ") {
-			u.plain = ""
-		}
-		return []byte(line + "\r\n"), nil
+	if st.conf && !conf {
+		return nil, fmt.Errorf("%w after Kerberos authentication: a reply only integrity-protected to encrypted commands", ErrUnprotectedReply)
 	}
-	if line == "" {
-		return nil, nil
-	}
-	if len(line) >= 4 && (line[:3] == "631" || line[:3] == "632") && (line[3] == ' ' || line[3] == '-') {
-		tok, err := base64.StdEncoding.DecodeString(strings.TrimSpace(line[4:]))
-		if err != nil {
-			return nil, fmt.Errorf("client: protected reply: bad base64: %w", err)
-		}
-		plain, conf, err := u.st.ctx.Unwrap(tok)
-		if err != nil {
-			return nil, fmt.Errorf("client: protected reply: %w", err)
-		}
-		if u.st.conf && !conf {
-			return nil, fmt.Errorf("%w after Kerberos authentication: a reply only integrity-protected to encrypted commands", ErrUnprotectedReply)
-		}
-		if !bytes.HasSuffix(plain, []byte("\n")) {
-			plain = append(plain, '\r', '\n')
-		}
-		return plain, nil
-	}
-	if len(line) >= 3 && (line[0] == '4' || line[0] == '5') && isDigits(line[1:3]) {
-		if len(line) > 3 && line[3] == '-' {
-			u.plain = line[:3]
-		}
-		return []byte(line + "\r\n"), nil
-	}
-	if len(line) > 80 {
-		line = line[:80] + "…"
-	}
-	return nil, fmt.Errorf("%w after Kerberos authentication: %q", ErrUnprotectedReply, line)
+	return plain, nil
 }

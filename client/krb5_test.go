@@ -14,8 +14,8 @@ func TestKerberosUnprotectedReplyError(t *testing.T) {
 		mech, other string
 		open        func(string) ([]byte, error)
 	}{
-		{"Kerberos", "GSI", (&krbUnwrapReader{st: &krbState{}}).open},
-		{"GSI", "Kerberos", (&unwrapReader{}).open},
+		{"Kerberos", "GSI", newUnwrapReader(nil, "Kerberos", (&krbState{}).unwrap, "631", "632").open},
+		{"GSI", "Kerberos", newUnwrapReader(nil, "GSI", nil, "631", "632", "633").open},
 	} {
 		_, err := c.open("230 User logged in.")
 		if !errors.Is(err, ErrUnprotectedReply) {
