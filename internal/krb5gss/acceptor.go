@@ -59,86 +59,22 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 	if a == nil || a.Keytab == nil {
 		return nil, nil, errors.New("krb5gss: no keytab")
 	}
-	inner, err := unframe(tok)
-	if err != nil || len(inner) < 2 || inner[0] != tokAPReq[0] || inner[1] != tokAPReq[1] {
-		return nil, nil, ErrNotKerberos
+	req, err := parseAPReq(tok)
+	if err != nil {
+		return nil, nil, err
 	}
-	var req messages.APReq
-	if err := req.Unmarshal(inner[2:]); err != nil {
-		return nil, nil, fmt.Errorf("krb5gss: AP-REQ: %w", err)
+	if err := a.checkService(req); err != nil {
+		return nil, nil, err
 	}
-	// gokrb5 slices short ciphertexts out of range: check first.
-	if !longEnough(req.Ticket.EncPart) || !longEnough(req.EncryptedAuthenticator) {
-		return nil, nil, fmt.Errorf("%w: AP-REQ ciphertext too short", ErrProtocol)
+	if err := a.verify(req, remote); err != nil {
+		return nil, nil, err
 	}
-	if a.Service != "" {
-		sn := req.Ticket.SName.NameString
-		if len(sn) != 2 || sn[0] != a.Service {
-			return nil, nil, fmt.Errorf("krb5gss: ticket is for %s, not a %s service", req.Ticket.SName.PrincipalNameString(), a.Service)
-		}
-	}
-	if a.Principal != "" && req.Ticket.SName.PrincipalNameString() != a.Principal ||
-		a.Realm != "" && req.Ticket.Realm != a.Realm {
-		return nil, nil, fmt.Errorf("krb5gss: ticket is for %s@%s, not this server's service", req.Ticket.SName.PrincipalNameString(), req.Ticket.Realm)
-	}
-	skew := a.MaxClockSkew
-	if skew <= 0 {
-		skew = 5 * time.Minute
-	}
-	opts := []func(*service.Settings){service.MaxClockSkew(skew), service.DecodePAC(false)}
-	if remote.IsValid() {
-		opts = append(opts, service.ClientAddress(hostAddress(remote)))
-	}
-	// VerifyAPREQ decrypts the ticket with the keytab, checks its times,
-	// the authenticator (same client, clock skew) and the replay cache.
-	okv, _, err := service.VerifyAPREQ(&req, service.NewSettings(a.Keytab, opts...))
-	if err != nil || !okv {
-		if err == nil {
-			err = errors.New("AP-REQ not valid")
-		}
-		return nil, nil, fmt.Errorf("krb5gss: %w", err)
+	ctx, sessKey, err := acceptorContext(req)
+	if err != nil {
+		return nil, nil, err
 	}
 	auth := req.Authenticator
-	// The client's identity is the ticket's, which the KDC vouched for.
-	// The authenticator is the client's own work: gokrb5 compares its
-	// cname with the ticket's but not its crealm, so check both here.
-	tp := req.Ticket.DecryptedEncPart
-	if auth.CRealm != tp.CRealm || !auth.CName.Equal(tp.CName) {
-		return nil, nil, fmt.Errorf("%w: authenticator client %s@%s is not the ticket's %s@%s", ErrProtocol,
-			auth.CName.PrincipalNameString(), auth.CRealm, tp.CName.PrincipalNameString(), tp.CRealm)
-	}
-	sessKey := tp.Key
-	if err := checkKey(sessKey); err != nil {
-		return nil, nil, fmt.Errorf("krb5gss: session key: %w", err)
-	}
-	// RFC 4121 §4.1.1: the authenticator's checksum carries the flags.
-	if auth.Cksum.CksumType != 0x8003 || len(auth.Cksum.Checksum) < 24 {
-		return nil, nil, fmt.Errorf("%w: authenticator lacks the GSS checksum", ErrProtocol)
-	}
-	if binary.LittleEndian.Uint32(auth.Cksum.Checksum[:4]) != 16 {
-		return nil, nil, fmt.Errorf("%w: bad channel-binding length", ErrProtocol)
-	}
-	gflags := binary.LittleEndian.Uint32(auth.Cksum.Checksum[20:24])
-	if gflags&FlagDeleg != 0 {
-		// Forwarded credentials are not used; their presence is fine.
-		gflags &^= FlagDeleg
-	}
-	key := sessKey
-	if len(auth.SubKey.KeyValue) > 0 {
-		if err := checkKey(auth.SubKey); err != nil {
-			return nil, nil, fmt.Errorf("krb5gss: subkey: %w", err)
-		}
-		key = auth.SubKey
-	}
-	ctx = &Context{
-		acceptor:  true,
-		key:       key,
-		Flags:     gflags,
-		Principal: tp.CName.PrincipalNameString() + "@" + tp.CRealm,
-		Service:   req.Ticket.SName.PrincipalNameString() + "@" + req.Ticket.Realm,
-		recvSeq:   uint64(uint32(auth.SeqNumber)),
-	}
-	mutual := gflags&FlagMutual != 0 || types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired)
+	mutual := ctx.Flags&FlagMutual != 0 || types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired)
 	if !mutual {
 		return ctx, nil, nil
 	}
@@ -152,6 +88,115 @@ func (a *Acceptor) Accept(tok []byte, remote netip.Addr) (ctx *Context, out []by
 		return nil, nil, err
 	}
 	return ctx, frame(tokAPRep, rep), nil
+}
+
+// parseAPReq unframes and decodes the initial token, and checks that its
+// ciphertexts are long enough to decrypt.
+func parseAPReq(tok []byte) (*messages.APReq, error) {
+	inner, err := unframe(tok)
+	if err != nil || len(inner) < 2 || inner[0] != tokAPReq[0] || inner[1] != tokAPReq[1] {
+		return nil, ErrNotKerberos
+	}
+	var req messages.APReq
+	if err := req.Unmarshal(inner[2:]); err != nil {
+		return nil, fmt.Errorf("krb5gss: AP-REQ: %w", err)
+	}
+	// gokrb5 slices short ciphertexts out of range: check first.
+	if !longEnough(req.Ticket.EncPart) || !longEnough(req.EncryptedAuthenticator) {
+		return nil, fmt.Errorf("%w: AP-REQ ciphertext too short", ErrProtocol)
+	}
+	return &req, nil
+}
+
+// checkService refuses a ticket for a service other than a's.
+func (a *Acceptor) checkService(req *messages.APReq) error {
+	if a.Service != "" {
+		sn := req.Ticket.SName.NameString
+		if len(sn) != 2 || sn[0] != a.Service {
+			return fmt.Errorf("krb5gss: ticket is for %s, not a %s service", req.Ticket.SName.PrincipalNameString(), a.Service)
+		}
+	}
+	if a.Principal != "" && req.Ticket.SName.PrincipalNameString() != a.Principal ||
+		a.Realm != "" && req.Ticket.Realm != a.Realm {
+		return fmt.Errorf("krb5gss: ticket is for %s@%s, not this server's service", req.Ticket.SName.PrincipalNameString(), req.Ticket.Realm)
+	}
+	return nil
+}
+
+// verify decrypts and checks the ticket and authenticator with the keytab.
+func (a *Acceptor) verify(req *messages.APReq, remote netip.Addr) error {
+	skew := a.MaxClockSkew
+	if skew <= 0 {
+		skew = 5 * time.Minute
+	}
+	opts := []func(*service.Settings){service.MaxClockSkew(skew), service.DecodePAC(false)}
+	if remote.IsValid() {
+		opts = append(opts, service.ClientAddress(hostAddress(remote)))
+	}
+	// VerifyAPREQ decrypts the ticket with the keytab, checks its times,
+	// the authenticator (same client, clock skew) and the replay cache.
+	okv, _, err := service.VerifyAPREQ(req, service.NewSettings(a.Keytab, opts...))
+	if err != nil || !okv {
+		if err == nil {
+			err = errors.New("AP-REQ not valid")
+		}
+		return fmt.Errorf("krb5gss: %w", err)
+	}
+	return nil
+}
+
+// acceptorContext checks the verified authenticator against the ticket
+// and builds the context from them; it also returns the session key.
+func acceptorContext(req *messages.APReq) (*Context, types.EncryptionKey, error) {
+	auth := req.Authenticator
+	// The client's identity is the ticket's, which the KDC vouched for.
+	// The authenticator is the client's own work: gokrb5 compares its
+	// cname with the ticket's but not its crealm, so check both here.
+	tp := req.Ticket.DecryptedEncPart
+	if auth.CRealm != tp.CRealm || !auth.CName.Equal(tp.CName) {
+		return nil, types.EncryptionKey{}, fmt.Errorf("%w: authenticator client %s@%s is not the ticket's %s@%s", ErrProtocol,
+			auth.CName.PrincipalNameString(), auth.CRealm, tp.CName.PrincipalNameString(), tp.CRealm)
+	}
+	sessKey := tp.Key
+	if err := checkKey(sessKey); err != nil {
+		return nil, types.EncryptionKey{}, fmt.Errorf("krb5gss: session key: %w", err)
+	}
+	gflags, err := gssFlags(auth.Cksum)
+	if err != nil {
+		return nil, types.EncryptionKey{}, err
+	}
+	key := sessKey
+	if len(auth.SubKey.KeyValue) > 0 {
+		if err := checkKey(auth.SubKey); err != nil {
+			return nil, types.EncryptionKey{}, fmt.Errorf("krb5gss: subkey: %w", err)
+		}
+		key = auth.SubKey
+	}
+	return &Context{
+		acceptor:  true,
+		key:       key,
+		Flags:     gflags,
+		Principal: tp.CName.PrincipalNameString() + "@" + tp.CRealm,
+		Service:   req.Ticket.SName.PrincipalNameString() + "@" + req.Ticket.Realm,
+		recvSeq:   uint64(uint32(auth.SeqNumber)),
+	}, sessKey, nil
+}
+
+// gssFlags reads the context flags from the authenticator's checksum
+// (RFC 4121 §4.1.1), less the delegation flag.
+func gssFlags(ck types.Checksum) (uint32, error) {
+	if ck.CksumType != 0x8003 || len(ck.Checksum) < 24 {
+		return 0, fmt.Errorf("%w: authenticator lacks the GSS checksum", ErrProtocol)
+	}
+	if binary.LittleEndian.Uint32(ck.Checksum[:4]) != 16 {
+		return 0, fmt.Errorf("%w: bad channel-binding length", ErrProtocol)
+	}
+	gflags := binary.LittleEndian.Uint32(ck.Checksum[20:24])
+	if gflags&FlagDeleg != 0 {
+		// Forwarded credentials are not used; their presence is fine.
+		gflags &^= FlagDeleg
+	}
+	return gflags, nil
 }
 
 // longEnough reports whether ed can hold a confounder and a checksum of
