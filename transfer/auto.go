@@ -245,8 +245,40 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 	start := time.Now()
 	base := c.e.autoBaseFor(ctx, src, dst)
 	ch := &AutoChoice{Size: size}
-	// The sessions are needed anyway: log in (both at once for a
-	// third-party copy), then look at FEAT and time one command.
+	conns := c.autoConns(ctx, src, dst)
+	if len(conns) == 0 {
+		// The copy fails and says why.
+		c.o.Auto = false
+		return nil, size
+	}
+	modeE := true
+	for _, conn := range conns {
+		modeE = modeE && allowsModeE(conn)
+	}
+	size = c.autoRTT(ctx, conns[0], src, dst, size, base, ch)
+	ch.Size = size
+	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(size, 0), Files: 1,
+		Records: base.records, Probes: base.probes, Kernel: base.kernel}
+	in.ClientHost, _ = clientIdentity()
+	a := advisor.Advise(in)
+	ch.PredictedRate, ch.ETA, ch.ETALow, ch.ETAHigh = a.PredictedRate, a.ETA, a.ETALow, a.ETAHigh
+	ch.Basis, ch.Reason, ch.BufferCap, ch.Records = string(a.Basis), a.Reason, a.BufferCap, len(a.Records)
+	c.autoParams(ch, a.Params, src, dst, size, modeE)
+	c.o.Parallel, c.o.TCPBuffer = ch.Parallel, ch.TCPBuffer
+	// MODE E with one stream is -fast's.
+	c.o.Fast = c.o.Fast || ch.ModeE && ch.Parallel == 1
+	if c.o.BlockSize == 0 {
+		c.o.BlockSize = ch.BlockSize
+	}
+	c.o.PredictedETA = ch.ETA
+	ch.Took = time.Since(start)
+	c.auto = ch
+	return ch, size
+}
+
+// autoConns logs in to the servers of a copy of src to dst (both at once
+// for a third-party copy); it returns none unless every one succeeded.
+func (c *copier) autoConns(ctx context.Context, src, dst Location) []*client.Conn {
 	var conns []*client.Conn
 	if src.Kind == Remote && dst.Kind == Remote {
 		ss, ds := c.session(src), c.tptDest(src, dst)
@@ -268,20 +300,18 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 			conns = append(conns, conn)
 		}
 	}
-	if len(conns) == 0 {
-		// The copy fails and says why.
-		c.o.Auto = false
-		return nil, size
-	}
-	modeE := true
-	for _, conn := range conns {
-		modeE = modeE && allowsModeE(conn)
-	}
+	return conns
+}
+
+// autoRTT times one command on conn into ch.RTT: SIZE for a download of
+// unknown size (it returns the size learnt), else NOOP once per engine
+// and pair of endpoints, kept in base, for all but small files.
+func (c *copier) autoRTT(ctx context.Context, conn *client.Conn, src, dst Location, size int64, base *autoBase, ch *AutoChoice) int64 {
 	switch {
 	case src.Kind == Remote && dst.Kind != Remote && size < 0:
 		// A download needs the size anyway: time the SIZE.
 		t := time.Now()
-		if n, err := conns[0].Size(ctx, src.Path); err == nil {
+		if n, err := conn.Size(ctx, src.Path); err == nil {
 			ch.RTT = time.Since(t)
 			c.sizes = map[string]int64{src.Path: n}
 			size = max(n-c.o.Offset, 0)
@@ -298,21 +328,19 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 			break
 		}
 		t := time.Now()
-		if r, err := conns[0].Do(ctx, "NOOP"); err == nil && r.Code/100 == 2 {
+		if r, err := conn.Do(ctx, "NOOP"); err == nil && r.Code/100 == 2 {
 			ch.RTT = time.Since(t)
 			c.e.auto.mu.Lock()
 			base.rtt = ch.RTT
 			c.e.auto.mu.Unlock()
 		}
 	}
-	ch.Size = size
-	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(size, 0), Files: 1,
-		Records: base.records, Probes: base.probes, Kernel: base.kernel}
-	in.ClientHost, _ = clientIdentity()
-	a := advisor.Advise(in)
-	ch.PredictedRate, ch.ETA, ch.ETALow, ch.ETAHigh = a.PredictedRate, a.ETA, a.ETALow, a.ETAHigh
-	ch.Basis, ch.Reason, ch.BufferCap, ch.Records = string(a.Basis), a.Reason, a.BufferCap, len(a.Records)
-	p := a.Params
+	return size
+}
+
+// autoParams sets ch's streams, buffer, block size and mode from the
+// advisor's p, for a file of size bytes.
+func (c *copier) autoParams(ch *AutoChoice, p history.Params, src, dst Location, size int64, modeE bool) {
 	switch {
 	case size >= 0 && size < autoSmall:
 		ch.Parallel, ch.Why = 1, "small file: stream mode"
@@ -334,14 +362,4 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 			}
 		}
 	}
-	c.o.Parallel, c.o.TCPBuffer = ch.Parallel, ch.TCPBuffer
-	// MODE E with one stream is -fast's.
-	c.o.Fast = c.o.Fast || ch.ModeE && ch.Parallel == 1
-	if c.o.BlockSize == 0 {
-		c.o.BlockSize = ch.BlockSize
-	}
-	c.o.PredictedETA = ch.ETA
-	ch.Took = time.Since(start)
-	c.auto = ch
-	return ch, size
 }
