@@ -121,52 +121,83 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 			os.Remove(p)
 		}
 	}()
-	args := append(append([]string{"cp", "-stall-timeout", "30s"}, modeFlags[k.mode]...), src, dst)
-
-	// observe checks that the destination's final name never holds a
-	// file that differs from the source: a partial download keeps its
-	// .ferry-ranges beside it, a partial upload stays a part file.
-	bad := false
-	observe := func(when string) {
-		if bad {
-			return
-		}
-		if !k.upload {
-			if _, err := os.Stat(dstPath + ".ferry-ranges"); err == nil {
-				return
-			}
-		}
-		sum, n, err := fileSum(dstPath)
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		if err != nil || sum != want {
-			bad = true
-			r.Corrupt++
-			r.notef("%v: %s: %s holds %d of %d bytes, not the source's content, and no state marks it partial (%v)", k, when, filepath.Base(dstPath), n, k.size, err)
-		}
-	}
+	c := &killCopy{h: h, s: s, k: k, r: r, name: name, dstPath: dstPath, want: want,
+		args: append(append([]string{"cp", "-stall-timeout", "30s"}, modeFlags[k.mode]...), src, dst)}
 
 	// The same check runs every few milliseconds while the copies run.
 	w := &watcher{upload: k.upload, dst: dstPath, size: k.size, want: want}
 	stopWatch := w.start()
 	defer func() {
-		if v := stopWatch(); v != "" && !bad {
+		if v := stopWatch(); v != "" && !c.bad {
 			r.Corrupt++
 			r.notef("%v: while ferry cp ran: %s", k, v)
 		}
 	}()
 
+	ok, mid, killedAt, err := c.killed(ctx)
+	if err != nil {
+		return err
+	}
+	ok, outs, err := c.again(ctx, ok, killedAt)
+	if err != nil {
+		return err
+	}
+	recovery := time.Since(killedAt)
+	c.judge(ok, outs, recovery)
+	fmt.Fprintf(h.cfg.Progress, "chaos: %v: mid-copy %v, ok %v, recovery %v\n", k, mid, ok, recovery.Round(time.Millisecond))
+	return nil
+}
+
+// killCopy is the copy of one kill round.
+type killCopy struct {
+	h       *harness
+	s       *site
+	k       killRound
+	r       *Result
+	name    string
+	dstPath string
+	want    [32]byte
+	args    []string // ferry cp's
+	bad     bool     // a corrupt destination was counted
+}
+
+// observe checks that the destination's final name never holds a
+// file that differs from the source: a partial download keeps its
+// .ferry-ranges beside it, a partial upload stays a part file.
+func (c *killCopy) observe(when string) {
+	if c.bad {
+		return
+	}
+	if !c.k.upload {
+		if _, err := os.Stat(c.dstPath + ".ferry-ranges"); err == nil {
+			return
+		}
+	}
+	sum, n, err := fileSum(c.dstPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil || sum != c.want {
+		c.bad = true
+		c.r.Corrupt++
+		c.r.notef("%v: %s: %s holds %d of %d bytes, not the source's content, and no state marks it partial (%v)", c.k, when, filepath.Base(c.dstPath), n, c.k.size, err)
+	}
+}
+
+// killed runs the first copy and kills the round's victim after its
+// delay; it reports whether that run succeeded, whether the kill came
+// mid-copy, and when it came.
+func (c *killCopy) killed(ctx context.Context) (ok, mid bool, killedAt time.Time, err error) {
+	h, s, k, r := c.h, c.s, c.k, c.r
 	kill := make(chan struct{})
 	first := make(chan runResult, 1)
-	go func() { first <- runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, kill, s.dumpAll, args...) }()
+	go func() { first <- runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, kill, s.dumpAll, c.args...) }()
 	select {
 	case <-time.After(k.delay):
 	case res := <-first:
 		first <- res
 	}
-	killedAt := time.Now()
-	mid := false
+	killedAt = time.Now()
 	select {
 	case res := <-first:
 		first <- res
@@ -185,68 +216,79 @@ func (h *harness) killRound(ctx context.Context, s *site, local string, k killRo
 		restart = s.movers[k.mover].restartOn(30 * time.Second)
 	}
 	if restart != nil {
-		return fmt.Errorf("%v: restarting the %s: %w", k, k.victim, restart)
+		return false, mid, killedAt, fmt.Errorf("%v: restarting the %s: %w", k, k.victim, restart)
 	}
 	res := <-first
 	if mid && (k.victim != "client" || res.killed) {
 		r.MidCopy++
 	}
-	ok := res.err == nil
+	ok = res.err == nil
 	if res.hung {
 		r.Hangs++
-		r.notef("%v: first run hung; dump in %s", k, h.keep(name+".hang.txt", res.out))
+		r.notef("%v: first run hung; dump in %s", k, h.keep(c.name+".hang.txt", res.out))
 	}
-	observe("after the kill")
+	c.observe("after the kill")
 	if err := s.waitUp(ctx, 30*time.Second); err != nil {
 		r.Hangs++
-		r.notef("%v: %v; dump in %s", k, err, h.keep(name+".up.txt", s.dumpAll()))
+		r.notef("%v: %v; dump in %s", k, err, h.keep(c.name+".up.txt", s.dumpAll()))
 	}
+	return ok, mid, killedAt, nil
+}
+
+// again runs the copy again until it succeeds, for at most maxAttempts
+// runs and 3 StepBounds after the kill; it returns the runs' outputs.
+func (c *killCopy) again(ctx context.Context, ok bool, killedAt time.Time) (bool, []string, error) {
+	h, s, k, r := c.h, c.s, c.k, c.r
 	var outs []string
 	for attempt := 0; !ok && attempt < maxAttempts && time.Since(killedAt) < 3*h.cfg.StepBound; attempt++ {
-		res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, args...)
+		res := runCmd(ctx, h.cfg.Ferry, h.env, h.cfg.StepBound, nil, s.dumpAll, c.args...)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return ok, outs, ctx.Err()
 		}
 		outs = append(outs, res.out)
 		if res.hung {
 			r.Hangs++
-			r.notef("%v: run %d hung; dump in %s", k, attempt+2, h.keep(fmt.Sprintf("%s.hang%d.txt", name, attempt+2), res.out))
+			r.notef("%v: run %d hung; dump in %s", k, attempt+2, h.keep(fmt.Sprintf("%s.hang%d.txt", c.name, attempt+2), res.out))
 		}
 		if res.hung {
 			s.waitUp(ctx, 30*time.Second)
 		}
 		ok = res.err == nil
-		observe(fmt.Sprintf("after run %d", attempt+2))
+		c.observe(fmt.Sprintf("after run %d", attempt+2))
 		if !ok {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	recovery := time.Since(killedAt)
+	return ok, outs, nil
+}
+
+// judge counts the round's outcome: lost, or a success whose destination
+// must match the source with no partial state left.
+func (c *killCopy) judge(ok bool, outs []string, recovery time.Duration) {
+	h, s, k, r, dstPath := c.h, c.s, c.k, c.r, c.dstPath
 	if !ok {
 		r.Lost++
-		r.notef("%v: no run succeeded (%d runs); outputs in %s", k, len(outs)+1, h.keep(name+".lost.txt", fmt.Sprint(outs)))
-	} else {
-		r.MaxTime = max(r.MaxTime, recovery)
-		sum, n, err := fileSum(dstPath)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			r.Lost++
-			r.notef("%v: ferry cp succeeded but %s is missing", k, dstPath)
-		case err != nil || sum != want:
-			if !bad {
-				r.Corrupt++
-			}
-			r.notef("%v: ferry cp succeeded but %s has %d of %d bytes and differs (%v)", k, filepath.Base(dstPath), n, k.size, err)
+		r.notef("%v: no run succeeded (%d runs); outputs in %s", k, len(outs)+1, h.keep(c.name+".lost.txt", fmt.Sprint(outs)))
+		return
+	}
+	r.MaxTime = max(r.MaxTime, recovery)
+	sum, n, err := fileSum(dstPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.Lost++
+		r.notef("%v: ferry cp succeeded but %s is missing", k, dstPath)
+	case err != nil || sum != c.want:
+		if !c.bad {
+			r.Corrupt++
 		}
-		for _, p := range []string{dstPath + ".ferry-ranges", filepath.Join(s.root, "."+name+".ferry-part")} {
-			if _, err := os.Stat(p); err == nil {
-				r.Failed++
-				r.notef("%v: %s left behind after success", k, filepath.Base(p))
-			}
+		r.notef("%v: ferry cp succeeded but %s has %d of %d bytes and differs (%v)", k, filepath.Base(dstPath), n, k.size, err)
+	}
+	for _, p := range []string{dstPath + ".ferry-ranges", filepath.Join(s.root, "."+c.name+".ferry-part")} {
+		if _, err := os.Stat(p); err == nil {
+			r.Failed++
+			r.notef("%v: %s left behind after success", k, filepath.Base(p))
 		}
 	}
-	fmt.Fprintf(h.cfg.Progress, "chaos: %v: mid-copy %v, ok %v, recovery %v\n", k, mid, ok, recovery.Round(time.Millisecond))
-	return nil
 }
 
 // timeCopy times an uninterrupted copy of Config.MaxSize bytes.
