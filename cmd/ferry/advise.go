@@ -53,98 +53,98 @@ Third-party copies cannot be calibrated from here.
 The size of a remote SRC is read with SIZE when -size is not given.
 `
 
-func runAdvise(ctx context.Context, e *env, args []string) error {
+// adviseConfig is ferry advise's command line.
+type adviseConfig struct {
+	dsn                        string
+	size                       int64
+	files, stripes             int
+	asJSON, calibrate, doProbe bool
+	active                     bool
+	g                          gsiFlags
+	srcArg, dstArg             string
+	src, dst                   location
+}
+
+// parseAdviseFlags parses and checks ferry advise's arguments.
+func parseAdviseFlags(e *env, args []string) (*adviseConfig, error) {
+	c := &adviseConfig{}
 	fs := newFlagSet(commands["advise"], e)
-	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	fs.StringVar(&c.dsn, "history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
 	sizeArg := fs.String("size", "", "the size of each file, `SIZE` bytes or with K, M, G, T (default: SRC's size)")
-	files := fs.Int("n", 1, "the number of files `N` of that size")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	calibrate := fs.Bool("calibrate", false, "first run a short grid of test transfers and record them")
-	stripes := fs.Int("stripes", 0, "the servers stripe over `N` data movers (ferry cp -stripe)")
-	doProbe := fs.Bool("probe", false, "first probe the remote ends (and record the probes)")
-	active := fs.Bool("active", false, "active data connections: the client listens (EPRT/PORT)")
-	var g gsiFlags
-	g.register(fs, true)
+	fs.IntVar(&c.files, "n", 1, "the number of files `N` of that size")
+	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object")
+	fs.BoolVar(&c.calibrate, "calibrate", false, "first run a short grid of test transfers and record them")
+	fs.IntVar(&c.stripes, "stripes", 0, "the servers stripe over `N` data movers (ferry cp -stripe)")
+	fs.BoolVar(&c.doProbe, "probe", false, "first probe the remote ends (and record the probes)")
+	fs.BoolVar(&c.active, "active", false, "active data connections: the client listens (EPRT/PORT)")
+	c.g.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if err := g.check(); err != nil {
-		return err
+	if err := c.g.check(); err != nil {
+		return nil, err
 	}
 	if fs.NArg() != 2 {
-		return usagef("want SRC and DST")
+		return nil, usagef("want SRC and DST")
 	}
-	if *stripes < 0 {
-		return usagef("-stripes must not be negative")
+	if c.stripes < 0 {
+		return nil, usagef("-stripes must not be negative")
 	}
-	if *files < 1 {
-		return usagef("-n must be at least 1")
+	if c.files < 1 {
+		return nil, usagef("-n must be at least 1")
 	}
-	var size int64
 	if *sizeArg != "" {
 		n, ok := null.ParseSize(*sizeArg)
 		if !ok {
-			return usagef("bad -size %q: want bytes, or a number with K, M, G or T", *sizeArg)
+			return nil, usagef("bad -size %q: want bytes, or a number with K, M, G or T", *sizeArg)
 		}
-		size = n
+		c.size = n
 	}
 	var locs [2]location
 	for i, a := range fs.Args() {
 		l, err := parseLocation(a)
 		if err != nil {
-			return usagef("%v", err)
+			return nil, usagef("%v", err)
 		}
 		if l.kind == locStdio {
-			return usagef("advise needs URLs or paths, not -")
+			return nil, usagef("advise needs URLs or paths, not -")
 		}
 		locs[i] = l
 	}
-	src, dst := locs[0], locs[1]
-	if src.kind != locRemote && dst.kind != locRemote {
-		return usagef("neither %s nor %s is a server: nothing to advise", src, dst)
+	c.srcArg, c.dstArg = fs.Arg(0), fs.Arg(1)
+	c.src, c.dst = locs[0], locs[1]
+	if c.src.kind != locRemote && c.dst.kind != locRemote {
+		return nil, usagef("neither %s nor %s is a server: nothing to advise", c.src, c.dst)
 	}
-	if *calibrate && src.kind == locRemote && dst.kind == locRemote {
-		return usagef("-calibrate needs one local end: run it for each server (ferry advise -calibrate URL /dev/null)")
+	if c.calibrate && c.src.kind == locRemote && c.dst.kind == locRemote {
+		return nil, usagef("-calibrate needs one local end: run it for each server (ferry advise -calibrate URL /dev/null)")
 	}
+	return c, nil
+}
+
+func runAdvise(ctx context.Context, e *env, args []string) error {
+	c, err := parseAdviseFlags(e, args)
+	if err != nil {
+		return err
+	}
+	src, dst := c.src, c.dst
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
+	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
-	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: size, Files: *files, Stripes: *stripes, Kernel: k}
+	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: c.size, Files: c.files, Stripes: c.stripes, Kernel: k}
 	in.ClientHost, _ = clientIdentity()
-	var fresh []hist.Probe
-	var calib []hist.Record
-	if size == 0 && src.kind == locLocal {
+	if c.size == 0 && src.kind == locLocal {
 		if fi, err := os.Stat(src.path); err == nil && fi.Mode().IsRegular() {
 			in.Size = fi.Size()
 		}
 	}
-
-	// What needs the servers: SIZE, probes, calibration.
-	needSize := in.Size == 0 && src.kind == locRemote
-	for _, loc := range []location{src, dst} {
-		if loc.kind != locRemote || !(*doProbe || *calibrate || needSize && loc == src) {
-			continue
-		}
-		c, err := connect(ctx, loc, clientOptions{active: *active, gsi: &g})
-		if err != nil {
-			if !*doProbe && !*calibrate {
-				// Only the size was wanted: advise without it.
-				fmt.Fprintf(e.stderr, "ferry advise: size of %s unknown (%v): give -size for an ETA\n", loc, err)
-				continue
-			}
-			return err
-		}
-		err = adviseSession(ctx, e, c, loc, loc == src, &in, st, *doProbe, *calibrate, &fresh, &calib, log)
-		if err != nil {
-			c.Close()
-			return err
-		}
-		hangUp(ctx, c)
+	fresh, calib, err := adviseServers(ctx, e, c, &in, st, log)
+	if err != nil {
+		return err
 	}
 
 	start := time.Now()
-	var err error
 	if in.Records, err = st.Records(ctx, hist.Filter{Limit: 20000}); err != nil {
 		log.Warn("history: records not read", "err", err)
 	}
@@ -160,14 +160,42 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	}
 	a := advisor.Advise(in)
 	took := time.Since(start)
-	r := newAdviceReport(fs.Arg(0), fs.Arg(1), in, a, took)
-	if *asJSON {
+	r := newAdviceReport(c.srcArg, c.dstArg, in, a, took)
+	if c.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
 	r.print(e.stdout)
 	return nil
+}
+
+// adviseServers does what needs the servers (SIZE, probes, calibration)
+// and returns the probes and calibration records it made.
+func adviseServers(ctx context.Context, e *env, c *adviseConfig, in *advisor.Input, st hist.Store, log *slog.Logger) (fresh []hist.Probe, calib []hist.Record, err error) {
+	src := c.src
+	needSize := in.Size == 0 && src.kind == locRemote
+	for _, loc := range []location{src, c.dst} {
+		if loc.kind != locRemote || !(c.doProbe || c.calibrate || needSize && loc == src) {
+			continue
+		}
+		conn, err := connect(ctx, loc, clientOptions{active: c.active, gsi: &c.g})
+		if err != nil {
+			if !c.doProbe && !c.calibrate {
+				// Only the size was wanted: advise without it.
+				fmt.Fprintf(e.stderr, "ferry advise: size of %s unknown (%v): give -size for an ETA\n", loc, err)
+				continue
+			}
+			return nil, nil, err
+		}
+		err = adviseSession(ctx, e, conn, loc, loc == src, in, st, c.doProbe, c.calibrate, &fresh, &calib, log)
+		if err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+		hangUp(ctx, conn)
+	}
+	return fresh, calib, nil
 }
 
 // adviseSession does, on one server, what advise needs of it: the size

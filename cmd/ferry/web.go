@@ -49,107 +49,113 @@ plain HTTP ferry web listens only on a loopback address, unless
 -insecure says otherwise out loud: give -cert and -key for HTTPS.
 `
 
-func runWeb(ctx context.Context, e *env, args []string) error {
+// webConfig is ferry web's command line.
+type webConfig struct {
+	listen, cert, key string
+	insecure          bool
+	passwd            string
+	roots             listFlag
+	certDir           string
+	clientCA, gridmap string
+	hosts             listFlag
+	allow, deny       []netip.Prefix
+	dsn               string
+	useTLS            bool
+}
+
+// parseWebFlags parses and checks ferry web's arguments.
+func parseWebFlags(e *env, args []string) (*webConfig, error) {
+	c := &webConfig{}
 	fs := newFlagSet(commands["web"], e)
-	listen := fs.String("listen", "127.0.0.1:8080", "listen on `ADDR`")
-	cert := fs.String("cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
-	key := fs.String("key", "", "the private key `FILE` of -cert (PEM)")
-	insecure := fs.Bool("insecure", false, "allow plain HTTP on a non-loopback address (passwords cross the network in clear)")
-	passwd := fs.String("passwd", "", "the accounts: a password `FILE` written by ferry passwd")
-	var roots listFlag
-	fs.Var(&roots, "root", "let users open this local `DIR` (and below) as file://; repeatable")
-	certDir := fs.String("certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
-	clientCA := fs.String("client-ca", "", "over HTTPS, log in browsers whose client certificate (or proxy) this trust `DIR` verifies, as the user -gridmap names")
-	gridmap := fs.String("gridmap", "", "the grid-mapfile `FILE` that maps client certificates' DNs to users (with -client-ca)")
-	var hosts listFlag
-	fs.Var(&hosts, "host", "the host `NAME` browsers use for this server, checked against each request's Host (DNS rebinding); repeatable; default: the -listen host, the -cert certificate's DNS names, and this host's name when listening on all addresses (IP addresses and localhost always work)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "listen on `ADDR`")
+	fs.StringVar(&c.cert, "cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
+	fs.StringVar(&c.key, "key", "", "the private key `FILE` of -cert (PEM)")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow plain HTTP on a non-loopback address (passwords cross the network in clear)")
+	fs.StringVar(&c.passwd, "passwd", "", "the accounts: a password `FILE` written by ferry passwd")
+	fs.Var(&c.roots, "root", "let users open this local `DIR` (and below) as file://; repeatable")
+	fs.StringVar(&c.certDir, "certdir", "", "the trust `DIR` that gsiftp:// servers' certificates are checked against (default: $X509_CERT_DIR or /etc/grid-security/certificates, when it exists)")
+	fs.StringVar(&c.clientCA, "client-ca", "", "over HTTPS, log in browsers whose client certificate (or proxy) this trust `DIR` verifies, as the user -gridmap names")
+	fs.StringVar(&c.gridmap, "gridmap", "", "the grid-mapfile `FILE` that maps client certificates' DNs to users (with -client-ca)")
+	fs.Var(&c.hosts, "host", "the host `NAME` browsers use for this server, checked against each request's Host (DNS rebinding); repeatable; default: the -listen host, the -cert certificate's DNS names, and this host's name when listening on all addresses (IP addresses and localhost always work)")
 	allowNet := fs.String("allow-net", "", "let endpoints be on these networks (`CIDR,...`) although loopback, link-local and unspecified addresses are refused by default; e.g. 127.0.0.0/8 to browse a server on this host")
 	denyNet := fs.String("deny-net", "", "never let endpoints be on these networks (`CIDR,...`); wins over -allow-net")
-	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	fs.StringVar(&c.dsn, "history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+		return nil, usagef("unexpected arguments %q", fs.Args())
 	}
-	if (*cert == "") != (*key == "") {
-		return usagef("-cert and -key go together")
+	if (c.cert == "") != (c.key == "") {
+		return nil, usagef("-cert and -key go together")
 	}
-	if (*clientCA == "") != (*gridmap == "") {
-		return usagef("-client-ca and -gridmap go together")
+	if (c.clientCA == "") != (c.gridmap == "") {
+		return nil, usagef("-client-ca and -gridmap go together")
 	}
-	if *clientCA != "" && *cert == "" {
-		return usagef("client certificates need HTTPS: give -cert and -key")
+	if c.clientCA != "" && c.cert == "" {
+		return nil, usagef("client certificates need HTTPS: give -cert and -key")
 	}
-	if *passwd == "" && *clientCA == "" {
-		return usagef("nobody could log in: give -passwd FILE (see ferry passwd), or -client-ca DIR and -gridmap FILE")
+	if c.passwd == "" && c.clientCA == "" {
+		return nil, usagef("nobody could log in: give -passwd FILE (see ferry passwd), or -client-ca DIR and -gridmap FILE")
 	}
-	allow, err := parseNets(*allowNet)
+	var err error
+	if c.allow, err = parseNets(*allowNet); err != nil {
+		return nil, usagef("-allow-net: %v", err)
+	}
+	if c.deny, err = parseNets(*denyNet); err != nil {
+		return nil, usagef("-deny-net: %v", err)
+	}
+	c.useTLS = c.cert != ""
+	if !c.useTLS && !c.insecure && !loopbackListen(c.listen) {
+		return nil, usagef("-listen %s is not a loopback address: give -cert and -key for HTTPS, or -insecure to serve plain HTTP to the network", c.listen)
+	}
+	return c, nil
+}
+
+func runWeb(ctx context.Context, e *env, args []string) error {
+	c, err := parseWebFlags(e, args)
 	if err != nil {
-		return usagef("-allow-net: %v", err)
-	}
-	deny, err := parseNets(*denyNet)
-	if err != nil {
-		return usagef("-deny-net: %v", err)
-	}
-	useTLS := *cert != ""
-	if !useTLS && !*insecure && !loopbackListen(*listen) {
-		return usagef("-listen %s is not a loopback address: give -cert and -key for HTTPS, or -insecure to serve plain HTTP to the network", *listen)
+		return err
 	}
 	var pw *auth.Passwd
-	if *passwd != "" {
-		if pw, err = auth.Load(*passwd); err != nil {
+	if c.passwd != "" {
+		if pw, err = auth.Load(c.passwd); err != nil {
 			return err
 		}
 	}
 	var certUser func([]*x509.Certificate) (string, error)
-	if *clientCA != "" {
-		ts, err := gsi.LoadTrustDir(*clientCA)
-		if err != nil {
+	if c.clientCA != "" {
+		if certUser, err = webCertUser(c.clientCA, c.gridmap); err != nil {
 			return err
-		}
-		gm, err := gsi.LoadGridMap(*gridmap)
-		if err != nil {
-			return err
-		}
-		certUser = func(chain []*x509.Certificate) (string, error) {
-			id, err := ts.Verify(chain, time.Now())
-			if err != nil {
-				return "", err
-			}
-			users, ok := gm.Lookup(id.DN)
-			if !ok || len(users) == 0 {
-				return "", fmt.Errorf("%s is not in %s", id.DN, *gridmap)
-			}
-			return users[0], nil
 		}
 	}
-	if *certDir == "" {
+	if c.certDir == "" {
 		if fi, err := os.Stat(gsi.TrustDir()); err == nil && fi.IsDir() {
-			*certDir = gsi.TrustDir()
+			c.certDir = gsi.TrustDir()
 		}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
+	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
-	l, err := net.Listen("tcp", *listen)
+	l, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
 	// The name said loopback; the address it resolved to must be.
-	if ta, ok := l.Addr().(*net.TCPAddr); !useTLS && !*insecure && (!ok || !ta.IP.IsLoopback()) {
+	if ta, ok := l.Addr().(*net.TCPAddr); !c.useTLS && !c.insecure && (!ok || !ta.IP.IsLoopback()) {
 		l.Close()
-		return usagef("-listen %s listens on %v, not a loopback address: give -cert and -key for HTTPS, or -insecure", *listen, l.Addr())
+		return usagef("-listen %s listens on %v, not a loopback address: give -cert and -key for HTTPS, or -insecure", c.listen, l.Addr())
 	}
+	hosts := c.hosts
 	if len(hosts) == 0 {
-		hosts = defaultWebHosts(*listen, *cert)
+		hosts = defaultWebHosts(c.listen, c.cert)
 	}
 	var self []netip.AddrPort
 	if ta, ok := l.Addr().(*net.TCPAddr); ok {
 		self = append(self, ta.AddrPort())
 	}
-	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: roots, History: st, Secure: useTLS, TrustDir: *certDir, Log: log,
-		AllowNet: allow, DenyNet: deny, Self: self, Hosts: hosts})
+	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: c.roots, History: st, Secure: c.useTLS, TrustDir: c.certDir, Log: log,
+		AllowNet: c.allow, DenyNet: c.deny, Self: self, Hosts: hosts})
 	if err != nil {
 		l.Close()
 		return err
@@ -165,15 +171,45 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		// Asked for, checked by certUser (proxies included), never required.
 		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequestClientCert}
 	}
+	return serveWeb(ctx, e, c, srv, l, app)
+}
+
+// webCertUser loads the trust directory clientCA and the grid-mapfile
+// gridmap and returns the function that maps a client chain to a user.
+func webCertUser(clientCA, gridmap string) (func([]*x509.Certificate) (string, error), error) {
+	ts, err := gsi.LoadTrustDir(clientCA)
+	if err != nil {
+		return nil, err
+	}
+	gm, err := gsi.LoadGridMap(gridmap)
+	if err != nil {
+		return nil, err
+	}
+	return func(chain []*x509.Certificate) (string, error) {
+		id, err := ts.Verify(chain, time.Now())
+		if err != nil {
+			return "", err
+		}
+		users, ok := gm.Lookup(id.DN)
+		if !ok || len(users) == 0 {
+			return "", fmt.Errorf("%s is not in %s", id.DN, gridmap)
+		}
+		return users[0], nil
+	}, nil
+}
+
+// serveWeb serves srv on l until it fails or ctx ends, then shuts it
+// down, app first.
+func serveWeb(ctx context.Context, e *env, c *webConfig, srv *http.Server, l net.Listener, app *web.App) error {
 	scheme := "http"
-	if useTLS {
+	if c.useTLS {
 		scheme = "https"
 	}
 	fmt.Fprintf(e.stderr, "ferry web: serving %s://%s/\n", scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
-		if useTLS {
-			done <- srv.ServeTLS(l, *cert, *key)
+		if c.useTLS {
+			done <- srv.ServeTLS(l, c.cert, c.key)
 		} else {
 			done <- srv.Serve(l)
 		}
