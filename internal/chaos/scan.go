@@ -142,7 +142,8 @@ func (sc *scanner) start(ctx context.Context) (stop func()) {
 					kind = 1 // garbage instead
 				}
 				sc.kinds[kind].Add(1)
-				wg.Go(func() { sc.abuse(ctx, conn, kind, rng.Uint64()) })
+				seed := rng.Uint64() // drawn here: rng is not the goroutine's
+				wg.Go(func() { sc.abuse(ctx, conn, kind, seed) })
 			}
 		})
 	}
@@ -163,7 +164,8 @@ func (sc *scanner) burst(ctx context.Context, port int) {
 			kind = 1 // garbage instead
 		}
 		sc.kinds[kind].Add(1)
-		sc.wg.Go(func() { sc.abuse(ctx, conn, kind, rng.Uint64()) })
+		seed := rng.Uint64() // drawn here: rng is not the goroutine's
+		sc.wg.Go(func() { sc.abuse(ctx, conn, kind, seed) })
 	}
 }
 
