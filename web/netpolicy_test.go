@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -180,5 +181,34 @@ func TestHostAllowList(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
 		}
+	}
+}
+
+// TestCheckAddrHostAddrs: this host's own addresses are refused on every
+// port by default, the listen port on all of them with a wildcard listen
+// address even when -allow-net covers them; other addresses pass.
+func TestCheckAddrHostAddrs(t *testing.T) {
+	host := []netip.Addr{netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("fd00::2")}
+	for _, self := range []string{"0.0.0.0:8443", "[::]:8443"} {
+		a := &App{cfg: Config{Self: []netip.AddrPort{netip.MustParseAddrPort(self)}}, hostAddrs: host}
+		for _, s := range []string{"192.0.2.2:8443", "192.0.2.2:22", "[fd00::2]:8443", "[fd00::2]:21",
+			"[::ffff:192.0.2.2]:8443", "[fe80::1]:8443", "127.0.0.1:8443", "[::ffff:127.0.0.1]:22"} {
+			if err := a.checkAddr(netip.MustParseAddrPort(s)); !errors.Is(err, errAddrDenied) {
+				t.Errorf("Self %s: checkAddr(%s) = %v, want refused", self, s, err)
+			}
+		}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.3:8443")); err != nil {
+			t.Errorf("Self %s: checkAddr(192.0.2.3:8443) = %v, want allowed", self, err)
+		}
+		a.cfg.AllowNet = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.2:21")); err != nil {
+			t.Errorf("Self %s, -allow-net: checkAddr(192.0.2.2:21) = %v, want allowed", self, err)
+		}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.2:8443")); !errors.Is(err, errAddrDenied) {
+			t.Errorf("Self %s, -allow-net: checkAddr(192.0.2.2:8443) = %v, want refused (own port)", self, err)
+		}
+	}
+	if len(interfaceAddrs()) == 0 {
+		t.Log("no interface addresses listed")
 	}
 }
