@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,5 +211,32 @@ func TestCheckAddrHostAddrs(t *testing.T) {
 	}
 	if len(interfaceAddrs()) == 0 {
 		t.Log("no interface addresses listed")
+	}
+}
+
+// TestThirdPartyPASVElsewhere: a copy between two FTP servers does not
+// relay a PASV reply that points elsewhere to the other server in PORT
+// (an FTP bounce through this app): the job fails and nothing connects
+// there.
+func TestThirdPartyPASVElsewhere(t *testing.T) {
+	l, accepted := countingListener(t, "127.0.0.2:0")
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	writeFile(t, filepath.Join(f.dir, "a.bin"), []byte("hello"))
+	c := ta.client(t)
+	c.login("alice")
+	src := c.open(f.url + "/")
+	dst := c.open(fakeFTP(t, netip.MustParseAddrPort(l.Addr().String())))
+	var j job
+	c.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"a.bin"}, Dst: dst.ID, DstDir: "/"}, &j)
+	j = c.waitJob(j.ID, stateDone, stateFailed, stateCancelled)
+	// The app refuses the address itself: the source's own check (a
+	// Ferry server takes PORT only to its client's address) is not what
+	// stops it.
+	if j.State != stateFailed || !strings.Contains(j.Error, "not its own address") {
+		t.Errorf("job %s: %q, want failed by the app's policy", j.State, j.Error)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections to the address of the PASV reply", n)
 	}
 }
