@@ -169,7 +169,11 @@ func New(cfg Config) (*App, error) {
 		}
 		a.trust = t
 	}
-	a.hostAddrs = interfaceAddrs()
+	hostAddrs, err := interfaceAddrs()
+	if err != nil {
+		cfg.Log.Warn("web: cannot list this host's addresses; only loopback and link-local ones are refused by default", "err", err)
+	}
+	a.hostAddrs = hostAddrs
 	a.limiter = newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow)
 	a.verify = func(user, pass string) bool {
 		_, ok := cfg.Passwd.Verify(user, pass)

@@ -53,11 +53,11 @@ func (a *App) checkAddr(ap netip.AddrPort) error {
 }
 
 // interfaceAddrs are the addresses of this host's network interfaces,
-// unmapped and without zone; none when they cannot be listed.
-func interfaceAddrs() []netip.Addr {
+// unmapped and without zone.
+func interfaceAddrs() ([]netip.Addr, error) {
 	ifas, err := net.InterfaceAddrs()
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []netip.Addr
 	for _, ifa := range ifas {
@@ -72,7 +72,7 @@ func interfaceAddrs() []netip.Addr {
 			out = append(out, a.Unmap().WithZone(""))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // dialControl resolves the host of addr ("host:port") once and dials the
