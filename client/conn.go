@@ -82,7 +82,10 @@ type Config struct {
 	// the client dials (after EPSV, PASV or SPAS); an error refuses the
 	// connection, and the transfer fails with it. Callers that must not
 	// connect where a server points them (a web application, say) check
-	// the address here. Nil allows every address.
+	// the address here. A third-party copy asks it too about each
+	// address this connection's server names in its PASV or SPAS reply
+	// before passing it to the other server (PORT, EPRT, SPOR). Nil
+	// allows every address.
 	DataAddrPolicy func(netip.AddrPort) error
 
 	// GSI, when not nil, makes Dial and NewConn authenticate with GSI

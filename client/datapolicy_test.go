@@ -48,3 +48,49 @@ func TestDataAddrPolicy(t *testing.T) {
 		t.Errorf("list allowed: %v", err)
 	}
 }
+
+// TestDataAddrPolicyThirdParty: a third-party copy asks the destination
+// connection's DataAddrPolicy about the address of its PASV reply before
+// the source gets it in PORT; a refusal fails the copy and the source
+// never sees the address (no FTP bounce through a policed client).
+func TestDataAddrPolicyThirdParty(t *testing.T) {
+	src, dst := startFerry(t).peer(), startFerry(t).peer()
+	if err := os.WriteFile(filepath.Join(src.dir, "s"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	denied := errors.New("denied by policy")
+	var srcAsked, dstAsked []netip.AddrPort
+	ctx := t.Context()
+	sc, err := client.Dial(ctx, src.addr, &client.Config{DataAddrPolicy: func(ap netip.AddrPort) error {
+		srcAsked = append(srcAsked, ap)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	dc, err := client.Dial(ctx, dst.addr, &client.Config{DataAddrPolicy: func(ap netip.AddrPort) error {
+		dstAsked = append(dstAsked, ap)
+		return denied
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	if err := sc.Login(ctx, "anonymous", "x@"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dc.Login(ctx, "anonymous", "x@"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.ThirdParty(ctx, sc, src.remote("s"), dc, dst.remote("d"), &client.ThirdPartyOptions{})
+	if !errors.Is(err, denied) {
+		t.Fatalf("ThirdParty = %v, want the policy's refusal", err)
+	}
+	if len(dstAsked) != 1 || len(srcAsked) != 0 {
+		t.Errorf("policy asked: destination %v, source %v; want the destination's one PASV address only", dstAsked, srcAsked)
+	}
+	if _, err := os.Stat(filepath.Join(dst.dir, "d")); err == nil {
+		t.Errorf("destination file written despite the refusal")
+	}
+}

@@ -341,7 +341,10 @@ func (t *thirdParty) destinationPrelude(modeE bool, addrs *[]netip.AddrPort) []s
 	steps = append(steps, dst.softSteps(soft)...)
 	steps = append(steps, step{line: passiveLine(o.Striped), check: func(r Reply) (err error) {
 		*addrs, err = dst.parsePassive(o.Striped, r)
-		return err
+		if err != nil {
+			return err
+		}
+		return dst.checkRelay(*addrs)
 	}})
 	return steps
 }
@@ -586,6 +589,24 @@ func (c *Conn) passiveAddrs(ctx context.Context, striped bool) ([]netip.AddrPort
 		return nil, err
 	}
 	return c.parsePassive(striped, r)
+}
+
+// checkRelay asks c's DataAddrPolicy about each address c's passive
+// reply named before it goes to the other server in PORT, EPRT or SPOR:
+// the other server would connect there on this client's behalf (an FTP
+// bounce), so the policy of the connection the address came from
+// applies, as if this client dialled it. Nil policy allows every
+// address.
+func (c *Conn) checkRelay(addrs []netip.AddrPort) error {
+	if c.dataPol == nil {
+		return nil
+	}
+	for _, ap := range addrs {
+		if err := c.dataPol(ap); err != nil {
+			return fmt.Errorf("client: data address %v from the passive reply refused, not sent to the other server: %w", ap, err)
+		}
+	}
+	return nil
 }
 
 // passiveLine is the command passiveAddrs sends.

@@ -60,8 +60,10 @@ type Config struct {
 	LoginWindow   time.Duration
 	// AllowNet are networks endpoints (and their data connections) may
 	// be on although the default policy refuses them: loopback,
-	// link-local, multicast and unspecified addresses. A laptop user
-	// browsing a server on this host allows 127.0.0.0/8.
+	// link-local, multicast and unspecified addresses, and this host's
+	// own addresses (those of its interfaces when New ran; an address
+	// added later is not known until a restart). A laptop user browsing
+	// a server on this host allows 127.0.0.0/8.
 	AllowNet []netip.Prefix
 	// DenyNet are networks endpoints may never be on; it wins over
 	// AllowNet.
@@ -107,6 +109,9 @@ type App struct {
 	// verify checks a password (cfg.Passwd; tests count the checks).
 	verify func(user, pass string) bool
 	trust  *gsi.TrustStore
+	// hostAddrs are the addresses of this host's interfaces when New
+	// ran (unmapped, without zone): checkAddr refuses them by default.
+	hostAddrs []netip.Addr
 
 	mu       sync.Mutex
 	sessions map[string]*session // by token; guarded by mu
@@ -164,6 +169,11 @@ func New(cfg Config) (*App, error) {
 		}
 		a.trust = t
 	}
+	hostAddrs, err := interfaceAddrs()
+	if err != nil {
+		cfg.Log.Warn("web: cannot list this host's addresses; only loopback and link-local ones are refused by default", "err", err)
+	}
+	a.hostAddrs = hostAddrs
 	a.limiter = newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow)
 	a.verify = func(user, pass string) bool {
 		_, ok := cfg.Passwd.Verify(user, pass)

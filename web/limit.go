@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -22,8 +23,14 @@ const (
 	// sources: a lockout of one name does not lock out the other users
 	// behind the same address as soon.
 	sourceFactor = 4
-	// maxLimiterKeys bounds the counters kept; beyond it the oldest go.
+	// maxLimiterKeys bounds the counters kept of sources and of names
+	// from a source; beyond it the oldest go. maxUserKeys bounds the
+	// counters of user names on their own: a flood of new sources and
+	// names never evicts a name's counter (which would lift its
+	// lockout); only past maxUserKeys names failing within the window
+	// do the oldest go.
 	maxLimiterKeys = 20000
+	maxUserKeys    = 20000
 )
 
 // loginLimiter counts failed logins of a user name from a source
@@ -33,9 +40,10 @@ const (
 type loginLimiter struct {
 	max     int
 	window  time.Duration
-	keys    map[string]*attempts
-	busy    int            // password checks running
-	srcBusy map[string]int // password checks running per source
+	keys    map[string]*attempts // by source, and name from a source
+	users   map[string]*attempts // by user name
+	busy    int                  // password checks running
+	srcBusy map[string]int       // password checks running per source
 }
 
 // attempts are the recent failures and the running checks of one key.
@@ -45,7 +53,7 @@ type attempts struct {
 }
 
 func newLoginLimiter(max int, window time.Duration) loginLimiter {
-	return loginLimiter{max: max, window: window, keys: map[string]*attempts{}, srcBusy: map[string]int{}}
+	return loginLimiter{max: max, window: window, keys: map[string]*attempts{}, users: map[string]*attempts{}, srcBusy: map[string]int{}}
 }
 
 // sourceKey is the limiter's name of the request's source.
@@ -70,6 +78,15 @@ func (l *loginLimiter) keysOf(src, user string) [3]limitKey {
 	}
 }
 
+// table is the map that holds key: users for a user name's key, keys
+// for the others.
+func (l *loginLimiter) table(key string) map[string]*attempts {
+	if strings.HasPrefix(key, "u\x00") {
+		return l.users
+	}
+	return l.keys
+}
+
 // prune drops a's failures older than the window.
 func (l *loginLimiter) prune(a *attempts, now time.Time) {
 	i := 0
@@ -86,7 +103,7 @@ func (l *loginLimiter) prune(a *attempts, now time.Time) {
 func (l *loginLimiter) beginLocked(src, user string, now time.Time) (wait time.Duration, busy bool) {
 	keys := l.keysOf(src, user)
 	for _, k := range keys {
-		a := l.keys[k.key]
+		a := l.table(k.key)[k.key]
 		if a == nil {
 			continue
 		}
@@ -108,10 +125,11 @@ func (l *loginLimiter) beginLocked(src, user string, now time.Time) (wait time.D
 	l.busy++
 	l.srcBusy[src]++
 	for _, k := range keys {
-		a := l.keys[k.key]
+		t := l.table(k.key)
+		a := t[k.key]
 		if a == nil {
 			a = &attempts{}
-			l.keys[k.key] = a
+			t[k.key] = a
 		}
 		a.pending++
 	}
@@ -125,7 +143,8 @@ func (l *loginLimiter) endLocked(src, user string, now time.Time, ok bool) {
 		delete(l.srcBusy, src)
 	}
 	for _, k := range l.keysOf(src, user) {
-		a := l.keys[k.key]
+		t := l.table(k.key)
+		a := t[k.key]
 		if a == nil {
 			continue
 		}
@@ -134,36 +153,39 @@ func (l *loginLimiter) endLocked(src, user string, now time.Time, ok bool) {
 			a.fails = append(a.fails, now)
 		}
 		if a.pending == 0 && len(a.fails) == 0 {
-			delete(l.keys, k.key)
+			delete(t, k.key)
 		}
 	}
 	if len(l.keys) > maxLimiterKeys {
-		l.evictLocked(now)
+		l.evictLocked(l.keys, maxLimiterKeys, now)
+	}
+	if len(l.users) > maxUserKeys {
+		l.evictLocked(l.users, maxUserKeys, now)
 	}
 }
 
-// evictLocked drops expired counters, then the oldest, down to 90 % of
-// maxLimiterKeys.
-func (l *loginLimiter) evictLocked(now time.Time) {
+// evictLocked drops the expired counters of t, then the oldest idle
+// ones, down to 90 % of limit.
+func (l *loginLimiter) evictLocked(t map[string]*attempts, limit int, now time.Time) {
 	type aged struct {
 		key  string
 		last time.Time
 	}
 	var idle []aged
-	for k, a := range l.keys {
+	for k, a := range t {
 		l.prune(a, now)
 		switch {
 		case a.pending > 0:
 		case len(a.fails) == 0:
-			delete(l.keys, k)
+			delete(t, k)
 		default:
 			idle = append(idle, aged{k, a.fails[len(a.fails)-1]})
 		}
 	}
-	if over := len(l.keys) - maxLimiterKeys*9/10; over > 0 {
+	if over := len(t) - limit*9/10; over > 0 {
 		sort.Slice(idle, func(i, j int) bool { return idle[i].last.Before(idle[j].last) })
 		for _, x := range idle[:min(over, len(idle))] {
-			delete(l.keys, x.key)
+			delete(t, x.key)
 		}
 	}
 }

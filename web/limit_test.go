@@ -125,8 +125,40 @@ func TestLoginLimiterBounded(t *testing.T) {
 		}
 		l.endLocked(src, src, now, false)
 	}
-	if len(l.keys) > maxLimiterKeys || len(l.srcBusy) != 0 || l.busy != 0 {
-		t.Errorf("%d keys, %d busy sources, %d busy", len(l.keys), len(l.srcBusy), l.busy)
+	if len(l.keys) > maxLimiterKeys || len(l.users) > maxUserKeys || len(l.srcBusy) != 0 || l.busy != 0 {
+		t.Errorf("%d keys, %d user keys, %d busy sources, %d busy", len(l.keys), len(l.users), len(l.srcBusy), l.busy)
+	}
+}
+
+// TestLoginLimiterEvictKeepsUsers: a flood of failures of new names
+// from new sources evicts source counters, never a name's counter with
+// failures in the window, so it cannot lift a victim's lockout.
+func TestLoginLimiterEvictKeepsUsers(t *testing.T) {
+	l := newLoginLimiter(5, time.Minute)
+	now := time.Now()
+	fail := func(src, user string) {
+		if wait, busy := l.beginLocked(src, user, now); wait == 0 && !busy {
+			l.endLocked(src, user, now, false)
+		}
+	}
+	// 20 failures of victim from four /64s lock the name everywhere.
+	for i := range 4 {
+		for range 5 {
+			fail(fmt.Sprintf("2001:db8:%x::/64", i), "victim")
+		}
+	}
+	if wait, _ := l.beginLocked("2001:db8:ff::/64", "victim", now); wait == 0 {
+		t.Fatal("victim not locked out after 20 failures")
+	}
+	now = now.Add(time.Second)
+	for i := range 12000 {
+		fail(fmt.Sprintf("2001:db8:1:%x::/64", i/20), fmt.Sprintf("junk%d", i))
+	}
+	if len(l.keys) > maxLimiterKeys || len(l.users) > maxUserKeys {
+		t.Errorf("%d keys, %d user keys: not bounded", len(l.keys), len(l.users))
+	}
+	if wait, busy := l.beginLocked("2001:db8:fe::/64", "victim", now); wait == 0 {
+		t.Errorf("victim's lockout lifted by eviction (keys %d, user keys %d, busy %v)", len(l.keys), len(l.users), busy)
 	}
 }
 

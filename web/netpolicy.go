@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +19,16 @@ var errAddrDenied = errors.New("address not allowed")
 // checkAddr applies the network policy to an address the app is about
 // to connect to, for a control or a data connection: DenyNet refuses,
 // then AllowNet allows; by default loopback, link-local, multicast and
-// unspecified addresses are refused, and so is the app's own listen
-// address (Self) always. Users must not make this host connect to its
-// own services.
+// unspecified addresses and this host's own addresses (hostAddrs, any
+// port) are refused, and so is the app's own listen address (Self)
+// always, on any of this host's addresses when Self is a wildcard.
+// Users must not make this host connect to its own services.
 func (a *App) checkAddr(ap netip.AddrPort) error {
 	ip := ap.Addr().Unmap().WithZone("")
+	own := ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(a.hostAddrs, ip)
 	for _, s := range a.cfg.Self {
 		sa := s.Addr().Unmap()
-		if s.Port() == ap.Port() && (sa == ip || sa.IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified())) {
+		if s.Port() == ap.Port() && (sa == ip || sa.IsUnspecified() && own) {
 			return fmt.Errorf("%v is this web application: %w", ap, errAddrDenied)
 		}
 	}
@@ -43,7 +46,33 @@ func (a *App) checkAddr(ap netip.AddrPort) error {
 		ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() || !ip.IsValid() {
 		return fmt.Errorf("%v is a loopback, link-local or unspecified address (ferry web -allow-net allows it): %w", ip, errAddrDenied)
 	}
+	if slices.Contains(a.hostAddrs, ip) {
+		return fmt.Errorf("%v is an address of this host (ferry web -allow-net allows it): %w", ip, errAddrDenied)
+	}
 	return nil
+}
+
+// interfaceAddrs are the addresses of this host's network interfaces,
+// unmapped and without zone.
+func interfaceAddrs() ([]netip.Addr, error) {
+	ifas, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, ifa := range ifas {
+		var ip net.IP
+		switch v := ifa.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap().WithZone(""))
+		}
+	}
+	return out, nil
 }
 
 // dialControl resolves the host of addr ("host:port") once and dials the

@@ -2,10 +2,12 @@ package web
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,5 +182,61 @@ func TestHostAllowList(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
 		}
+	}
+}
+
+// TestCheckAddrHostAddrs: this host's own addresses are refused on every
+// port by default, the listen port on all of them with a wildcard listen
+// address even when -allow-net covers them; other addresses pass.
+func TestCheckAddrHostAddrs(t *testing.T) {
+	host := []netip.Addr{netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("fd00::2")}
+	for _, self := range []string{"0.0.0.0:8443", "[::]:8443"} {
+		a := &App{cfg: Config{Self: []netip.AddrPort{netip.MustParseAddrPort(self)}}, hostAddrs: host}
+		for _, s := range []string{"192.0.2.2:8443", "192.0.2.2:22", "[fd00::2]:8443", "[fd00::2]:21",
+			"[::ffff:192.0.2.2]:8443", "[fe80::1]:8443", "127.0.0.1:8443", "[::ffff:127.0.0.1]:22"} {
+			if err := a.checkAddr(netip.MustParseAddrPort(s)); !errors.Is(err, errAddrDenied) {
+				t.Errorf("Self %s: checkAddr(%s) = %v, want refused", self, s, err)
+			}
+		}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.3:8443")); err != nil {
+			t.Errorf("Self %s: checkAddr(192.0.2.3:8443) = %v, want allowed", self, err)
+		}
+		a.cfg.AllowNet = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.2:21")); err != nil {
+			t.Errorf("Self %s, -allow-net: checkAddr(192.0.2.2:21) = %v, want allowed", self, err)
+		}
+		if err := a.checkAddr(netip.MustParseAddrPort("192.0.2.2:8443")); !errors.Is(err, errAddrDenied) {
+			t.Errorf("Self %s, -allow-net: checkAddr(192.0.2.2:8443) = %v, want refused (own port)", self, err)
+		}
+	}
+	if addrs, err := interfaceAddrs(); err != nil || len(addrs) == 0 {
+		t.Logf("interface addresses: %v, %v", addrs, err)
+	}
+}
+
+// TestThirdPartyPASVElsewhere: a copy between two FTP servers does not
+// relay a PASV reply that points elsewhere to the other server in PORT
+// (an FTP bounce through this app): the job fails and nothing connects
+// there.
+func TestThirdPartyPASVElsewhere(t *testing.T) {
+	l, accepted := countingListener(t, "127.0.0.2:0")
+	ta := startApp(t)
+	f := startFerrySrv(t)
+	writeFile(t, filepath.Join(f.dir, "a.bin"), []byte("hello"))
+	c := ta.client(t)
+	c.login("alice")
+	src := c.open(f.url + "/")
+	dst := c.open(fakeFTP(t, netip.MustParseAddrPort(l.Addr().String())))
+	var j job
+	c.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"a.bin"}, Dst: dst.ID, DstDir: "/"}, &j)
+	j = c.waitJob(j.ID, stateDone, stateFailed, stateCancelled)
+	// The app refuses the address itself: the source's own check (a
+	// Ferry server takes PORT only to its client's address) is not what
+	// stops it.
+	if j.State != stateFailed || !strings.Contains(j.Error, "not its own address") {
+		t.Errorf("job %s: %q, want failed by the app's policy", j.State, j.Error)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections to the address of the PASV reply", n)
 	}
 }
