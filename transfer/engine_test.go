@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -30,21 +30,7 @@ func startServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Storage: fs, Anonymous: true, AnonymousWrite: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
-	})
-	s.addr = l.Addr().String()
+	s.addr = ftpserver.Start(t, server.Config{Storage: fs, Anonymous: true, AnonymousWrite: true})
 	return s
 }
 

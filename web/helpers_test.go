@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +25,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -110,23 +109,10 @@ func startFerrySrvGSI(t *testing.T, pki *gsipki.PKI) *ferrySrv {
 		cfg.HostCert, cfg.HostKey, cfg.TrustDir, cfg.GridMap = pki.HostCert, pki.HostKey, pki.TrustDir, pki.GridMap
 		cfg.ServeMappedAsServer = true // the tests run as root
 	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Close()
-		wg.Wait()
-	})
-	f.url = "ftp://" + l.Addr().String()
+	addr := ftpserver.Start(t, cfg)
+	f.url = "ftp://" + addr
 	if pki != nil {
-		f.url = "gsiftp://" + l.Addr().String()
+		f.url = "gsiftp://" + addr
 	}
 	return f
 }
