@@ -220,7 +220,7 @@ func (ts *TrustStore) crlIssuer(hash string, e *crlEntry) error {
 		}
 	}
 	if sigErr != nil {
-		return fmt.Errorf("CRL is not signed by its issuer %s: %v", CertDN(cas[0]), sigErr)
+		return fmt.Errorf("CRL names CA %s as its issuer but is not signed by it: %v", CertDN(cas[0]), sigErr)
 	}
 	issuer, ok := rawDN(e.crl.RawIssuer)
 	if !ok {
