@@ -210,6 +210,7 @@ func (ts *TrustStore) crlIssuer(hash string, e *crlEntry) error {
 	if len(cas) == 0 {
 		return nil
 	}
+	var named *x509.Certificate
 	var sigErr error
 	for _, ca := range cas {
 		if !nameEqual(e.crl.RawIssuer, ca.RawSubject) {
@@ -218,9 +219,10 @@ func (ts *TrustStore) crlIssuer(hash string, e *crlEntry) error {
 		if sigErr = e.crl.CheckSignatureFrom(ca); sigErr == nil {
 			return nil
 		}
+		named = ca
 	}
-	if sigErr != nil {
-		return fmt.Errorf("CRL names CA %s as its issuer but is not signed by it: %v", CertDN(cas[0]), sigErr)
+	if named != nil {
+		return fmt.Errorf("CRL names CA %s as its issuer but is not signed by it: %v", CertDN(named), sigErr)
 	}
 	issuer, ok := rawDN(e.crl.RawIssuer)
 	if !ok {
