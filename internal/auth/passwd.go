@@ -7,7 +7,9 @@
 //
 // home is an optional directory under the served root that becomes the
 // user's root; without it (and without the last ':') the user's root is
-// the whole served tree. An empty home after a ':' is an error. Hashes are PBKDF2-HMAC-SHA256 with a 16-byte random salt.
+// the whole served tree. An empty home after a ':' is an error, and so is
+// a file that does not end with a newline (it may have been cut short,
+// taking the end of the last home with it). Hashes are PBKDF2-HMAC-SHA256 with a 16-byte random salt.
 package auth
 
 import (
@@ -56,7 +58,11 @@ func Load(file string) (*Passwd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data)
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, file)
+	}
+	return p, nil
 }
 
 // Users returns the file's users, sorted by name.
@@ -69,8 +75,19 @@ func (p *Passwd) Users() []User {
 	return out
 }
 
-// Parse parses password file contents.
+// ErrCutShort reports a password file whose last line has no newline:
+// a file written halfway, whose last line may have lost the end of its
+// home ("bob:HASH:/data/bob" cut to "bob:HASH:/data" or "bob:HASH"),
+// which would widen the user's access.
+var ErrCutShort = errors.New("auth: password file does not end with a newline: cut short?")
+
+// Parse parses password file contents. Contents that are not empty must
+// end with a newline (ErrCutShort), as every file `ferry passwd` writes
+// does.
 func Parse(data []byte) (*Passwd, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, ErrCutShort
+	}
 	p := &Passwd{users: map[string]User{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {

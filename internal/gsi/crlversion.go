@@ -25,7 +25,8 @@ func (v CRLVersion) Older(w CRLVersion) bool {
 }
 
 // CRLVersions returns, for each CA subject hash (as in <hash>.r0) with a
-// CRL that parsed, the newest of its CRLs.
+// CRL that parsed and was issued and signed by a CA of that hash, the
+// newest of its CRLs.
 func (ts *TrustStore) CRLVersions() map[string]CRLVersion {
 	out := map[string]CRLVersion{}
 	for h, list := range ts.crls {

@@ -1,6 +1,7 @@
 package gsi
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -17,11 +18,22 @@ type gridMapEntry struct {
 	accounts []string
 }
 
-// LoadGridMap reads and parses a grid-mapfile.
+// ErrGridMapCutShort reports a grid-mapfile whose last line has no
+// newline.
+var ErrGridMapCutShort = errors.New("gsi: grid-mapfile does not end with a newline: cut short?")
+
+// LoadGridMap reads and parses a grid-mapfile. A file that is not empty
+// must end with a newline (ErrGridMapCutShort).
 func LoadGridMap(path string) (*GridMap, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gsi: grid-mapfile: %w", err)
+	}
+	// A file written halfway may end inside a line, and a cut-short list
+	// of accounts ("alice,bobby" cut to "alice,bob") maps the DN to an
+	// account it was never given.
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, fmt.Errorf("%w (in %s)", ErrGridMapCutShort, path)
 	}
 	g, err := ParseGridMap(data)
 	if err != nil {

@@ -108,7 +108,8 @@ var (
 // .1, … for CAs whose names hash alike), where hash is SubjectHash of the
 // CA's subject; <hash>.signing_policy files (mandatory for any CA that
 // signs a certificate); CRLs as <hash>.r0 (optional; enforced when
-// present). Other files (.namespaces, old-hash names, …) are ignored. A
+// present; a CRL must be issued and signed by a CA of its hash, else
+// it is unusable). Other files (.namespaces, old-hash names, …) are ignored. A
 // CA file that cannot be parsed, or whose name does not match its
 // subject's hash, is skipped and reported by Problems. An unparsable
 // policy or CRL makes every certificate of that CA fail verification.
@@ -125,6 +126,11 @@ func LoadTrustDir(dir string) (*TrustStore, error) {
 		crls:     map[string][]*crlEntry{},
 		crlErr:   map[string]error{},
 	}
+	type pendingCRL struct {
+		hash, path string
+		entry      *crlEntry
+	}
+	var pending []pendingCRL
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
@@ -151,8 +157,20 @@ func LoadTrustDir(dir string) (*TrustStore, error) {
 				ts.problems = append(ts.problems, fmt.Sprintf("%s: %v", path, err))
 				continue
 			}
-			ts.crls[h] = append(ts.crls[h], c)
+			pending = append(pending, pendingCRL{h, path, c})
 		}
+	}
+	// A CRL counts only once it is known to be its CA's: another CA's
+	// list (or a forged one) at <hash>.r0 would otherwise stand for the
+	// CA's own and un-revoke its certificates. Such a file makes the CA's
+	// CRL unusable, as a CRL that does not parse does.
+	for _, p := range pending {
+		if err := ts.crlIssuer(p.hash, p.entry); err != nil {
+			ts.crlErr[p.hash] = fmt.Errorf("%s: %v", filepath.Base(p.path), err)
+			ts.problems = append(ts.problems, fmt.Sprintf("%s: %v", p.path, err))
+			continue
+		}
+		ts.crls[p.hash] = append(ts.crls[p.hash], p.entry)
 	}
 	if len(ts.roots) == 0 {
 		return nil, fmt.Errorf("gsi: trust directory %s holds no CA certificate (<hash>.0)", dir)
@@ -182,6 +200,35 @@ func (ts *TrustStore) loadCA(path, hash string) {
 	}
 	ts.byHash[hash] = append(ts.byHash[hash], c)
 	ts.roots = append(ts.roots, c)
+}
+
+// crlIssuer checks that e was issued and signed by a CA of the store
+// whose subject hashes to hash. A CRL at a hash no CA has is left alone:
+// it covers no certificate.
+func (ts *TrustStore) crlIssuer(hash string, e *crlEntry) error {
+	cas := ts.byHash[hash]
+	if len(cas) == 0 {
+		return nil
+	}
+	var named *x509.Certificate
+	var sigErr error
+	for _, ca := range cas {
+		if !nameEqual(e.crl.RawIssuer, ca.RawSubject) {
+			continue
+		}
+		if sigErr = e.crl.CheckSignatureFrom(ca); sigErr == nil {
+			return nil
+		}
+		named = ca
+	}
+	if named != nil {
+		return fmt.Errorf("CRL names CA %s as its issuer but is not signed by it: %v", CertDN(named), sigErr)
+	}
+	issuer, ok := rawDN(e.crl.RawIssuer)
+	if !ok {
+		issuer = DN(e.crl.Issuer.ToRDNSequence())
+	}
+	return fmt.Errorf("CRL issued by %s, which is not a CA of hash %s", issuer, hash)
 }
 
 func loadCRL(path string) (*crlEntry, error) {
