@@ -650,7 +650,6 @@ func (s *stuck) Open(ctx context.Context, name string) (dsi.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.once.Do(func() { close(s.opened) })
 	return stuckReader{r, s}, nil
 }
 
@@ -660,6 +659,10 @@ type stuckReader struct {
 }
 
 func (r stuckReader) ReadAt(p []byte, off int64) (int, error) {
+	// opened says a reader is blocked here, not merely open: an ABOR
+	// that came between the open and the first read would find the
+	// mover not stuck at all.
+	r.s.once.Do(func() { close(r.s.opened) })
 	<-r.s.released
 	return r.Reader.ReadAt(p, off)
 }
@@ -713,7 +716,7 @@ func TestStuckMoverFailsRequests(t *testing.T) {
 	select {
 	case <-hung.opened:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the mover never opened the file")
+		t.Fatal("the mover never started reading the file")
 	}
 	r, err = conn.Do(ctx, "ABOR")
 	for err == nil && r.Code/100 != 2 {
