@@ -2,35 +2,15 @@ package client_test
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer for a logger written from several
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestADATNotLogged: the client's debug log shows neither the ADAT token
 // it sends (a Kerberos AP-REQ with its ticket, a GSI handshake message)
@@ -48,7 +28,7 @@ func TestADATNotLogged(t *testing.T) {
 		io.WriteString(srv, "335 ADAT="+answered+"\r\n")
 		r.ReadString('\n')
 	}()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	c, err := client.NewConn(testCtx(t), cli, &client.Config{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
 
 var (
@@ -62,22 +63,7 @@ type buildError struct {
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // lockedBuffer collects a child's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer struct{ syncbuf.Buffer }
 
 // count is how often text occurs in the log.
 func (l *lockedBuffer) count(text string) int { return strings.Count(l.String(), text) }

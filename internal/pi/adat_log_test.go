@@ -1,36 +1,19 @@
 package pi_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestADATNotLogged: the server's debug log of commands hides the ADAT
 // token (a Kerberos AP-REQ with its ticket, a GSI handshake message) as
 // it hides the PASS argument.
 func TestADATNotLogged(t *testing.T) {
 	const token = "YIICVGSSAPITICKETTOKEN"
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	cfg := config(seed(t))
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := dial(t, serve(t, cfg))

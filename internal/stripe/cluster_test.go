@@ -23,6 +23,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/stripe"
 	"github.com/ferrygrid/ferry/internal/testutil/leak"
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -563,7 +564,7 @@ func TestMoverHangsMidTransfer(t *testing.T) {
 // naming it; the mover logs its refusal.
 func TestWrongSecret(t *testing.T) {
 	root, st := newRoot(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	good := startMover(t, "127.0.0.2:0", st, secret)
 	bad := startMover(t, "127.0.0.3:0", st, []byte("another-secret-0123456789"), func(m *stripe.Mover) {
 		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
@@ -612,23 +613,6 @@ func TestWrongSecret(t *testing.T) {
 	if !strings.Contains(log.String(), "refused a frontend") {
 		t.Errorf("the mover did not log the refusal:\n%s", log.String())
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // stuck is a storage whose readers block until released, ignoring their

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
 
 // meddler is a frame-aware TCP proxy between a frontend and a mover: it
@@ -117,23 +118,6 @@ func (md *meddler) pipe(dst, src net.Conn, toMover bool) {
 	}
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (lb *logBuffer) Write(p []byte) (int, error) {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return lb.b.Write(p)
-}
-
-func (lb *logBuffer) String() string {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return lb.b.String()
-}
-
 // waitFor polls cond for up to 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -153,7 +137,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // a spare for sessions; the meddler hits whichever sends next.)
 func TestLinkRefusesTamperedAndReplayedFrames(t *testing.T) {
 	secret := []byte("link-test-secret")
-	var moverLog, poolLog logBuffer
+	var moverLog, poolLog syncbuf.Buffer
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +158,7 @@ func TestLinkRefusesTamperedAndReplayedFrames(t *testing.T) {
 	for _, tc := range []struct {
 		toMover     bool
 		action      string
-		log         *logBuffer
+		log         *syncbuf.Buffer
 		want, where string
 	}{
 		{true, "flip", &moverLog, "frame failed authentication", "mover"},

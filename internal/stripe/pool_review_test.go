@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
 
 // TestPoolCloseLogsNoMoverDown: closing the pool (server shutdown) is not
 // a mover going down; only a mover that really fails is logged as down.
 func TestPoolCloseLogsNoMoverDown(t *testing.T) {
 	addr := serveMover(t, &Mover{Storage: memory.New(), Secret: testSecret, Heartbeat: 50 * time.Millisecond, HeartbeatTimeout: 2 * time.Second})
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	p, err := NewPool(PoolConfig{Movers: []string{addr}, Secret: testSecret,
 		Heartbeat: 50 * time.Millisecond, HeartbeatTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -14,11 +14,12 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
 
 // Binary is where the GCT server is installed.
@@ -87,7 +88,7 @@ func Launch(t testing.TB, root string, port int, extra ...string) *Server {
 		t.Fatalf("gct: %s has mode %v; the server runs as nobody and needs 0777 (use gct.Dir)", root, fi.Mode().Perm())
 	}
 	out := NewWatcher()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	args := []string{
 		"-aa", "-anonymous-user", "nobody",
 		"-p", strconv.Itoa(port),
@@ -189,22 +190,4 @@ func (w *Watcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for the exec copier and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
