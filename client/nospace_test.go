@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"testing"
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -48,20 +48,10 @@ func TestStoreFullDiskReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Storage: fullStorage{Storage: root, limit: 1 << 20}, Anonymous: true, AnonymousWrite: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	t.Cleanup(func() { srv.Close(); <-done })
+	addr := ftpserver.Start(t, server.Config{Storage: fullStorage{Storage: root, limit: 1 << 20}, Anonymous: true, AnonymousWrite: true})
 	ctx := testCtx(t)
 	for i := range 3 {
-		c := login(t, l.Addr().String(), nil)
+		c := login(t, addr, nil)
 		const size = 64 << 20
 		data := io.LimitReader(zeros{}, size)
 		_, err := c.Store(ctx, "/big", data, &client.StoreOptions{Size: size})

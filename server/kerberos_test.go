@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/krb5gss"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/krb5kdc"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -65,18 +65,8 @@ func startKerberos(t *testing.T, mutate func(*server.Config)) *krbEnv {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() { srv.Close(); wg.Wait() })
-	e.addr, e.srv, e.cfg = l.Addr().String(), srv, cfg
+	e.srv, e.addr = ftpserver.StartServer(t, cfg)
+	e.cfg = cfg
 	return e
 }
 
@@ -595,18 +585,8 @@ func TestKerberosService(t *testing.T) {
 	serve := func(service string) *krbEnv {
 		cfg := e.cfg
 		cfg.Storage, cfg.Keytab, cfg.KrbService = fs, other, service
-		srv, err := server.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = srv.Serve(l) })
-		t.Cleanup(func() { srv.Close(); wg.Wait() })
-		return &krbEnv{kdc: e.kdc, srv: srv, cfg: cfg, addr: l.Addr().String()}
+		srv, addr := ftpserver.StartServer(t, cfg)
+		return &krbEnv{kdc: e.kdc, srv: srv, cfg: cfg, addr: addr}
 	}
 	tokenFor := func(spn string) (*krb5gss.Initiator, []byte) {
 		cl := e.gokrb5(t, "alice")

@@ -15,6 +15,14 @@ import (
 // run before it.
 func Start(t testing.TB, cfg server.Config) string {
 	t.Helper()
+	_, addr := StartServer(t, cfg)
+	return addr
+}
+
+// StartServer is Start for a test that also needs the server (to Reload
+// it, say).
+func StartServer(t testing.TB, cfg server.Config) (*server.Server, string) {
+	t.Helper()
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -29,5 +37,5 @@ func Start(t testing.TB, cfg server.Config) string {
 		srv.Close()
 		wg.Wait()
 	})
-	return l.Addr().String()
+	return srv, l.Addr().String()
 }
