@@ -89,7 +89,6 @@ type Log struct {
 	mu      sync.Mutex
 	w       io.Writer // guarded by mu
 	f       *os.File  // guarded by mu; nil for a writer
-	buf     []byte    // guarded by mu
 	failing bool      // guarded by mu: the last write failed (logged once)
 }
 
@@ -130,10 +129,10 @@ func (l *Log) Transfer(t *xfer.Summary) {
 		l.log.Error("transfer log: cannot encode a record", "err", err)
 		return
 	}
+	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf = append(append(l.buf[:0], line...), '\n')
-	_, err = l.w.Write(l.buf)
+	_, err = l.w.Write(line)
 	switch {
 	case err != nil && !l.failing:
 		l.failing = true
