@@ -4,18 +4,34 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"regexp"
-	"strconv"
+	"net/netip"
+	"strings"
 	"sync"
+
+	"github.com/ferrygrid/ferry/internal/wire"
 )
 
-// pasvReply matches the port of a 229 (EPSV) or 227 (PASV) reply.
-var (
-	epsvReply = regexp.MustCompile(`^229 .*\(\|\|\|(\d+)\|\)`)
-	pasvReply = regexp.MustCompile(`^227 .*\((\d+),(\d+),(\d+),(\d+),(\d+),(\d+)\)`)
-	portCmd   = regexp.MustCompile(`(?i)^PORT \d+,\d+,\d+,\d+,(\d+),(\d+)`)
-	eprtCmd   = regexp.MustCompile(`(?i)^EPRT \|\d\|[^|]*\|(\d+)\|`)
-)
+// sniffedPort is the port a control line names, when it is a passive
+// reply of the server (227 PASV, 229 EPSV) or a PORT or EPRT command of
+// the client.
+func sniffedPort(line string) (port int, ok bool) {
+	verb, arg, _ := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+	var ap netip.AddrPort
+	var err error
+	switch strings.ToUpper(verb) {
+	case "227":
+		ap, err = wire.ParsePASVReply(arg)
+	case "229":
+		ap, err = wire.ParseEPSVReply(arg)
+	case "PORT":
+		ap, err = wire.ParsePORT(arg)
+	case "EPRT":
+		ap, err = wire.ParseEPRT(arg)
+	default:
+		return 0, false
+	}
+	return int(ap.Port()), err == nil
+}
 
 // sniffer is a control channel proxy that calls announced with the port
 // of every passive reply from the server (the server's listener) and of
@@ -62,13 +78,8 @@ func (s *sniffer) relay(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {
 			line, err := br.ReadString('\n')
-			if m := eprtCmd.FindStringSubmatch(line); m != nil {
-				p, _ := strconv.Atoi(m[1])
+			if p, ok := sniffedPort(line); ok {
 				s.announced(p)
-			} else if m := portCmd.FindStringSubmatch(line); m != nil {
-				hi, _ := strconv.Atoi(m[1])
-				lo, _ := strconv.Atoi(m[2])
-				s.announced(hi<<8 | lo)
 			}
 			if line != "" {
 				if _, werr := up.Write([]byte(line)); werr != nil {
@@ -84,16 +95,8 @@ func (s *sniffer) relay(c net.Conn) {
 	br := bufio.NewReader(up)
 	for {
 		line, err := br.ReadString('\n')
-		if debugSniff {
-			println("sniff:", line)
-		}
-		if m := epsvReply.FindStringSubmatch(line); m != nil {
-			p, _ := strconv.Atoi(m[1])
+		if p, ok := sniffedPort(line); ok {
 			s.announced(p)
-		} else if m := pasvReply.FindStringSubmatch(line); m != nil {
-			hi, _ := strconv.Atoi(m[5])
-			lo, _ := strconv.Atoi(m[6])
-			s.announced(hi<<8 | lo)
 		}
 		if line != "" {
 			if _, werr := c.Write([]byte(line)); werr != nil {
@@ -110,5 +113,3 @@ func (s *sniffer) close() {
 	s.ln.Close()
 	s.wg.Wait()
 }
-
-var debugSniff = false
