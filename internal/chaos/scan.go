@@ -136,13 +136,7 @@ func (sc *scanner) start(ctx context.Context) (stop func()) {
 					time.Sleep(200 * time.Microsecond)
 					continue
 				}
-				sc.conns.Add(1)
-				kind := rng.IntN(5)
-				if kind == 2 && sc.noForgery {
-					kind = 1 // garbage instead
-				}
-				sc.kinds[kind].Add(1)
-				seed := rng.Uint64() // drawn here: rng is not the goroutine's
+				kind, seed := sc.pick(rng)
 				wg.Go(func() { sc.abuse(ctx, conn, kind, seed) })
 			}
 		})
@@ -158,15 +152,22 @@ func (sc *scanner) burst(ctx context.Context, port int) {
 		if err != nil {
 			continue
 		}
-		sc.conns.Add(1)
-		kind := rng.IntN(5)
-		if kind == 2 && sc.noForgery {
-			kind = 1 // garbage instead
-		}
-		sc.kinds[kind].Add(1)
-		seed := rng.Uint64() // drawn here: rng is not the goroutine's
+		kind, seed := sc.pick(rng)
 		sc.wg.Go(func() { sc.abuse(ctx, conn, kind, seed) })
 	}
+}
+
+// pick counts a stray connection just opened and draws, from rng, the
+// kind of abuse it does and the seed of its own random numbers (drawn
+// here: rng is not the abusing goroutine's).
+func (sc *scanner) pick(rng *rand.Rand) (kind int, seed uint64) {
+	sc.conns.Add(1)
+	kind = rng.IntN(5)
+	if kind == 2 && sc.noForgery {
+		kind = 1 // garbage instead
+	}
+	sc.kinds[kind].Add(1)
+	return kind, rng.Uint64()
 }
 
 func (sc *scanner) abuse(ctx context.Context, conn net.Conn, kind int, seed uint64) {
