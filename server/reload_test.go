@@ -6,13 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	ftpclient "github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/dsi/memory"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/testutil/gatedwriter"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -114,25 +114,6 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// gatedWriter is an io.WriterAt whose first write waits for open: a
-// download that is running, held, while the test reloads.
-type gatedWriter struct {
-	started chan struct{}
-	open    chan struct{}
-	once    sync.Once
-	mu      sync.Mutex
-	n       int64
-}
-
-func (g *gatedWriter) WriteAt(p []byte, off int64) (int, error) {
-	g.once.Do(func() { close(g.started) })
-	<-g.open
-	g.mu.Lock()
-	g.n += int64(len(p))
-	g.mu.Unlock()
-	return len(p), nil
-}
-
 // TestReloadCRL: a CRL that revokes the user, reloaded, refuses the user's
 // new logins, and a login on a channel authenticated before the reload;
 // the session logged in before it carries on and its running download
@@ -145,13 +126,13 @@ func TestReloadCRL(t *testing.T) {
 	defer cancel()
 
 	old := gsiSession(t, pki, addr)
-	g := &gatedWriter{started: make(chan struct{}), open: make(chan struct{})}
+	g := gatedwriter.New()
 	done := make(chan error, 1)
 	go func() {
 		_, err := old.RetrieveAt(ctx, "/big", g, nil)
 		done <- err
 	}()
-	<-g.started
+	<-g.Started()
 	pending, err := gsiDial(t, pki.User, pki, clientTrust, addr)
 	if err != nil {
 		t.Fatal(err)
@@ -191,12 +172,12 @@ func TestReloadCRL(t *testing.T) {
 	}
 
 	// The session of before carries on: its download, then a command.
-	close(g.open)
+	g.Open()
 	if err := <-done; err != nil {
 		t.Fatalf("download running across the reload: %v", err)
 	}
-	if g.n != 5<<20 {
-		t.Fatalf("download moved %d bytes, want %d", g.n, 5<<20)
+	if g.N() != 5<<20 {
+		t.Fatalf("download moved %d bytes, want %d", g.N(), 5<<20)
 	}
 	if err := old.Mkdir(ctx, "/after-reload"); err != nil {
 		t.Fatalf("session of before the reload: %v", err)

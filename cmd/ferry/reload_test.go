@@ -18,6 +18,7 @@ import (
 	ftpclient "github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/gsi"
+	"github.com/ferrygrid/ferry/internal/testutil/gatedwriter"
 	"github.com/ferrygrid/ferry/internal/testutil/gsipki"
 	"github.com/ferrygrid/ferry/internal/testutil/syncbuf"
 )
@@ -123,24 +124,6 @@ func serveChild(t *testing.T, cmd *exec.Cmd) (addr string, log *lockedBuffer) {
 	return addr, log
 }
 
-// gatedWriter is an io.WriterAt whose first write waits for open: a
-// download held running while the test reloads.
-type gatedWriter struct {
-	started, open chan struct{}
-	once          sync.Once
-	mu            sync.Mutex
-	n             int64
-}
-
-func (g *gatedWriter) WriteAt(p []byte, off int64) (int, error) {
-	g.once.Do(func() { close(g.started) })
-	<-g.open
-	g.mu.Lock()
-	g.n += int64(len(p))
-	g.mu.Unlock()
-	return len(p), nil
-}
-
 // TestReloadSIGHUP: a real SIGHUP to a ferry serve process re-reads its
 // -config file and password file. A corrupt password file is refused
 // (the old one kept); a good one takes over for new logins; a key that
@@ -185,13 +168,13 @@ func TestReloadSIGHUP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gatedWriter{started: make(chan struct{}), open: make(chan struct{})}
+	g := gatedwriter.New()
 	done := make(chan error, 1)
 	go func() {
 		_, err := old.RetrieveAt(ctx, "/big", g, nil)
 		done <- err
 	}()
-	<-g.started
+	<-g.Started()
 
 	// A corrupt password file: refused, the old one kept.
 	good, _ := os.ReadFile(pw)
@@ -223,9 +206,9 @@ func TestReloadSIGHUP(t *testing.T) {
 		t.Errorf("the new password: %v", err)
 	}
 
-	close(g.open)
-	if err := <-done; err != nil || g.n != size {
-		t.Fatalf("download across the reloads: %d bytes, %v", g.n, err)
+	g.Open()
+	if err := <-done; err != nil || g.N() != size {
+		t.Fatalf("download across the reloads: %d bytes, %v", g.N(), err)
 	}
 	if err := old.Mkdir(ctx, "/after"); err != nil {
 		t.Fatalf("session of before the reloads: %v", err)
