@@ -142,13 +142,13 @@ type gsiPending struct {
 	ctx       *gss.Context    // nil when only Kerberos is offered
 	steps     int             // ADAT tokens seen; the first picks the mechanism
 	delegated *gsi.Credential // written by the exchange goroutine before it ends
-	timer     *time.Timer     // ends an exchange that takes too long
+	timer     *time.Timer     // ends a GSI exchange that takes too long; nil when ctx is
 	began     time.Time       // AUTH GSSAPI: the exchange's latency counts from here
 }
 
 func (p *gsiPending) close() {
-	p.timer.Stop()
 	if p.ctx != nil {
+		p.timer.Stop()
 		p.ctx.Close()
 	}
 }
@@ -194,7 +194,9 @@ func cmdAUTH(ctx context.Context, s *session, arg string) wire.Reply {
 		if gsiOn {
 			p = s.newAcceptor()
 		} else {
-			p = &gsiPending{began: time.Now(), timer: time.AfterFunc(gsiExchangeTimeout, func() {})}
+			// Kerberos only: the exchange is one ADAT, and there is no
+			// GSI context for a timer to end.
+			p = &gsiPending{began: time.Now()}
 		}
 		s.sec = secState{mode: secGSIPending, pending: p}
 		return ok(334, "Using authentication type; ADAT must follow.")
