@@ -114,8 +114,15 @@ func (e *krbEnv) dial(t *testing.T) *krbClient {
 // token returns a fresh initial context token for principal.
 func (e *krbEnv) token(t *testing.T, principal string) (*krb5gss.Initiator, []byte) {
 	t.Helper()
+	return e.tokenFor(t, principal, "ftp/localhost")
+}
+
+// tokenFor returns a fresh initial context token for principal with a
+// ticket for the service principal spn.
+func (e *krbEnv) tokenFor(t *testing.T, principal, spn string) (*krb5gss.Initiator, []byte) {
+	t.Helper()
 	cl := e.gokrb5(t, principal)
-	tkt, key, err := cl.GetServiceTicket("ftp/localhost")
+	tkt, key, err := cl.GetServiceTicket(spn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,18 +595,6 @@ func TestKerberosService(t *testing.T) {
 		srv, addr := ftpserver.StartServer(t, cfg)
 		return &krbEnv{kdc: e.kdc, srv: srv, cfg: cfg, addr: addr}
 	}
-	tokenFor := func(spn string) (*krb5gss.Initiator, []byte) {
-		cl := e.gokrb5(t, "alice")
-		tkt, key, err := cl.GetServiceTicket(spn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, tok, err := krb5gss.Initiate(tkt, key, cl.Credentials.Domain(), cl.Credentials.CName())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return in, tok
-	}
 	for _, c := range []struct {
 		service, spn string
 		want         int
@@ -621,7 +616,7 @@ func TestKerberosService(t *testing.T) {
 		}
 		s := serve(c.service)
 		k := s.dial(t)
-		in, tok := tokenFor(c.spn)
+		in, tok := e.tokenFor(t, "alice", c.spn)
 		if code, text := k.auth(in, tok); code != c.want {
 			t.Errorf("KrbService %q, ticket for %s: %d %s, want %d", c.service, c.spn, code, text, c.want)
 		}
