@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/testutil/gct"
 )
 
 // Realm is the test realm.
@@ -51,7 +53,7 @@ func Start(t testing.TB) *KDC {
 		}
 	}
 	dir := t.TempDir()
-	port := freePort(t)
+	port := gct.FreePort(t)
 	k := &KDC{Realm: Realm, Dir: dir, Config: filepath.Join(dir, "krb5.conf"), Addr: fmt.Sprintf("127.0.0.1:%d", port)}
 	kdcConf := filepath.Join(dir, "kdc.conf")
 	write(t, kdcConf, fmt.Sprintf(`[kdcdefaults]
@@ -196,14 +198,4 @@ func write(t testing.TB, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
