@@ -158,15 +158,8 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 	}
 	switch e.Type {
 	case "file":
-		if src.local {
-			if err := src.checkLocal(sp); err != nil {
-				return err
-			}
-		}
-		if dst.local {
-			if err := dst.checkLocal(dp); err != nil {
-				return err
-			}
+		if err := checkEnds(src, dst, sp, dp); err != nil {
+			return err
 		}
 		*items = append(*items, item{src: sp, dst: dp, size: e.Size, mtime: e.MTime})
 	case "dir":
@@ -347,17 +340,16 @@ func (a *App) enqueue(u *userState, j *job) job {
 	return snap
 }
 
-// recheck checks an item's local ends against their roots again.
-func (j *job) recheck(it item) error {
-	if j.src.local {
-		if err := j.src.checkLocal(it.src); err != nil {
+// checkEnds checks the local ends of a copy of sp on src to dp on dst
+// against their roots (endpoint.checkLocal).
+func checkEnds(src, dst *endpoint, sp, dp string) error {
+	if src.local {
+		if err := src.checkLocal(sp); err != nil {
 			return err
 		}
 	}
-	if j.dst.local {
-		if err := j.dst.checkLocal(it.dst); err != nil {
-			return err
-		}
+	if dst.local {
+		return dst.checkLocal(dp)
 	}
 	return nil
 }
@@ -386,7 +378,7 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	// The tree may have changed since: check the items again (the
 	// engine confines every open to the roots all the same).
 	for _, it := range old.items {
-		if err := old.recheck(it); err != nil {
+		if err := checkEnds(old.src, old.dst, it.src, it.dst); err != nil {
 			opError(w, err)
 			return
 		}
