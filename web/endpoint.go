@@ -148,17 +148,38 @@ func (ep *endpoint) rel(p string) (string, error) {
 // leave it, by ".." or by symbolic links.
 func (ep *endpoint) openRoot() (*os.Root, error) { return os.OpenRoot(ep.root) }
 
-func (ep *endpoint) lstatLocal(p string) (fs.FileInfo, error) {
+// inRoot calls f with the endpoint's open root and the local path p
+// relative to it (ep.rel), and closes the root.
+func (ep *endpoint) inRoot(p string, f func(r *os.Root, rel string) error) error {
 	rel, err := ep.rel(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r, err := ep.openRoot()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
-	return r.Stat(rel)
+	return f(r, rel)
+}
+
+// withConn calls f with a new connection to the endpoint's server, and
+// closes it.
+func (ep *endpoint) withConn(ctx context.Context, f func(c *client.Conn) error) error {
+	c, err := ep.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
+}
+
+func (ep *endpoint) lstatLocal(p string) (fi fs.FileInfo, err error) {
+	err = ep.inRoot(p, func(r *os.Root, rel string) error {
+		fi, err = r.Stat(rel)
+		return err
+	})
+	return fi, err
 }
 
 // checkLocal makes sure p, with its symbolic links followed, stays in
@@ -245,22 +266,20 @@ var maxListEntries = 200000
 
 func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	if ep.local {
-		rel, err := ep.rel(p)
+		var des []fs.DirEntry
+		err := ep.inRoot(p, func(r *os.Root, rel string) error {
+			f, err := r.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			des, err = f.ReadDir(maxListEntries + 1)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		f, err := r.Open(rel)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		des, err := f.ReadDir(maxListEntries + 1)
-		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
 		if len(des) > maxListEntries {
@@ -285,12 +304,11 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 		}
 		return out, nil
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	es, err := c.List(ctx, p)
+	var es []client.Entry
+	err := ep.withConn(ctx, func(c *client.Conn) (err error) {
+		es, err = c.List(ctx, p)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -320,23 +338,9 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 
 func (ep *endpoint) mkdir(ctx context.Context, p string) error {
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Mkdir(rel, 0o755)
+		return ep.inRoot(p, func(r *os.Root, rel string) error { return r.Mkdir(rel, 0o755) })
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Mkdir(ctx, p)
+	return ep.withConn(ctx, func(c *client.Conn) error { return c.Mkdir(ctx, p) })
 }
 
 func (ep *endpoint) rename(ctx context.Context, from, to string) error {
@@ -345,85 +349,56 @@ func (ep *endpoint) rename(ctx context.Context, from, to string) error {
 		if err != nil {
 			return err
 		}
-		rt, err := ep.rel(to)
-		if err != nil {
-			return err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Rename(rf, rt)
+		return ep.inRoot(to, func(r *os.Root, rt string) error { return r.Rename(rf, rt) })
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Rename(ctx, from, to)
+	return ep.withConn(ctx, func(c *client.Conn) error { return c.Rename(ctx, from, to) })
 }
 
 // remove deletes a file or an empty directory.
 func (ep *endpoint) remove(ctx context.Context, p string, dir bool) error {
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return errors.New("cannot delete the root")
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Remove(rel)
+		return ep.inRoot(p, func(r *os.Root, rel string) error {
+			if rel == "." {
+				return errors.New("cannot delete the root")
+			}
+			return r.Remove(rel)
+		})
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if dir {
-		return c.Rmdir(ctx, p)
-	}
-	return c.Delete(ctx, p)
+	return ep.withConn(ctx, func(c *client.Conn) error {
+		if dir {
+			return c.Rmdir(ctx, p)
+		}
+		return c.Delete(ctx, p)
+	})
 }
 
 // checksum returns the verifyAlg checksum of the file p.
 func (ep *endpoint) checksum(ctx context.Context, p string) (string, error) {
+	var sum string
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return "", err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return "", err
-		}
-		defer r.Close()
-		f, err := r.Open(rel)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return "", err
-		}
-		if !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a file", p)
-		}
-		return checksum.Compute(ctx, f, fi.Size(), 0, -1, verifyAlg)
+		err := ep.inRoot(p, func(r *os.Root, rel string) error {
+			f, err := r.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("%s is not a file", p)
+			}
+			sum, err = checksum.Compute(ctx, f, fi.Size(), 0, -1, verifyAlg)
+			return err
+		})
+		return sum, err
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	return c.Checksum(ctx, verifyAlg, p, 0, -1)
+	err := ep.withConn(ctx, func(c *client.Conn) (err error) {
+		sum, err = c.Checksum(ctx, verifyAlg, p, 0, -1)
+		return err
+	})
+	return sum, err
 }
 
 // endpointOf returns u's endpoint id, or writes 404.
