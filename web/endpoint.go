@@ -504,7 +504,9 @@ type fileOpRequest struct {
 	IsDir bool   `json:"isDir,omitempty"` // delete: a directory
 }
 
-func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op func(ctx context.Context, ep *endpoint, req fileOpRequest) error) {
+// fileOp serves an operation on one entry of an endpoint's directory:
+// op's reply, or an empty object when it has none.
+func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error)) {
 	var req fileOpRequest
 	if !readJSON(w, r, &req) {
 		return
@@ -518,30 +520,34 @@ func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op fu
 		return
 	}
 	req.Dir = ep.clean(req.Dir)
-	if err := op(r.Context(), ep, req); err != nil {
+	reply, err := op(r.Context(), ep, req)
+	if err != nil {
 		opError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	if reply == nil {
+		reply = struct{}{}
+	}
+	writeJSON(w, http.StatusOK, reply)
 }
 
 func (a *App) mkdir(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
-		return ep.mkdir(ctx, ep.join(req.Dir, req.Name))
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		return nil, ep.mkdir(ctx, ep.join(req.Dir, req.Name))
 	})
 }
 
 func (a *App) rename(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
 		if err := checkName(req.To); err != nil {
-			return badRequest{err}
+			return nil, badRequest{err}
 		}
-		return ep.rename(ctx, ep.join(req.Dir, req.Name), ep.join(req.Dir, req.To))
+		return nil, ep.rename(ctx, ep.join(req.Dir, req.Name), ep.join(req.Dir, req.To))
 	})
 }
 
 func (a *App) remove(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
-		return ep.remove(ctx, ep.join(req.Dir, req.Name), req.IsDir)
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		return nil, ep.remove(ctx, ep.join(req.Dir, req.Name), req.IsDir)
 	})
 }

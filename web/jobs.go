@@ -559,24 +559,13 @@ type checksumReply struct {
 // checksum computes a file's checksum where it lies: on the server
 // (CKSM), or here for a local file.
 func (a *App) checksum(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	var req fileOpRequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	ep := u.endpointOf(w, req.EP)
-	if ep == nil {
-		return
-	}
-	if err := checkName(req.Name); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	sum, err := ep.checksum(r.Context(), ep.join(ep.clean(req.Dir), req.Name))
-	if err != nil {
-		opError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, checksumReply{Alg: verifyAlg, Sum: sum})
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		sum, err := ep.checksum(ctx, ep.join(req.Dir, req.Name))
+		if err != nil {
+			return nil, err
+		}
+		return checksumReply{Alg: verifyAlg, Sum: sum}, nil
+	})
 }
 
 // maxJobs bounds the jobs a user's list keeps: the oldest finished ones
