@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -660,7 +661,7 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		u.mu.Unlock()
 		if v != seen {
 			seen = v
-			b, _ := jsonMarshal(jobs)
+			b, _ := json.Marshal(jobs)
 			if _, err := fmt.Fprintf(w, "event: jobs\ndata: %s\n\n", b); err != nil {
 				return
 			}
