@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/transfer"
 )
 
@@ -235,6 +236,14 @@ func (ep *endpoint) location(p string, root *os.Root) transfer.Location {
 	l.Path = p
 	l.Display = ep.Base + p
 	return l
+}
+
+// historyEndpoint is the history's name of the endpoint.
+func (ep *endpoint) historyEndpoint() history.Endpoint {
+	if ep.local {
+		return history.Endpoint{Scheme: "file"}
+	}
+	return ep.loc.HistoryEndpoint()
 }
 
 // clean cleans an endpoint path; local paths in the host's syntax.

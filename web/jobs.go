@@ -182,26 +182,12 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 	return nil
 }
 
-// historyEndpoint is the history's name of an endpoint.
-func historyEndpoint(ep *endpoint) history.Endpoint {
-	if ep.local {
-		return history.Endpoint{Scheme: "file"}
-	}
-	host, port, _ := net.SplitHostPort(ep.loc.Addr)
-	p, _ := strconv.Atoi(port)
-	scheme := "ftp"
-	if ep.loc.GSI {
-		scheme = "gsiftp"
-	}
-	return history.NewEndpoint(scheme, host, p)
-}
-
 func (a *App) advise(ctx context.Context, u *userState, src, dst *endpoint, items []item) adviceReply {
 	var total int64
 	for _, it := range items {
 		total += max(it.size, 0)
 	}
-	in := advisor.Input{Src: historyEndpoint(src), Dst: historyEndpoint(dst), Files: len(items), Kernel: probe.KernelLimits()}
+	in := advisor.Input{Src: src.historyEndpoint(), Dst: dst.historyEndpoint(), Files: len(items), Kernel: probe.KernelLimits()}
 	if len(items) > 0 {
 		in.Size = total / int64(len(items))
 	}
