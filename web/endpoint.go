@@ -184,11 +184,14 @@ func (ep *endpoint) lstatLocal(p string) (fi fs.FileInfo, err error) {
 }
 
 // checkLocal makes sure p, with its symbolic links followed, stays in
-// the root: what the engine will open by name. For a destination to be,
-// its nearest existing ancestor must.
-func (ep *endpoint) checkLocal(p string) error {
+// the root, open as r: what the engine will open by name. For a
+// destination to be, its nearest existing ancestor must.
+func (ep *endpoint) checkLocal(r *os.Root, p string) error {
 	for {
-		_, err := ep.lstatLocal(p)
+		rel, err := ep.rel(p)
+		if err == nil {
+			_, err = r.Stat(rel)
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return confined(err)
 		}

@@ -97,6 +97,13 @@ func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The files' local ends are checked through their roots, opened
+	// once for the whole tree.
+	ends, err := openEnds(src, dst)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer ends.close()
 	byName := map[string]entry{}
 	for _, e := range es {
 		byName[e.Name] = e
@@ -109,7 +116,7 @@ func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, 
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("%s: not found in %s", n, srcDir)
 		}
-		if err := a.expand(ctx, src, dst, src.join(srcDir, n), dst.join(dstDir, n), e, &items, 0); err != nil {
+		if err := a.expand(ctx, ends, src.join(srcDir, n), dst.join(dstDir, n), e, &items, 0); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -153,13 +160,14 @@ var errNoEndpoint = errors.New("no such endpoint")
 // maxItems bounds the files of one job.
 const maxItems = 100000
 
-func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e entry, items *[]item, depth int) error {
+func (a *App) expand(ctx context.Context, ends copyEnds, sp, dp string, e entry, items *[]item, depth int) error {
 	if len(*items) >= maxItems || depth > 64 {
 		return errors.New("too many files or too deep a tree")
 	}
+	src, dst := ends.src, ends.dst
 	switch e.Type {
 	case "file":
-		if err := checkEnds(src, dst, sp, dp); err != nil {
+		if err := ends.check(sp, dp); err != nil {
 			return err
 		}
 		*items = append(*items, item{src: sp, dst: dp, size: e.Size, mtime: e.MTime})
@@ -172,7 +180,7 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 			if checkName(c.Name) != nil {
 				continue
 			}
-			if err := a.expand(ctx, src, dst, src.join(sp, c.Name), dst.join(dp, c.Name), c, items, depth+1); err != nil {
+			if err := a.expand(ctx, ends, src.join(sp, c.Name), dst.join(dp, c.Name), c, items, depth+1); err != nil {
 				return err
 			}
 		}
@@ -327,16 +335,50 @@ func (a *App) enqueue(u *userState, j *job) job {
 	return snap
 }
 
-// checkEnds checks the local ends of a copy of sp on src to dp on dst
-// against their roots (endpoint.checkLocal).
-func checkEnds(src, dst *endpoint, sp, dp string) error {
+// copyEnds are the two endpoints of a copy, with the roots of the
+// local ones open (nil for a server).
+type copyEnds struct {
+	src, dst         *endpoint
+	srcRoot, dstRoot *os.Root
+}
+
+// openEnds opens the roots of src and dst that are local.
+func openEnds(src, dst *endpoint) (copyEnds, error) {
+	e := copyEnds{src: src, dst: dst}
+	var err error
 	if src.local {
-		if err := src.checkLocal(sp); err != nil {
-			return err
+		if e.srcRoot, err = src.openRoot(); err != nil {
+			return copyEnds{}, err
 		}
 	}
 	if dst.local {
-		return dst.checkLocal(dp)
+		if e.dstRoot, err = dst.openRoot(); err != nil {
+			e.close()
+			return copyEnds{}, err
+		}
+	}
+	return e, nil
+}
+
+// close closes the open roots.
+func (e copyEnds) close() {
+	for _, r := range []*os.Root{e.srcRoot, e.dstRoot} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// check checks the local ends of a copy of sp to dp against their roots
+// (endpoint.checkLocal).
+func (e copyEnds) check(sp, dp string) error {
+	if e.src.local {
+		if err := e.src.checkLocal(e.srcRoot, sp); err != nil {
+			return err
+		}
+	}
+	if e.dst.local {
+		return e.dst.checkLocal(e.dstRoot, dp)
 	}
 	return nil
 }
@@ -364,8 +406,14 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	}
 	// The tree may have changed since: check the items again (the
 	// engine confines every open to the roots all the same).
+	ends, err := openEnds(old.src, old.dst)
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	defer ends.close()
 	for _, it := range old.items {
-		if err := checkEnds(old.src, old.dst, it.src, it.dst); err != nil {
+		if err := ends.check(it.src, it.dst); err != nil {
 			opError(w, err)
 			return
 		}
@@ -415,7 +463,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	u.mu.Unlock()
 	// Every local file of the job is opened through its endpoint's
 	// root, at the moment the engine uses it.
-	srcRoot, dstRoot, err := j.openRoots()
+	ends, err := openEnds(j.src, j.dst)
 	if err != nil {
 		u.mu.Lock()
 		defer u.mu.Unlock()
@@ -424,8 +472,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		u.bumpLocked()
 		return
 	}
-	defer closeRoot(srcRoot)
-	defer closeRoot(dstRoot)
+	defer ends.close()
 	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
 		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
 		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
@@ -447,7 +494,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		}
 		lastT := time.Now()
 		var lastStreams []int64
-		req := transfer.Request{Src: j.src.location(it.src, srcRoot), Dst: j.dst.location(it.dst, dstRoot), Options: o, CreateDirs: true}
+		req := transfer.Request{Src: j.src.location(it.src, ends.srcRoot), Dst: j.dst.location(it.dst, ends.dstRoot), Options: o, CreateDirs: true}
 		var res transfer.Result
 		res, err = u.engine.Copy(ctx, req, func(e transfer.Event) {
 			if e.Kind != transfer.EventProgress {
@@ -509,29 +556,6 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		}
 	}
 	u.bumpLocked()
-}
-
-// closeRoot closes r unless it is nil.
-func closeRoot(r *os.Root) {
-	if r != nil {
-		r.Close()
-	}
-}
-
-// openRoots opens the roots of j's local ends (nil for a server).
-func (j *job) openRoots() (src, dst *os.Root, err error) {
-	if j.src.local {
-		if src, err = j.src.openRoot(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if j.dst.local {
-		if dst, err = j.dst.openRoot(); err != nil {
-			closeRoot(src)
-			return nil, nil, err
-		}
-	}
-	return src, dst, nil
 }
 
 // verifyAlg is the checksum algorithm of copies and of the checksum
