@@ -307,5 +307,3 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	return true
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -107,6 +107,27 @@ func visible(sel string) step { return chromedp.WaitVisible(chromedp.CSS(sel)) }
 func click(sel string) step   { return chromedp.Click(chromedp.CSS(sel)) }
 func keys(sel, v string) step { return chromedp.SendKeys(chromedp.CSS(sel), v) }
 
+// logIn loads ta's page and logs in as user with the password of
+// testPasswords, until the panes show.
+func logIn(ta *testApp, user string) step {
+	return chromedp.Steps(
+		chromedp.Navigate(ta.srv.URL+"/"),
+		visible("#login-form"),
+		keys("#login-user", user),
+		keys("#login-password", testPasswords[user]),
+		click("#login-submit"),
+		visible("#browse-view"),
+	)
+}
+
+// openPane types url into pane's address field and opens it.
+func openPane(pane, url string) step {
+	return chromedp.Steps(
+		keys(`[data-pane="`+pane+`"] .url`, url),
+		click(`[data-pane="`+pane+`"] .open-button`),
+	)
+}
+
 // shot saves a screenshot of the page as docs/NAME.png when
 // FERRY_WEB_SCREENSHOTS names a directory.
 func shot(t *testing.T, ctx context.Context, name string) {
@@ -180,11 +201,9 @@ func TestBrowserCopy(t *testing.T) {
 		visible("#browse-view"),
 	)
 	run(t, ctx, "open the panes",
-		keys(`[data-pane="left"] .url`, f.url+"/"),
-		click(`[data-pane="left"] .open-button`),
+		openPane("left", f.url+"/"),
 		visible(entrySel("left", "a.bin")),
-		keys(`[data-pane="right"] .url`, "file://"+ta.root),
-		click(`[data-pane="right"] .open-button`),
+		openPane("right", "file://"+ta.root),
 		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(ta.root)),
 	)
 
@@ -352,17 +371,11 @@ func TestBrowserLoad(t *testing.T) {
 	}
 	ctx := browser(t)
 	run(t, ctx, "log in",
-		chromedp.Navigate(ta.srv.URL+"/"),
-		visible("#login-form"),
-		keys("#login-user", "bob"),
-		keys("#login-password", "bob-secret"),
-		click("#login-submit"),
-		visible("#browse-view"),
+		logIn(ta, "bob"),
 	)
 	start := time.Now()
 	run(t, ctx, "open 10,000 entries",
-		keys(`[data-pane="right"] .url`, "file://"+big),
-		click(`[data-pane="right"] .open-button`),
+		openPane("right", "file://"+big),
 		until(`document.querySelector('[data-pane="right"] .status').textContent.startsWith("10000 of 10000 entries")`),
 		visible(entrySel("right", "file-00000.dat")),
 	)
@@ -399,8 +412,7 @@ func TestBrowserLoad(t *testing.T) {
 
 	// 20 copies at once, started the way the dialog starts them.
 	run(t, ctx, "open the server",
-		keys(`[data-pane="left"] .url`, f.url+"/"),
-		click(`[data-pane="left"] .open-button`),
+		openPane("left", f.url+"/"),
 		visible(entrySel("left", "slow-19.bin")),
 	)
 	started := get(t, ctx, chromedp.Evaluate[int](`(async () => {
@@ -458,17 +470,10 @@ func TestBrowserGCT(t *testing.T) {
 	gaddr := gct.Start(t, gdir)
 	ctx := browser(t)
 	run(t, ctx, "log in and open the panes",
-		chromedp.Navigate(ta.srv.URL+"/"),
-		visible("#login-form"),
-		keys("#login-user", "alice"),
-		keys("#login-password", "alice-secret"),
-		click("#login-submit"),
-		visible("#browse-view"),
-		keys(`[data-pane="left"] .url`, f.url+"/"),
-		click(`[data-pane="left"] .open-button`),
+		logIn(ta, "alice"),
+		openPane("left", f.url+"/"),
 		visible(entrySel("left", "a.bin")),
-		keys(`[data-pane="right"] .url`, "ftp://"+gaddr+gdir+"/"),
-		click(`[data-pane="right"] .open-button`),
+		openPane("right", "ftp://"+gaddr+gdir+"/"),
 		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(gdir)),
 	)
 	run(t, ctx, "drag a.bin to GCT",
@@ -527,14 +532,8 @@ func TestBrowserGSI(t *testing.T) {
 	g := gctgsi.Start(t, pki, nil)
 	ctx := browser(t)
 	run(t, ctx, "log in; gsiftp:// without a proxy",
-		chromedp.Navigate(ta.srv.URL+"/"),
-		visible("#login-form"),
-		keys("#login-user", "alice"),
-		keys("#login-password", "alice-secret"),
-		click("#login-submit"),
-		visible("#browse-view"),
-		keys(`[data-pane="left"] .url`, f.url+"/"),
-		click(`[data-pane="left"] .open-button`),
+		logIn(ta, "alice"),
+		openPane("left", f.url+"/"),
 		until(`document.querySelector('[data-pane="left"] .pane-error').textContent !== ""`),
 	)
 	if msg := text(t, ctx, `[data-pane="left"] .pane-error`); !strings.HasPrefix(msg, "no proxy") {
@@ -573,8 +572,7 @@ func TestBrowserGSI(t *testing.T) {
 	run(t, ctx, "open both GSI servers",
 		click(`[data-pane="left"] .open-button`),
 		visible(entrySel("left", "g.bin")),
-		keys(`[data-pane="right"] .url`, "gsiftp://"+g.Addr+gdir+"/"),
-		click(`[data-pane="right"] .open-button`),
+		openPane("right", "gsiftp://"+g.Addr+gdir+"/"),
 		until(`document.querySelector('[data-pane="right"]').dataset.path === `+jsString(gdir)),
 	)
 	run(t, ctx, "drag g.bin to GCT",
@@ -601,14 +599,8 @@ func TestBrowserFileOps(t *testing.T) {
 	writeFile(t, filepath.Join(ta.root, "sub", "deep.txt"), []byte("deep"))
 	ctx := browser(t)
 	run(t, ctx, "log in; a file:// outside the roots",
-		chromedp.Navigate(ta.srv.URL+"/"),
-		visible("#login-form"),
-		keys("#login-user", "bob"),
-		keys("#login-password", "bob-secret"),
-		click("#login-submit"),
-		visible("#browse-view"),
-		keys(`[data-pane="left"] .url`, "file:///etc"),
-		click(`[data-pane="left"] .open-button`),
+		logIn(ta, "bob"),
+		openPane("left", "file:///etc"),
 		until(`document.querySelector('[data-pane="left"] .pane-error').textContent !== ""`),
 	)
 	if msg := text(t, ctx, `[data-pane="left"] .pane-error`); !strings.Contains(msg, "outside the allowed directories") {

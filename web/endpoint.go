@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/transfer"
 )
 
@@ -148,25 +149,49 @@ func (ep *endpoint) rel(p string) (string, error) {
 // leave it, by ".." or by symbolic links.
 func (ep *endpoint) openRoot() (*os.Root, error) { return os.OpenRoot(ep.root) }
 
-func (ep *endpoint) lstatLocal(p string) (fs.FileInfo, error) {
+// inRoot calls f with the endpoint's open root and the local path p
+// relative to it (ep.rel), and closes the root.
+func (ep *endpoint) inRoot(p string, f func(r *os.Root, rel string) error) error {
 	rel, err := ep.rel(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r, err := ep.openRoot()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
-	return r.Stat(rel)
+	return f(r, rel)
+}
+
+// withConn calls f with a new connection to the endpoint's server, and
+// closes it.
+func (ep *endpoint) withConn(ctx context.Context, f func(c *client.Conn) error) error {
+	c, err := ep.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
+}
+
+func (ep *endpoint) lstatLocal(p string) (fi fs.FileInfo, err error) {
+	err = ep.inRoot(p, func(r *os.Root, rel string) error {
+		fi, err = r.Stat(rel)
+		return err
+	})
+	return fi, err
 }
 
 // checkLocal makes sure p, with its symbolic links followed, stays in
-// the root: what the engine will open by name. For a destination to be,
-// its nearest existing ancestor must.
-func (ep *endpoint) checkLocal(p string) error {
+// the root, open as r: what the engine will open by name. For a
+// destination to be, its nearest existing ancestor must.
+func (ep *endpoint) checkLocal(r *os.Root, p string) error {
 	for {
-		_, err := ep.lstatLocal(p)
+		rel, err := ep.rel(p)
+		if err == nil {
+			_, err = r.Stat(rel)
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return confined(err)
 		}
@@ -216,6 +241,14 @@ func (ep *endpoint) location(p string, root *os.Root) transfer.Location {
 	return l
 }
 
+// historyEndpoint is the history's name of the endpoint.
+func (ep *endpoint) historyEndpoint() history.Endpoint {
+	if ep.local {
+		return history.Endpoint{Scheme: "file"}
+	}
+	return ep.loc.HistoryEndpoint()
+}
+
 // clean cleans an endpoint path; local paths in the host's syntax.
 func (ep *endpoint) clean(p string) string {
 	if ep.local {
@@ -245,22 +278,20 @@ var maxListEntries = 200000
 
 func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 	if ep.local {
-		rel, err := ep.rel(p)
+		var des []fs.DirEntry
+		err := ep.inRoot(p, func(r *os.Root, rel string) error {
+			f, err := r.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			des, err = f.ReadDir(maxListEntries + 1)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		f, err := r.Open(rel)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		des, err := f.ReadDir(maxListEntries + 1)
-		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
 		if len(des) > maxListEntries {
@@ -285,12 +316,11 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 		}
 		return out, nil
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	es, err := c.List(ctx, p)
+	var es []client.Entry
+	err := ep.withConn(ctx, func(c *client.Conn) (err error) {
+		es, err = c.List(ctx, p)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -320,23 +350,9 @@ func (ep *endpoint) list(ctx context.Context, p string) ([]entry, error) {
 
 func (ep *endpoint) mkdir(ctx context.Context, p string) error {
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Mkdir(rel, 0o755)
+		return ep.inRoot(p, func(r *os.Root, rel string) error { return r.Mkdir(rel, 0o755) })
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Mkdir(ctx, p)
+	return ep.withConn(ctx, func(c *client.Conn) error { return c.Mkdir(ctx, p) })
 }
 
 func (ep *endpoint) rename(ctx context.Context, from, to string) error {
@@ -345,85 +361,56 @@ func (ep *endpoint) rename(ctx context.Context, from, to string) error {
 		if err != nil {
 			return err
 		}
-		rt, err := ep.rel(to)
-		if err != nil {
-			return err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Rename(rf, rt)
+		return ep.inRoot(to, func(r *os.Root, rt string) error { return r.Rename(rf, rt) })
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Rename(ctx, from, to)
+	return ep.withConn(ctx, func(c *client.Conn) error { return c.Rename(ctx, from, to) })
 }
 
 // remove deletes a file or an empty directory.
 func (ep *endpoint) remove(ctx context.Context, p string, dir bool) error {
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return errors.New("cannot delete the root")
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Remove(rel)
+		return ep.inRoot(p, func(r *os.Root, rel string) error {
+			if rel == "." {
+				return errors.New("cannot delete the root")
+			}
+			return r.Remove(rel)
+		})
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if dir {
-		return c.Rmdir(ctx, p)
-	}
-	return c.Delete(ctx, p)
+	return ep.withConn(ctx, func(c *client.Conn) error {
+		if dir {
+			return c.Rmdir(ctx, p)
+		}
+		return c.Delete(ctx, p)
+	})
 }
 
 // checksum returns the verifyAlg checksum of the file p.
 func (ep *endpoint) checksum(ctx context.Context, p string) (string, error) {
+	var sum string
 	if ep.local {
-		rel, err := ep.rel(p)
-		if err != nil {
-			return "", err
-		}
-		r, err := ep.openRoot()
-		if err != nil {
-			return "", err
-		}
-		defer r.Close()
-		f, err := r.Open(rel)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return "", err
-		}
-		if !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a file", p)
-		}
-		return checksum.Compute(ctx, f, fi.Size(), 0, -1, verifyAlg)
+		err := ep.inRoot(p, func(r *os.Root, rel string) error {
+			f, err := r.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("%s is not a file", p)
+			}
+			sum, err = checksum.Compute(ctx, f, fi.Size(), 0, -1, verifyAlg)
+			return err
+		})
+		return sum, err
 	}
-	c, err := ep.dial(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	return c.Checksum(ctx, verifyAlg, p, 0, -1)
+	err := ep.withConn(ctx, func(c *client.Conn) (err error) {
+		sum, err = c.Checksum(ctx, verifyAlg, p, 0, -1)
+		return err
+	})
+	return sum, err
 }
 
 // endpointOf returns u's endpoint id, or writes 404.
@@ -529,7 +516,9 @@ type fileOpRequest struct {
 	IsDir bool   `json:"isDir,omitempty"` // delete: a directory
 }
 
-func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op func(ctx context.Context, ep *endpoint, req fileOpRequest) error) {
+// fileOp serves an operation on one entry of an endpoint's directory:
+// op's reply, or an empty object when it has none.
+func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error)) {
 	var req fileOpRequest
 	if !readJSON(w, r, &req) {
 		return
@@ -543,30 +532,34 @@ func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op fu
 		return
 	}
 	req.Dir = ep.clean(req.Dir)
-	if err := op(r.Context(), ep, req); err != nil {
+	reply, err := op(r.Context(), ep, req)
+	if err != nil {
 		opError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	if reply == nil {
+		reply = struct{}{}
+	}
+	writeJSON(w, http.StatusOK, reply)
 }
 
 func (a *App) mkdir(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
-		return ep.mkdir(ctx, ep.join(req.Dir, req.Name))
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		return nil, ep.mkdir(ctx, ep.join(req.Dir, req.Name))
 	})
 }
 
 func (a *App) rename(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
 		if err := checkName(req.To); err != nil {
-			return badRequest{err}
+			return nil, badRequest{err}
 		}
-		return ep.rename(ctx, ep.join(req.Dir, req.Name), ep.join(req.Dir, req.To))
+		return nil, ep.rename(ctx, ep.join(req.Dir, req.Name), ep.join(req.Dir, req.To))
 	})
 }
 
 func (a *App) remove(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) error {
-		return ep.remove(ctx, ep.join(req.Dir, req.Name), req.IsDir)
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		return nil, ep.remove(ctx, ep.join(req.Dir, req.Name), req.IsDir)
 	})
 }

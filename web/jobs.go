@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -96,6 +97,13 @@ func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The files' local ends are checked through their roots, opened
+	// once for the whole tree.
+	ends, err := openEnds(src, dst)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer ends.close()
 	byName := map[string]entry{}
 	for _, e := range es {
 		byName[e.Name] = e
@@ -108,7 +116,7 @@ func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, 
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("%s: not found in %s", n, srcDir)
 		}
-		if err := a.expand(ctx, src, dst, src.join(srcDir, n), dst.join(dstDir, n), e, &items, 0); err != nil {
+		if err := a.expand(ctx, ends, src.join(srcDir, n), dst.join(dstDir, n), e, &items, 0); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -152,21 +160,15 @@ var errNoEndpoint = errors.New("no such endpoint")
 // maxItems bounds the files of one job.
 const maxItems = 100000
 
-func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e entry, items *[]item, depth int) error {
+func (a *App) expand(ctx context.Context, ends copyEnds, sp, dp string, e entry, items *[]item, depth int) error {
 	if len(*items) >= maxItems || depth > 64 {
 		return errors.New("too many files or too deep a tree")
 	}
+	src, dst := ends.src, ends.dst
 	switch e.Type {
 	case "file":
-		if src.local {
-			if err := src.checkLocal(sp); err != nil {
-				return err
-			}
-		}
-		if dst.local {
-			if err := dst.checkLocal(dp); err != nil {
-				return err
-			}
+		if err := ends.check(sp, dp); err != nil {
+			return err
 		}
 		*items = append(*items, item{src: sp, dst: dp, size: e.Size, mtime: e.MTime})
 	case "dir":
@@ -178,7 +180,7 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 			if checkName(c.Name) != nil {
 				continue
 			}
-			if err := a.expand(ctx, src, dst, src.join(sp, c.Name), dst.join(dp, c.Name), c, items, depth+1); err != nil {
+			if err := a.expand(ctx, ends, src.join(sp, c.Name), dst.join(dp, c.Name), c, items, depth+1); err != nil {
 				return err
 			}
 		}
@@ -188,26 +190,12 @@ func (a *App) expand(ctx context.Context, src, dst *endpoint, sp, dp string, e e
 	return nil
 }
 
-// historyEndpoint is the history's name of an endpoint.
-func historyEndpoint(ep *endpoint) history.Endpoint {
-	if ep.local {
-		return history.Endpoint{Scheme: "file"}
-	}
-	host, port, _ := net.SplitHostPort(ep.loc.Addr)
-	p, _ := strconv.Atoi(port)
-	scheme := "ftp"
-	if ep.loc.GSI {
-		scheme = "gsiftp"
-	}
-	return history.NewEndpoint(scheme, host, p)
-}
-
 func (a *App) advise(ctx context.Context, u *userState, src, dst *endpoint, items []item) adviceReply {
 	var total int64
 	for _, it := range items {
 		total += max(it.size, 0)
 	}
-	in := advisor.Input{Src: historyEndpoint(src), Dst: historyEndpoint(dst), Files: len(items), Kernel: probe.KernelLimits()}
+	in := advisor.Input{Src: src.historyEndpoint(), Dst: dst.historyEndpoint(), Files: len(items), Kernel: probe.KernelLimits()}
 	if len(items) > 0 {
 		in.Size = total / int64(len(items))
 	}
@@ -347,17 +335,50 @@ func (a *App) enqueue(u *userState, j *job) job {
 	return snap
 }
 
-// recheck checks an item's local ends against their roots again.
-func (j *job) recheck(it item) error {
-	if j.src.local {
-		if err := j.src.checkLocal(it.src); err != nil {
+// copyEnds are the two endpoints of a copy, with the roots of the
+// local ones open (nil for a server).
+type copyEnds struct {
+	src, dst         *endpoint
+	srcRoot, dstRoot *os.Root
+}
+
+// openEnds opens the roots of src and dst that are local.
+func openEnds(src, dst *endpoint) (copyEnds, error) {
+	e := copyEnds{src: src, dst: dst}
+	var err error
+	if src.local {
+		if e.srcRoot, err = src.openRoot(); err != nil {
+			return copyEnds{}, err
+		}
+	}
+	if dst.local {
+		if e.dstRoot, err = dst.openRoot(); err != nil {
+			e.close()
+			return copyEnds{}, err
+		}
+	}
+	return e, nil
+}
+
+// close closes the open roots.
+func (e copyEnds) close() {
+	for _, r := range []*os.Root{e.srcRoot, e.dstRoot} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// check checks the local ends of a copy of sp to dp against their roots
+// (endpoint.checkLocal).
+func (e copyEnds) check(sp, dp string) error {
+	if e.src.local {
+		if err := e.src.checkLocal(e.srcRoot, sp); err != nil {
 			return err
 		}
 	}
-	if j.dst.local {
-		if err := j.dst.checkLocal(it.dst); err != nil {
-			return err
-		}
+	if e.dst.local {
+		return e.dst.checkLocal(e.dstRoot, dp)
 	}
 	return nil
 }
@@ -385,8 +406,14 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	}
 	// The tree may have changed since: check the items again (the
 	// engine confines every open to the roots all the same).
+	ends, err := openEnds(old.src, old.dst)
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	defer ends.close()
 	for _, it := range old.items {
-		if err := old.recheck(it); err != nil {
+		if err := ends.check(it.src, it.dst); err != nil {
 			opError(w, err)
 			return
 		}
@@ -436,7 +463,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	u.mu.Unlock()
 	// Every local file of the job is opened through its endpoint's
 	// root, at the moment the engine uses it.
-	srcRoot, dstRoot, err := j.openRoots()
+	ends, err := openEnds(j.src, j.dst)
 	if err != nil {
 		u.mu.Lock()
 		defer u.mu.Unlock()
@@ -445,8 +472,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		u.bumpLocked()
 		return
 	}
-	defer closeRoot(srcRoot)
-	defer closeRoot(dstRoot)
+	defer ends.close()
 	o := transfer.Options{Length: -1, Parallel: j.Params.Parallel, TCPBuffer: j.Params.TCPBuffer, BlockSize: j.Params.BlockSize,
 		Auto: true, PredictedETA: time.Duration(j.Params.PredictedETA * float64(time.Second)),
 		Restart: j.Resume, Retries: 2, RetryInterval: time.Second}
@@ -468,7 +494,7 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		}
 		lastT := time.Now()
 		var lastStreams []int64
-		req := transfer.Request{Src: j.src.location(it.src, srcRoot), Dst: j.dst.location(it.dst, dstRoot), Options: o, CreateDirs: true}
+		req := transfer.Request{Src: j.src.location(it.src, ends.srcRoot), Dst: j.dst.location(it.dst, ends.dstRoot), Options: o, CreateDirs: true}
 		var res transfer.Result
 		res, err = u.engine.Copy(ctx, req, func(e transfer.Event) {
 			if e.Kind != transfer.EventProgress {
@@ -532,29 +558,6 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 	u.bumpLocked()
 }
 
-// closeRoot closes r unless it is nil.
-func closeRoot(r *os.Root) {
-	if r != nil {
-		r.Close()
-	}
-}
-
-// openRoots opens the roots of j's local ends (nil for a server).
-func (j *job) openRoots() (src, dst *os.Root, err error) {
-	if j.src.local {
-		if src, err = j.src.openRoot(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if j.dst.local {
-		if dst, err = j.dst.openRoot(); err != nil {
-			closeRoot(src)
-			return nil, nil, err
-		}
-	}
-	return src, dst, nil
-}
-
 // verifyAlg is the checksum algorithm of copies and of the checksum
 // button: one GCT and Ferry servers both offer.
 const verifyAlg = "MD5"
@@ -567,24 +570,13 @@ type checksumReply struct {
 // checksum computes a file's checksum where it lies: on the server
 // (CKSM), or here for a local file.
 func (a *App) checksum(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	var req fileOpRequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	ep := u.endpointOf(w, req.EP)
-	if ep == nil {
-		return
-	}
-	if err := checkName(req.Name); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	sum, err := ep.checksum(r.Context(), ep.join(ep.clean(req.Dir), req.Name))
-	if err != nil {
-		opError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, checksumReply{Alg: verifyAlg, Sum: sum})
+	a.fileOp(w, r, u, func(ctx context.Context, ep *endpoint, req fileOpRequest) (any, error) {
+		sum, err := ep.checksum(ctx, ep.join(req.Dir, req.Name))
+		if err != nil {
+			return nil, err
+		}
+		return checksumReply{Alg: verifyAlg, Sum: sum}, nil
+	})
 }
 
 // maxJobs bounds the jobs a user's list keeps: the oldest finished ones
@@ -679,7 +671,7 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 		u.mu.Unlock()
 		if v != seen {
 			seen = v
-			b, _ := jsonMarshal(jobs)
+			b, _ := json.Marshal(jobs)
 			if _, err := fmt.Fprintf(w, "event: jobs\ndata: %s\n\n", b); err != nil {
 				return
 			}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // errAddrDenied refuses an endpoint address the network policy denies.
@@ -103,7 +105,7 @@ func (a *App) dialControl(ctx context.Context, addr string) (net.Conn, netip.Add
 	for _, ip := range ips {
 		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
 		if err := a.checkAddr(ap); err != nil {
-			first = cmp(first, err)
+			first = cmp.Or(first, err)
 			continue
 		}
 		d := net.Dialer{Timeout: 20 * time.Second}
@@ -111,20 +113,12 @@ func (a *App) dialControl(ctx context.Context, addr string) (net.Conn, netip.Add
 		if err == nil {
 			return nc, ap.Addr(), nil
 		}
-		first = cmp(first, err)
+		first = cmp.Or(first, err)
 	}
 	if first == nil {
 		first = fmt.Errorf("%s has no address", host)
 	}
 	return nil, netip.Addr{}, first
-}
-
-// cmp returns a unless it is nil, else b.
-func cmp(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // maxErrorText bounds the error text the API returns: errors may quote
@@ -143,12 +137,10 @@ func sanitize(s string) string {
 	}, s)
 	if len(s) > maxErrorText {
 		cut := maxErrorText
-		for cut > 0 && !utf8Start(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		s = s[:cut] + "…"
 	}
 	return s
 }
-
-func utf8Start(b byte) bool { return b&0xc0 != 0x80 }

@@ -44,6 +44,37 @@ func TestWebListenRules(t *testing.T) {
 	}
 }
 
+// startWeb runs ferry web with args in this process and returns the
+// https:// URL it says it serves; it is stopped at the end of the test.
+func startWeb(t *testing.T, args ...string) (base string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
+			append([]string{"web"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("ferry web did not stop")
+		}
+	})
+	re := regexp.MustCompile(`serving (https://[^/]+/)`)
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("ferry web did not start: %s", stderr.String())
+	}
+	return base
+}
+
 // TestWebHTTPS serves ferry web over HTTPS on a non-loopback-safe
 // configuration and checks the session cookie is Secure.
 func TestWebHTTPS(t *testing.T) {
@@ -63,31 +94,7 @@ func TestWebHTTPS(t *testing.T) {
 	if err := auth.SetUser(pw, "alice", "alice-secret", ""); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
-			[]string{"web", "-listen", "127.0.0.1:0", "-cert", certFile, "-key", keyFile, "-passwd", pw, "-history", "off", "-root", dir})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("ferry web did not stop")
-		}
-	}()
-	re := regexp.MustCompile(`serving (https://[^/]+/)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("ferry web did not start: %s", stderr.String())
-	}
+	base := startWeb(t, "-listen", "127.0.0.1:0", "-cert", certFile, "-key", keyFile, "-passwd", pw, "-history", "off", "-root", dir)
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	res, err := hc.Get(base)
 	if err != nil {
@@ -122,32 +129,8 @@ func TestWebHTTPS(t *testing.T) {
 func TestWebClientCert(t *testing.T) {
 	pki := gsipki.New(t, "")
 	_, otherCert, otherKey := pki.IssueUser(t, "Not Mapped")
-	ctx, cancel := context.WithCancel(t.Context())
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},
-			[]string{"web", "-listen", "127.0.0.1:0", "-cert", pki.HostCert, "-key", pki.HostKey,
-				"-client-ca", pki.TrustDir, "-gridmap", pki.GridMap, "-history", "off"})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("ferry web did not stop")
-		}
-	}()
-	re := regexp.MustCompile(`serving (https://[^/]+/)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("ferry web did not start: %s", stderr.String())
-	}
+	base := startWeb(t, "-listen", "127.0.0.1:0", "-cert", pki.HostCert, "-key", pki.HostKey,
+		"-client-ca", pki.TrustDir, "-gridmap", pki.GridMap, "-history", "off")
 	me := func(certFile, keyFile string) (int, string) {
 		cfg := &tls.Config{InsecureSkipVerify: true}
 		if certFile != "" {
