@@ -70,10 +70,10 @@ func (a *AutoChoice) Flags() string {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("-p %d", max(a.Parallel, 1)))
 	if a.TCPBuffer > 0 {
-		parts = append(parts, "-tcp-bs "+sizeFlag(a.TCPBuffer))
+		parts = append(parts, "-tcp-bs "+progress.Size(a.TCPBuffer))
 	}
 	if a.BlockSize > 0 && a.ModeE {
-		parts = append(parts, "-bs "+sizeFlag(a.BlockSize))
+		parts = append(parts, "-bs "+progress.Size(a.BlockSize))
 	}
 	return strings.Join(parts, " ")
 }
@@ -131,19 +131,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// sizeFlag writes n as cp's size flags read it (K, M, G: powers of 1024).
-func sizeFlag(n int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d%s", n/u.n, u.s)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 // autoBase is what the advice of one pair of endpoints reads once: the
