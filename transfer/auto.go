@@ -244,9 +244,9 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 	}
 	size = c.autoRTT(ctx, conns[0], src, dst, size, base, ch)
 	ch.Size = size
-	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(size, 0), Files: 1,
+	in := advisor.Input{Src: src.HistoryEndpoint(), Dst: dst.HistoryEndpoint(), Size: max(size, 0), Files: 1,
 		Records: base.records, Probes: base.probes, Kernel: base.kernel}
-	in.ClientHost, _ = clientIdentity()
+	in.ClientHost, _ = ClientIdentity()
 	a := advisor.Advise(in)
 	ch.PredictedRate, ch.ETA, ch.ETALow, ch.ETAHigh = a.PredictedRate, a.ETA, a.ETALow, a.ETAHigh
 	ch.Basis, ch.Reason, ch.BufferCap, ch.Records = string(a.Basis), a.Reason, a.BufferCap, len(a.Records)

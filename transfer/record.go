@@ -170,8 +170,8 @@ func (e *Engine) startRun(src, dst Location, o Options, size int64) *fileRun {
 		Start:   time.Now(),
 		Kind:    kindOf(src, dst),
 		Tool:    e.Tool,
-		Src:     endpointOf(src),
-		Dst:     endpointOf(dst),
+		Src:     src.HistoryEndpoint(),
+		Dst:     dst.HistoryEndpoint(),
 		SrcPath: src.Path,
 		DstPath: dst.Path,
 		Size:    size,
@@ -180,7 +180,7 @@ func (e *Engine) startRun(src, dst Location, o Options, size int64) *fileRun {
 
 		PredictedETA: o.PredictedETA,
 	}
-	rec.ClientHost, rec.User = clientIdentity()
+	rec.ClientHost, rec.User = ClientIdentity()
 	return &fileRun{rec: rec, whole: o.Offset == 0 && o.Length < 0}
 }
 
@@ -267,8 +267,9 @@ func kindOf(src, dst Location) string {
 	return "local"
 }
 
-// endpointOf is the history.Endpoint of l.
-func endpointOf(l Location) history.Endpoint {
+// HistoryEndpoint is the history.Endpoint of l: the local endpoint for a
+// local file or standard I/O.
+func (l Location) HistoryEndpoint() history.Endpoint {
 	if l.Kind != Remote {
 		return history.Endpoint{Scheme: "file"}
 	}
@@ -313,14 +314,15 @@ func (e *Engine) params(src, dst Location, o Options) history.Params {
 	return p
 }
 
-// identity caches clientIdentity.
+// identity caches ClientIdentity.
 var identity struct {
 	once       sync.Once
 	host, user string
 }
 
-// clientIdentity is the host and local user running the client.
-func clientIdentity() (host, name string) {
+// ClientIdentity is the host and local user running the client, as the
+// history records them.
+func ClientIdentity() (host, name string) {
 	identity.once.Do(func() {
 		identity.host, _ = os.Hostname()
 		if u, err := user.Current(); err == nil {

@@ -16,6 +16,7 @@ import (
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -132,8 +133,8 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
-	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: c.size, Files: c.files, Stripes: c.stripes, Kernel: k}
-	in.ClientHost, _ = clientIdentity()
+	in := advisor.Input{Src: src.export().HistoryEndpoint(), Dst: dst.export().HistoryEndpoint(), Size: c.size, Files: c.files, Stripes: c.stripes, Kernel: k}
+	in.ClientHost, _ = transfer.ClientIdentity()
 	if c.size == 0 && src.kind == locLocal {
 		if fi, err := os.Stat(src.path); err == nil && fi.Mode().IsRegular() {
 			in.Size = fi.Size()
@@ -215,7 +216,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		if !isSrc {
 			p = parentDir(p) // the destination need not exist yet
 		}
-		r, err := probe.Run(ctx, c, probe.Options{Endpoint: locEndpoint(loc), Path: p, Kernel: &in.Kernel})
+		r, err := probe.Run(ctx, c, probe.Options{Endpoint: loc.export().HistoryEndpoint(), Path: p, Kernel: &in.Kernel})
 		if err != nil {
 			return &opError{What: "probe of " + loc.String(), Err: err}
 		}
@@ -232,7 +233,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		}
 		fmt.Fprintf(e.stderr, "calibrating %s: %d test transfers…\n", loc, len(o.Grid))
 		recs, err := probe.Calibrate(ctx, c, o)
-		host, user := clientIdentity()
+		host, user := transfer.ClientIdentity()
 		for i := range recs {
 			recs[i].ClientHost, recs[i].User = host, user
 			id, aerr := st.Add(ctx, &recs[i])

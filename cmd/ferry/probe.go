@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +101,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 		}
 		defer hangUp(ctx, c)
 		r, err := probe.Run(ctx, c, probe.Options{
-			Endpoint: locEndpoint(loc), Path: loc.path, Streams: *par,
+			Endpoint: loc.export().HistoryEndpoint(), Path: loc.path, Streams: *par,
 			MaxBytes: int64(maxBytes), Duration: *dur, UploadPath: *upload, Kernel: &k,
 		})
 		if err != nil {
@@ -122,7 +118,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 		// The link between the two servers: a third-party burst.
 		start := time.Now()
 		r, err := probe.RunPair(ctx, conns[0], conns[1], probe.PairOptions{
-			Src: locEndpoint(locs[0]), Dst: locEndpoint(locs[1]), SrcPath: locs[0].path,
+			Src: locs[0].export().HistoryEndpoint(), Dst: locs[1].export().HistoryEndpoint(), SrcPath: locs[0].path,
 			DstDir: burstDir(ctx, conns[1], locs[1].path), Streams: *par, MaxBytes: int64(maxBytes), Duration: *dur,
 			SrcRTT: results[0].Link.RTT, DstRTT: results[1].Link.RTT,
 			MaxBuffer: advisor.MinKnown(results[0].ServerBuf, results[1].ServerBuf),
@@ -155,35 +151,6 @@ func burstDir(ctx context.Context, c *client.Conn, p string) string {
 		return p
 	}
 	return parentDir(p)
-}
-
-// locEndpoint is the history Endpoint of a location.
-func locEndpoint(l location) hist.Endpoint {
-	if l.kind != locRemote {
-		return hist.NewEndpoint("file", "", 0)
-	}
-	scheme := "ftp"
-	switch {
-	case l.gsi:
-		scheme = "gsiftp"
-	case l.ftps:
-		scheme = "ftps"
-	}
-	port := 0
-	if _, p, err := net.SplitHostPort(l.addr); err == nil {
-		port, _ = strconv.Atoi(p)
-	}
-	return hist.NewEndpoint(scheme, l.hostname, port)
-}
-
-// clientIdentity is the host and user recorded with a calibration's
-// transfers.
-func clientIdentity() (host, name string) {
-	host, _ = os.Hostname()
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	return host, name
 }
 
 // probeReport is the JSON form of a probe; its field names are stable.
