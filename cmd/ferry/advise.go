@@ -129,7 +129,7 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	src, dst := c.src, c.dst
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLogger(e)
 	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()

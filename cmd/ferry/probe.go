@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -79,7 +78,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLogger(e)
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
