@@ -317,10 +317,10 @@ func cpCommand(p hist.Params, src, dst string) string {
 		args = append(args, "-p", fmt.Sprint(p.Parallel))
 	}
 	if p.TCPBuffer > 0 {
-		args = append(args, "-tcp-bs", sizeArg(p.TCPBuffer))
+		args = append(args, "-tcp-bs", progress.Size(int64(p.TCPBuffer)))
 	}
 	if p.BlockSize > 0 {
-		args = append(args, "-bs", sizeArg(p.BlockSize))
+		args = append(args, "-bs", progress.Size(int64(p.BlockSize)))
 	}
 	if p.Concurrency > 1 {
 		args = append(args, "-cc", fmt.Sprint(p.Concurrency))
@@ -332,19 +332,6 @@ func cpCommand(p hist.Params, src, dst string) string {
 		args = append(args, "-stripe")
 	}
 	return strings.Join(append(args, src, dst), " ")
-}
-
-// sizeArg writes n as cp's size flags read it (K, M, G: powers of 1024).
-func sizeArg(n int) string {
-	for _, u := range []struct {
-		s string
-		n int
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d%s", n/u.n, u.s)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 func (r adviceReport) print(w io.Writer) {
