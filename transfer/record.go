@@ -233,10 +233,19 @@ func linkOf(p client.Progress, peak float64, d time.Duration) (history.Link, []f
 	if len(p.Conns) == 0 {
 		return l, rates
 	}
-	var rtt time.Duration
+	var segs int64
+	l.RTT, l.Retransmits, segs = connTotals(p.Conns)
+	if segs > 0 {
+		l.LossRate = float64(l.Retransmits) / float64(segs)
+	}
+	return l, rates
+}
+
+// connTotals is what the data connections cs measured together: their
+// mean smoothed RTT (0: none measured), retransmits and segments sent.
+func connTotals(cs []client.ConnStats) (rtt time.Duration, retrans, segs int64) {
 	var withRTT int
-	var retrans, segs int64
-	for _, c := range p.Conns {
+	for _, c := range cs {
 		if c.RTT > 0 {
 			rtt += c.RTT
 			withRTT++
@@ -245,13 +254,9 @@ func linkOf(p client.Progress, peak float64, d time.Duration) (history.Link, []f
 		segs += c.SegsOut
 	}
 	if withRTT > 0 {
-		l.RTT = rtt / time.Duration(withRTT)
+		rtt /= time.Duration(withRTT)
 	}
-	l.Retransmits = retrans
-	if segs > 0 {
-		l.LossRate = float64(retrans) / float64(segs)
-	}
-	return l, rates
+	return rtt, retrans, segs
 }
 
 // kindOf is the Record.Kind of a copy from src to dst.
