@@ -345,32 +345,27 @@ func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *job
 		o.live.Start()
 	case f.progress && !f.quiet && jf.json:
 		// -json -vb: progress objects with the live ETA on stdout.
-		o.ticker = time.NewTicker(time.Second)
-		o.wg.Go(func() {
-			for {
-				select {
-				case <-o.quit:
-					return
-				case <-o.ticker.C:
-					o.progressJSON()
-				}
-			}
-		})
+		o.everySecond(o.progressJSON)
 	case f.progress && !f.quiet:
 		o.pp = newProgressPrinter(e.stderr)
-		o.ticker = time.NewTicker(time.Second)
-		o.wg.Go(func() {
-			for {
-				select {
-				case <-o.quit:
-					return
-				case <-o.ticker.C:
-					o.pp.update(client.Progress{Bytes: o.total()})
-				}
-			}
-		})
+		o.everySecond(func() { o.pp.update(client.Progress{Bytes: o.total()}) })
 	}
 	return o
+}
+
+// everySecond calls report once a second until stop.
+func (o *jobObserver) everySecond(report func()) {
+	o.ticker = time.NewTicker(time.Second)
+	o.wg.Go(func() {
+		for {
+			select {
+			case <-o.quit:
+				return
+			case <-o.ticker.C:
+				report()
+			}
+		}
+	})
 }
 
 // liveName is a file's key in the live display: its source path (or its
