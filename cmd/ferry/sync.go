@@ -5,6 +5,7 @@ package main
 // workers copy with the copier of cp.go and keep their sessions.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,13 +13,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/atomicfile"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
@@ -244,20 +245,12 @@ func writeDumpFile(name string, sum *job.Summary) error {
 		}
 		return nil
 	}
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	err = job.WriteList(f, sum.Failed)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	var b bytes.Buffer
+	err := job.WriteList(&b, sum.Failed)
 	if err == nil {
-		err = os.Rename(f.Name(), name)
+		err = atomicfile.Write(name, b.Bytes())
 	}
 	if err != nil {
-		os.Remove(f.Name())
 		return fmt.Errorf("write -df file: %w", err)
 	}
 	return nil
