@@ -70,7 +70,7 @@ type adviseConfig struct {
 func parseAdviseFlags(e *env, args []string) (*adviseConfig, error) {
 	c := &adviseConfig{}
 	fs := newFlagSet(commands["advise"], e)
-	fs.StringVar(&c.dsn, "history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	fs.StringVar(&c.dsn, "history", "", historyDSNUsage)
 	sizeArg := fs.String("size", "", "the size of each file, `SIZE` bytes or with K, M, G, T (default: SRC's size)")
 	fs.IntVar(&c.files, "n", 1, "the number of files `N` of that size")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object")

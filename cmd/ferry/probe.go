@@ -49,7 +49,7 @@ Each probe is stored in the history (see ferry history probes) unless
 
 func runProbe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["probe"], e)
-	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	dsn := fs.String("history", "", historyDSNUsage)
 	asJSON := fs.Bool("json", false, "print one JSON array, an object per server")
 	par := fs.Int("p", probe.DefaultStreams, "parallel data connections `N` of the burst")
 	var maxBytes sizeFlag = probe.DefaultMaxBytes
