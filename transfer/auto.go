@@ -70,10 +70,10 @@ func (a *AutoChoice) Flags() string {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("-p %d", max(a.Parallel, 1)))
 	if a.TCPBuffer > 0 {
-		parts = append(parts, "-tcp-bs "+sizeFlag(a.TCPBuffer))
+		parts = append(parts, "-tcp-bs "+progress.Size(a.TCPBuffer))
 	}
 	if a.BlockSize > 0 && a.ModeE {
-		parts = append(parts, "-bs "+sizeFlag(a.BlockSize))
+		parts = append(parts, "-bs "+progress.Size(a.BlockSize))
 	}
 	return strings.Join(parts, " ")
 }
@@ -131,19 +131,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// sizeFlag writes n as cp's size flags read it (K, M, G: powers of 1024).
-func sizeFlag(n int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d%s", n/u.n, u.s)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 // autoBase is what the advice of one pair of endpoints reads once: the
@@ -257,9 +244,9 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 	}
 	size = c.autoRTT(ctx, conns[0], src, dst, size, base, ch)
 	ch.Size = size
-	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(size, 0), Files: 1,
+	in := advisor.Input{Src: src.HistoryEndpoint(), Dst: dst.HistoryEndpoint(), Size: max(size, 0), Files: 1,
 		Records: base.records, Probes: base.probes, Kernel: base.kernel}
-	in.ClientHost, _ = clientIdentity()
+	in.ClientHost, _ = ClientIdentity()
 	a := advisor.Advise(in)
 	ch.PredictedRate, ch.ETA, ch.ETALow, ch.ETAHigh = a.PredictedRate, a.ETA, a.ETALow, a.ETAHigh
 	ch.Basis, ch.Reason, ch.BufferCap, ch.Records = string(a.Basis), a.Reason, a.BufferCap, len(a.Records)

@@ -126,9 +126,9 @@ func (r *JobRun) autoConcurrency(ctx context.Context) int {
 	}
 	base := r.j.e.autoBaseFor(ctx, src, dst)
 	files := len(r.Plan.Pairs)
-	in := advisor.Input{Src: endpointOf(src), Dst: endpointOf(dst), Size: max(r.Plan.Bytes(), 0) / int64(files), Files: files,
+	in := advisor.Input{Src: src.HistoryEndpoint(), Dst: dst.HistoryEndpoint(), Size: max(r.Plan.Bytes(), 0) / int64(files), Files: files,
 		Records: base.records, Probes: base.probes, Kernel: base.kernel}
-	in.ClientHost, _ = clientIdentity()
+	in.ClientHost, _ = ClientIdentity()
 	n := advisor.Advise(in).Params.Concurrency
 	if n < 1 {
 		n = job.DefaultWorkers

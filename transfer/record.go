@@ -170,8 +170,8 @@ func (e *Engine) startRun(src, dst Location, o Options, size int64) *fileRun {
 		Start:   time.Now(),
 		Kind:    kindOf(src, dst),
 		Tool:    e.Tool,
-		Src:     endpointOf(src),
-		Dst:     endpointOf(dst),
+		Src:     src.HistoryEndpoint(),
+		Dst:     dst.HistoryEndpoint(),
 		SrcPath: src.Path,
 		DstPath: dst.Path,
 		Size:    size,
@@ -180,7 +180,7 @@ func (e *Engine) startRun(src, dst Location, o Options, size int64) *fileRun {
 
 		PredictedETA: o.PredictedETA,
 	}
-	rec.ClientHost, rec.User = clientIdentity()
+	rec.ClientHost, rec.User = ClientIdentity()
 	return &fileRun{rec: rec, whole: o.Offset == 0 && o.Length < 0}
 }
 
@@ -233,10 +233,19 @@ func linkOf(p client.Progress, peak float64, d time.Duration) (history.Link, []f
 	if len(p.Conns) == 0 {
 		return l, rates
 	}
-	var rtt time.Duration
+	var segs int64
+	l.RTT, l.Retransmits, segs = connTotals(p.Conns)
+	if segs > 0 {
+		l.LossRate = float64(l.Retransmits) / float64(segs)
+	}
+	return l, rates
+}
+
+// connTotals is what the data connections cs measured together: their
+// mean smoothed RTT (0: none measured), retransmits and segments sent.
+func connTotals(cs []client.ConnStats) (rtt time.Duration, retrans, segs int64) {
 	var withRTT int
-	var retrans, segs int64
-	for _, c := range p.Conns {
+	for _, c := range cs {
 		if c.RTT > 0 {
 			rtt += c.RTT
 			withRTT++
@@ -245,13 +254,9 @@ func linkOf(p client.Progress, peak float64, d time.Duration) (history.Link, []f
 		segs += c.SegsOut
 	}
 	if withRTT > 0 {
-		l.RTT = rtt / time.Duration(withRTT)
+		rtt /= time.Duration(withRTT)
 	}
-	l.Retransmits = retrans
-	if segs > 0 {
-		l.LossRate = float64(retrans) / float64(segs)
-	}
-	return l, rates
+	return rtt, retrans, segs
 }
 
 // kindOf is the Record.Kind of a copy from src to dst.
@@ -267,8 +272,9 @@ func kindOf(src, dst Location) string {
 	return "local"
 }
 
-// endpointOf is the history.Endpoint of l.
-func endpointOf(l Location) history.Endpoint {
+// HistoryEndpoint is the history.Endpoint of l: the local endpoint for a
+// local file or standard I/O.
+func (l Location) HistoryEndpoint() history.Endpoint {
 	if l.Kind != Remote {
 		return history.Endpoint{Scheme: "file"}
 	}
@@ -313,14 +319,15 @@ func (e *Engine) params(src, dst Location, o Options) history.Params {
 	return p
 }
 
-// identity caches clientIdentity.
+// identity caches ClientIdentity.
 var identity struct {
 	once       sync.Once
 	host, user string
 }
 
-// clientIdentity is the host and local user running the client.
-func clientIdentity() (host, name string) {
+// ClientIdentity is the host and local user running the client, as the
+// history records them.
+func ClientIdentity() (host, name string) {
 	identity.once.Do(func() {
 		identity.host, _ = os.Hostname()
 		if u, err := user.Current(); err == nil {

@@ -72,7 +72,7 @@ func TestEngineRecords(t *testing.T) {
 	if len(recs) != 4 {
 		t.Fatalf("%d records, want 4", len(recs))
 	}
-	server := endpointOf(s.loc(""))
+	server := s.loc("").HistoryEndpoint()
 	file := history.Endpoint{Scheme: "file"}
 	for i, want := range []struct {
 		kind     string

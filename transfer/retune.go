@@ -141,19 +141,7 @@ func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst
 		if k > 0 && k < n {
 			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
 		}
-		var rtt time.Duration
-		var withRTT int
-		for _, cs := range last.Conns {
-			if cs.RTT > 0 {
-				rtt += cs.RTT
-				withRTT++
-			}
-			smp.Retransmits += cs.Retransmits
-			smp.SegsOut += cs.SegsOut
-		}
-		if withRTT > 0 {
-			smp.RTT = rtt / time.Duration(withRTT)
-		}
+		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(last.Conns)
 		return smp, nil
 	}
 	res, err := tune.Run(ctx, start, end, ctl, move)

@@ -16,6 +16,7 @@ import (
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/probe"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/transfer"
 )
 
 func init() {
@@ -69,7 +70,7 @@ type adviseConfig struct {
 func parseAdviseFlags(e *env, args []string) (*adviseConfig, error) {
 	c := &adviseConfig{}
 	fs := newFlagSet(commands["advise"], e)
-	fs.StringVar(&c.dsn, "history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	fs.StringVar(&c.dsn, "history", "", historyDSNUsage)
 	sizeArg := fs.String("size", "", "the size of each file, `SIZE` bytes or with K, M, G, T (default: SRC's size)")
 	fs.IntVar(&c.files, "n", 1, "the number of files `N` of that size")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object")
@@ -128,12 +129,12 @@ func runAdvise(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	src, dst := c.src, c.dst
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLogger(e)
 	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
-	in := advisor.Input{Src: locEndpoint(src), Dst: locEndpoint(dst), Size: c.size, Files: c.files, Stripes: c.stripes, Kernel: k}
-	in.ClientHost, _ = clientIdentity()
+	in := advisor.Input{Src: src.export().HistoryEndpoint(), Dst: dst.export().HistoryEndpoint(), Size: c.size, Files: c.files, Stripes: c.stripes, Kernel: k}
+	in.ClientHost, _ = transfer.ClientIdentity()
 	if c.size == 0 && src.kind == locLocal {
 		if fi, err := os.Stat(src.path); err == nil && fi.Mode().IsRegular() {
 			in.Size = fi.Size()
@@ -215,7 +216,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		if !isSrc {
 			p = parentDir(p) // the destination need not exist yet
 		}
-		r, err := probe.Run(ctx, c, probe.Options{Endpoint: locEndpoint(loc), Path: p, Kernel: &in.Kernel})
+		r, err := probe.Run(ctx, c, probe.Options{Endpoint: loc.export().HistoryEndpoint(), Path: p, Kernel: &in.Kernel})
 		if err != nil {
 			return &opError{What: "probe of " + loc.String(), Err: err}
 		}
@@ -232,7 +233,7 @@ func adviseSession(ctx context.Context, e *env, c *client.Conn, loc location, is
 		}
 		fmt.Fprintf(e.stderr, "calibrating %s: %d test transfers…\n", loc, len(o.Grid))
 		recs, err := probe.Calibrate(ctx, c, o)
-		host, user := clientIdentity()
+		host, user := transfer.ClientIdentity()
 		for i := range recs {
 			recs[i].ClientHost, recs[i].User = host, user
 			id, aerr := st.Add(ctx, &recs[i])
@@ -316,10 +317,10 @@ func cpCommand(p hist.Params, src, dst string) string {
 		args = append(args, "-p", fmt.Sprint(p.Parallel))
 	}
 	if p.TCPBuffer > 0 {
-		args = append(args, "-tcp-bs", sizeArg(p.TCPBuffer))
+		args = append(args, "-tcp-bs", progress.Size(int64(p.TCPBuffer)))
 	}
 	if p.BlockSize > 0 {
-		args = append(args, "-bs", sizeArg(p.BlockSize))
+		args = append(args, "-bs", progress.Size(int64(p.BlockSize)))
 	}
 	if p.Concurrency > 1 {
 		args = append(args, "-cc", fmt.Sprint(p.Concurrency))
@@ -331,19 +332,6 @@ func cpCommand(p hist.Params, src, dst string) string {
 		args = append(args, "-stripe")
 	}
 	return strings.Join(append(args, src, dst), " ")
-}
-
-// sizeArg writes n as cp's size flags read it (K, M, G: powers of 1024).
-func sizeArg(n int) string {
-	for _, u := range []struct {
-		s string
-		n int
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d%s", n/u.n, u.s)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 func (r adviceReport) print(w io.Writer) {

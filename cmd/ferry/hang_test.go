@@ -49,12 +49,10 @@ func silentQuitServer(t *testing.T) (string, <-chan struct{}) {
 }
 
 // TestHangUpBounded checks that hanging up on a server that never
-// answers QUIT returns after quitTimeout, and that after Ctrl-C (ctx
+// answers QUIT returns after transfer.QuitTimeout, and that after Ctrl-C (ctx
 // done) no QUIT is sent at all.
 func TestHangUpBounded(t *testing.T) {
 	addr, quits := silentQuitServer(t)
-	defer func(d time.Duration) { quitTimeout = d }(quitTimeout)
-	quitTimeout = 200 * time.Millisecond
 	defer func(d time.Duration) { transfer.QuitTimeout = d }(transfer.QuitTimeout)
 	transfer.QuitTimeout = 200 * time.Millisecond
 	dial := func() *client.Conn {

@@ -64,7 +64,7 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 		c = &command{name: "history " + view, summary: historyViews[view], usage: "[flags]", help: historyHelp}
 	}
 	fs := newFlagSet(c, e)
-	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	dsn := fs.String("history", "", historyDSNUsage)
 	asJSON := fs.Bool("json", false, "print one JSON array")
 	asCSV := fs.Bool("csv", false, "print CSV: a header row, then a row per item")
 	since := fs.String("since", "", "only since `WHEN`: a duration back from now (90m, 24h, 7d) or a local date or time (2026-03-14, 2026-03-14T15:04)")

@@ -5,11 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +49,7 @@ Each probe is stored in the history (see ferry history probes) unless
 
 func runProbe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["probe"], e)
-	dsn := fs.String("history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	dsn := fs.String("history", "", historyDSNUsage)
 	asJSON := fs.Bool("json", false, "print one JSON array, an object per server")
 	par := fs.Int("p", probe.DefaultStreams, "parallel data connections `N` of the burst")
 	var maxBytes sizeFlag = probe.DefaultMaxBytes
@@ -83,7 +78,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLogger(e)
 	st := hist.OpenOrOff(ctx, hist.DSN(*dsn), log)
 	defer st.Close()
 	k := probe.KernelLimits()
@@ -105,7 +100,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 		}
 		defer hangUp(ctx, c)
 		r, err := probe.Run(ctx, c, probe.Options{
-			Endpoint: locEndpoint(loc), Path: loc.path, Streams: *par,
+			Endpoint: loc.export().HistoryEndpoint(), Path: loc.path, Streams: *par,
 			MaxBytes: int64(maxBytes), Duration: *dur, UploadPath: *upload, Kernel: &k,
 		})
 		if err != nil {
@@ -122,7 +117,7 @@ func runProbe(ctx context.Context, e *env, args []string) error {
 		// The link between the two servers: a third-party burst.
 		start := time.Now()
 		r, err := probe.RunPair(ctx, conns[0], conns[1], probe.PairOptions{
-			Src: locEndpoint(locs[0]), Dst: locEndpoint(locs[1]), SrcPath: locs[0].path,
+			Src: locs[0].export().HistoryEndpoint(), Dst: locs[1].export().HistoryEndpoint(), SrcPath: locs[0].path,
 			DstDir: burstDir(ctx, conns[1], locs[1].path), Streams: *par, MaxBytes: int64(maxBytes), Duration: *dur,
 			SrcRTT: results[0].Link.RTT, DstRTT: results[1].Link.RTT,
 			MaxBuffer: advisor.MinKnown(results[0].ServerBuf, results[1].ServerBuf),
@@ -155,35 +150,6 @@ func burstDir(ctx context.Context, c *client.Conn, p string) string {
 		return p
 	}
 	return parentDir(p)
-}
-
-// locEndpoint is the history Endpoint of a location.
-func locEndpoint(l location) hist.Endpoint {
-	if l.kind != locRemote {
-		return hist.NewEndpoint("file", "", 0)
-	}
-	scheme := "ftp"
-	switch {
-	case l.gsi:
-		scheme = "gsiftp"
-	case l.ftps:
-		scheme = "ftps"
-	}
-	port := 0
-	if _, p, err := net.SplitHostPort(l.addr); err == nil {
-		port, _ = strconv.Atoi(p)
-	}
-	return hist.NewEndpoint(scheme, l.hostname, port)
-}
-
-// clientIdentity is the host and user recorded with a calibration's
-// transfers.
-func clientIdentity() (host, name string) {
-	host, _ = os.Hostname()
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	return host, name
 }
 
 // probeReport is the JSON form of a probe; its field names are stable.

@@ -5,6 +5,7 @@ package main
 // workers copy with the copier of cp.go and keep their sessions.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,13 +13,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/atomicfile"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
@@ -244,20 +245,12 @@ func writeDumpFile(name string, sum *job.Summary) error {
 		}
 		return nil
 	}
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	err = job.WriteList(f, sum.Failed)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	var b bytes.Buffer
+	err := job.WriteList(&b, sum.Failed)
 	if err == nil {
-		err = os.Rename(f.Name(), name)
+		err = atomicfile.Write(name, b.Bytes())
 	}
 	if err != nil {
-		os.Remove(f.Name())
 		return fmt.Errorf("write -df file: %w", err)
 	}
 	return nil
@@ -345,32 +338,27 @@ func newJobObserver(e *env, f cpFlags, jf jobFlags, files int, bytes int64) *job
 		o.live.Start()
 	case f.progress && !f.quiet && jf.json:
 		// -json -vb: progress objects with the live ETA on stdout.
-		o.ticker = time.NewTicker(time.Second)
-		o.wg.Go(func() {
-			for {
-				select {
-				case <-o.quit:
-					return
-				case <-o.ticker.C:
-					o.progressJSON()
-				}
-			}
-		})
+		o.everySecond(o.progressJSON)
 	case f.progress && !f.quiet:
 		o.pp = newProgressPrinter(e.stderr)
-		o.ticker = time.NewTicker(time.Second)
-		o.wg.Go(func() {
-			for {
-				select {
-				case <-o.quit:
-					return
-				case <-o.ticker.C:
-					o.pp.update(client.Progress{Bytes: o.total()})
-				}
-			}
-		})
+		o.everySecond(func() { o.pp.update(client.Progress{Bytes: o.total()}) })
 	}
 	return o
+}
+
+// everySecond calls report once a second until stop.
+func (o *jobObserver) everySecond(report func()) {
+	o.ticker = time.NewTicker(time.Second)
+	o.wg.Go(func() {
+		for {
+			select {
+			case <-o.quit:
+				return
+			case <-o.ticker.C:
+				report()
+			}
+		}
+	})
 }
 
 // liveName is a file's key in the live display: its source path (or its

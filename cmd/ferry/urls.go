@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/transfer"
@@ -334,18 +333,16 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 	return c, nil
 }
 
-// quitTimeout bounds the wait for the reply to QUIT: a server that does
-// not answer must not hold up the end of a command, or Ctrl-C.
-var quitTimeout = 5 * time.Second
-
-// hangUp ends a session politely, within quitTimeout; its errors do not
-// matter any more. When ctx is done it just closes the connection.
+// hangUp ends a session politely, within transfer.QuitTimeout (a server
+// that does not answer must not hold up the end of a command); its
+// errors do not matter any more. When ctx is done it just closes the
+// connection.
 func hangUp(ctx context.Context, c *client.Conn) {
 	if ctx.Err() != nil {
 		c.Close()
 		return
 	}
-	qctx, cancel := context.WithTimeout(ctx, quitTimeout)
+	qctx, cancel := context.WithTimeout(ctx, transfer.QuitTimeout)
 	defer cancel()
 	_ = c.Quit(qctx)
 }

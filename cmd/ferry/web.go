@@ -79,7 +79,7 @@ func parseWebFlags(e *env, args []string) (*webConfig, error) {
 	fs.Var(&c.hosts, "host", "the host `NAME` browsers use for this server, checked against each request's Host (DNS rebinding); repeatable; default: the -listen host, the -cert certificate's DNS names, and this host's name when listening on all addresses (IP addresses and localhost always work)")
 	allowNet := fs.String("allow-net", "", "let endpoints be on these networks (`CIDR,...`) although loopback, link-local and unspecified addresses are refused by default; e.g. 127.0.0.0/8 to browse a server on this host")
 	denyNet := fs.String("deny-net", "", "never let endpoints be on these networks (`CIDR,...`); wins over -allow-net")
-	fs.StringVar(&c.dsn, "history", "", "the history `DSN`: a file, a postgres:// URL or off (default $"+hist.EnvDSN+", else the SQLite file under $XDG_DATA_HOME/ferry)")
+	fs.StringVar(&c.dsn, "history", "", historyDSNUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}

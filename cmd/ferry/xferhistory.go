@@ -22,6 +22,10 @@ import (
 const historyFlagUsage = "record every transfer in the history database `DSN`: a file path or postgres://...; \"off\": no history (default $FERRY_HISTORY, else " +
 	"~/.local/share/ferry/history.db); see ferry history"
 
+// historyDSNUsage is the usage of the -history flag of the commands that
+// read the history or store probes (history, probe, advise, web).
+const historyDSNUsage = "the history `DSN`: a file, a postgres:// URL or off (default $" + hist.EnvDSN + ", else the SQLite file under $XDG_DATA_HOME/ferry)"
+
 // engineCloseTimeout bounds the wait for the last history records when
 // a command ends.
 var engineCloseTimeout = 30 * time.Second

@@ -302,9 +302,12 @@ func linkProbe(in Input) (*history.Probe, string) {
 			dst = newer(dst, p)
 		}
 	}
+	stored := func(p *history.Probe) (*history.Probe, string) {
+		return p, fmt.Sprintf("probe #%d of %s", p.ID, p.Time.UTC().Format(time.DateTime)) + probeFacts(p)
+	}
 	switch {
 	case pair != nil:
-		return pair, fmt.Sprintf("probe #%d of %s", pair.ID, pair.Time.UTC().Format(time.DateTime)) + probeFacts(pair)
+		return stored(pair)
 	case src != nil && dst != nil:
 		// A third-party transfer probed from here end by end: the
 		// slower end's bandwidth, the longer RTT, the higher loss.
@@ -312,12 +315,12 @@ func linkProbe(in Input) (*history.Probe, string) {
 		c.Link.RTT = max(src.Link.RTT, dst.Link.RTT)
 		c.Link.Bandwidth = MinKnown(src.Link.Bandwidth, dst.Link.Bandwidth)
 		c.Link.LossRate = max(src.Link.LossRate, dst.Link.LossRate)
-		c.MaxBuffer = int(MinKnown(float64(src.MaxBuffer), float64(dst.MaxBuffer)))
+		c.MaxBuffer = MinKnown(src.MaxBuffer, dst.MaxBuffer)
 		return &c, fmt.Sprintf("probes #%d and #%d of each end", src.ID, dst.ID) + probeFacts(&c)
 	case src != nil:
-		return src, fmt.Sprintf("probe #%d of %s", src.ID, src.Time.UTC().Format(time.DateTime)) + probeFacts(src)
+		return stored(src)
 	case dst != nil:
-		return dst, fmt.Sprintf("probe #%d of %s", dst.ID, dst.Time.UTC().Format(time.DateTime)) + probeFacts(dst)
+		return stored(dst)
 	}
 	return nil, ""
 }

@@ -501,9 +501,9 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	return nil
 }
 
-// historyRecords returns the records of the history file dsn, nil if it
-// does not exist or cannot be read.
-func historyRecords(ctx context.Context, dsn string) ([]history.Record, bool) {
+// historyRecords returns the records f selects from the history file
+// dsn, nil if it does not exist or cannot be read.
+func historyRecords(ctx context.Context, dsn string, f history.Filter) ([]history.Record, bool) {
 	if _, err := os.Stat(dsn); err != nil {
 		return nil, errors.Is(err, os.ErrNotExist)
 	}
@@ -512,7 +512,7 @@ func historyRecords(ctx context.Context, dsn string) ([]history.Record, bool) {
 		return nil, false
 	}
 	defer st.Close()
-	recs, err := st.Records(ctx, history.Filter{})
+	recs, err := st.Records(ctx, f)
 	if err != nil {
 		return nil, false
 	}
@@ -522,24 +522,18 @@ func historyRecords(ctx context.Context, dsn string) ([]history.Record, bool) {
 // countRecords returns how many successful transfers the history file
 // dsn holds (0 when it does not exist yet), -1 if it cannot be read.
 func countRecords(ctx context.Context, dsn string) int {
-	recs, ok := historyRecords(ctx, dsn)
+	recs, ok := historyRecords(ctx, dsn, history.Filter{Outcome: history.OK})
 	if !ok {
 		return -1
 	}
-	n := 0
-	for _, r := range recs {
-		if r.Outcome == history.OK {
-			n++
-		}
-	}
-	return n
+	return len(recs)
 }
 
 // newRecord returns the newest record of the history file dsn if its ID
 // is above after (a cell's own record, not one from before it), nil if
 // none.
 func newRecord(ctx context.Context, dsn string, after int64) *history.Record {
-	recs, _ := historyRecords(ctx, dsn)
+	recs, _ := historyRecords(ctx, dsn, history.Filter{Limit: 1})
 	if len(recs) == 0 || recs[0].ID <= after {
 		return nil
 	}
