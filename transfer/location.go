@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/ferrygrid/ferry/internal/history"
 )
 
 // Kind says what a Location names.
@@ -53,10 +52,6 @@ func (l Location) String() string { return l.Display }
 // user and password (scheme://[user[:pass]@]host:port); "" for others.
 // Copies to the same endpoint share sessions.
 func (l Location) Endpoint() string { return endpointKey(l) }
-
-// HistoryEndpoint is the history's name of l's endpoint, the one the
-// engine records its transfers and asks the advisor with.
-func (l Location) HistoryEndpoint() history.Endpoint { return endpointOf(l) }
 
 // LocalLocation is the Location of the local file name.
 func LocalLocation(name string) Location {
