@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-
 )
 
 // Kind says what a Location names.
