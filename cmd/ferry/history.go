@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -100,7 +101,8 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := hist.Open(ctx, hist.DSN(*dsn), log)
 	if err != nil {
-		return err
+		// "ferry history: " already says whose error it is.
+		return errors.New(strings.TrimPrefix(err.Error(), "history: ") + " (name another with -history DSN or $" + hist.EnvDSN + ")")
 	}
 	defer st.Close()
 
