@@ -301,10 +301,23 @@ func TestEOFFirstAndLateConnections(t *testing.T) {
 	}
 }
 
+// TestExtraConnectionsRefused: once MaxConns connections take part
+// (valid first header), another is refused.
 func TestExtraConnectionsRefused(t *testing.T) {
-	_, r := pairs(t, 3)
+	s, r := pairs(t, 3)
 	rcv := NewReceiver(&memFile{}, ReceiveConfig{Limit: -1, MaxConns: 2})
-	if !rcv.Add(r[0]) || !rcv.Add(r[1]) || rcv.Add(r[2]) {
+	if !rcv.Add(r[0]) || !rcv.Add(r[1]) {
+		t.Fatal("candidates refused")
+	}
+	raw(s[0], Header{Count: 1}, []byte("a"))
+	raw(s[1], Header{Count: 1, Offset: 1}, []byte("b"))
+	for k := 0; rcv.Conns() < 2; k++ {
+		if k > 10000 {
+			t.Fatalf("%d connections take part, want 2", rcv.Conns())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if rcv.Add(r[2]) {
 		t.Fatal("MaxConns not enforced")
 	}
 	cctx, cancel := context.WithCancel(context.Background())
@@ -473,6 +486,54 @@ func TestStraysDropped(t *testing.T) {
 	}
 	if k := rcv.Conns(); k != real {
 		t.Fatalf("%d connections take part, want %d", k, real)
+	}
+}
+
+// TestSilentStraysEvicted: strangers that connect and then say nothing
+// (they hold the connection open, or only read) fill the candidates'
+// room before the peer's streams arrive in a burst, none of them read
+// yet; the oldest candidates are dropped to make room, no real stream is
+// refused, and the transfer completes (CI, TestScanOwnHostBrief: a
+// refused stream reset the sender's sendfile).
+func TestSilentStraysEvicted(t *testing.T) {
+	data := random(1<<20+7, 7)
+	const real = 3
+	const silent = 2*real + 2 // more than fit beside nothing
+	s, r := pairs(t, silent+real)
+	dst := &memFile{}
+	var dropped atomic.Int64
+	rcv := NewReceiver(dst, ReceiveConfig{Limit: int64(len(data)), MaxConns: real, Dropped: func(net.Conn) { dropped.Add(1) }})
+	for i := range silent {
+		if !rcv.Add(r[i]) {
+			t.Fatalf("silent stray %d refused as a candidate", i)
+		}
+	}
+	if n := rcv.Candidates(); n != 2*real {
+		t.Fatalf("%d candidates wait, want %d (the oldest evicted)", n, 2*real)
+	}
+	for i, c := range r[silent:] {
+		if !rcv.Add(c) {
+			t.Fatalf("real stream %d refused after silent strays", i)
+		}
+	}
+	var sendErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, sendErr = Send(ctx(t), s[silent:], bytes.NewReader(data), []xfer.Range{{Start: 0, End: int64(len(data))}}, SendConfig{BlockSize: 64 << 10})
+	})
+	n, err := rcv.Wait(ctx(t))
+	wg.Wait()
+	if err != nil || sendErr != nil {
+		t.Fatalf("receive: %v; send: %v", err, sendErr)
+	}
+	if n != int64(len(data)) || !bytes.Equal(dst.b, data) {
+		t.Fatalf("received %d bytes, want the %d sent", n, len(data))
+	}
+	if k := rcv.Conns(); k != real {
+		t.Fatalf("%d connections take part, want %d", k, real)
+	}
+	if d := dropped.Load(); d != silent {
+		t.Fatalf("%d strays dropped, want all %d", d, silent)
 	}
 }
 

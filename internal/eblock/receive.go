@@ -37,8 +37,8 @@ type ReceiveConfig struct {
 	// past it is refused.
 	Limit int64
 	// MaxConns is how many connections may take part; 0 means
-	// DefaultMaxConns. As many more may wait for their first header
-	// (candidates, see Receiver.Add).
+	// DefaultMaxConns. Twice as many more may wait for their first header
+	// (candidates, see Receiver.Add); one more then evicts the oldest.
 	MaxConns int
 	// MaxRanges is how many separate (neither overlapping nor adjacent)
 	// ranges the blocks received may form before the transfer fails with
@@ -81,7 +81,7 @@ type Receiver struct {
 	expected  int               // EOD count from the EOF header, -1 until seen
 	seen      int               // EODs seen
 	conns     []net.Conn        // connections taking part (valid first header seen)
-	pending   int               // candidates still waiting for their first header
+	pending   []net.Conn        // candidates still waiting for their first header, oldest first
 	dropped   error             // why the last candidate was dropped
 	reading   map[net.Conn]bool // connections still being read, candidates too
 	reusable  []net.Conn        // ended with EOD and no CLOSE
@@ -118,13 +118,25 @@ func NewReceiver(dst dsi.Writer, cfg ReceiveConfig) *Receiver {
 // host, globus-toolkit#93) neither fails the transfer nor takes a
 // peer's place. A stranger that sends well-formed blocks cannot be told
 // from the peer without DCAU.
+//
+// At most 2×MaxConns candidates wait at once (room for all the peer's
+// streams arriving in a burst, before any is read, beside as many
+// strangers). When one more arrives the oldest is dropped: a peer's connection sends its first header at once,
+// so the candidate that has waited longest is the likeliest stranger (one
+// that holds its connection open or only reads), and refusing the
+// newcomer instead would turn away the peer's last streams.
 func (r *Receiver) Add(c net.Conn) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.finished || r.pending >= r.cfg.MaxConns || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
+	if r.finished || len(r.conns) >= r.cfg.MaxConns || r.expected >= 0 && len(r.conns) >= r.expected {
 		return false
 	}
-	r.pending++
+	if len(r.pending) >= 2*r.cfg.MaxConns {
+		oldest := r.pending[0]
+		r.pending = r.pending[1:]
+		oldest.SetReadDeadline(time.Unix(1, 0)) // its first() fails and drops it
+	}
+	r.pending = append(r.pending, c)
 	r.reading[c] = true
 	c.SetReadDeadline(time.Time{})
 	r.wg.Go(func() { r.read(c) })
@@ -170,7 +182,7 @@ func (r *Receiver) Reusable() []net.Conn {
 func (r *Receiver) Candidates() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pending
+	return len(r.pending)
 }
 
 // All returns every connection taking part.
@@ -270,7 +282,10 @@ func (r *Receiver) first(c net.Conn, hdr *[HeaderSize]byte) (h Header, idx int, 
 		h, err = ParseHeader(hdr[:])
 	}
 	r.mu.Lock()
-	r.pending--
+	evicted := !r.unpendLocked(c)
+	if err == nil && evicted {
+		err = errors.New("evicted by a newer connection while waiting for its first header")
+	}
 	if err == nil {
 		err = r.firstInvalidLocked(h)
 	}
@@ -295,6 +310,18 @@ func (r *Receiver) first(c net.Conn, hdr *[HeaderSize]byte) (h Header, idx int, 
 		}
 	}
 	return h, idx, ok
+}
+
+// unpendLocked removes c from the candidates waiting for their first
+// header; it reports false when c was no longer there (Add evicted it).
+func (r *Receiver) unpendLocked(c net.Conn) bool {
+	for i, p := range r.pending {
+		if p == c {
+			r.pending = append(r.pending[:i:i], r.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // firstInvalidLocked returns why h may not open a connection, or nil:
