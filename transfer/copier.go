@@ -460,7 +460,14 @@ func (c *copier) downloadDirect(ctx context.Context, src, dst Location) (int64, 
 	}
 	s := c.session(src)
 	defer c.release(ctx, s)
-	n, err := s.Download(ctx, src.Path, sink.f, c.retrieveOptions())
+	var n int64
+	if start, end, ok := c.retuneDirect(ctx, s, src, sink.f); ok {
+		// A device that takes writes at any offset (/dev/null, a disk)
+		// is re-tuned as a file is; no resume state: nothing to resume.
+		n, c.tuning, err = c.retuneDownload(ctx, s, src, dst, sink.f, start, end, *c.retrieveOptions())
+	} else {
+		n, err = s.Download(ctx, src.Path, sink.f, c.retrieveOptions())
+	}
 	if err == nil {
 		if err = sink.commit(); err != nil {
 			err = &OpError{What: "write " + dst.String(), Err: err}
@@ -473,6 +480,53 @@ func (c *copier) downloadDirect(ctx context.Context, src, dst Location) (int64, 
 		return n, err
 	}
 	return n, nil
+}
+
+// retuneDirect reports whether a download of src into the device f is
+// moved in re-tuned parts, and the range [start, end) it moves: an
+// automatic MODE E download, whole, large enough (retuneWanted), of a
+// file whose size the server tells, into a file that takes positioned
+// writes (/dev/null, a disk; not a FIFO, a socket or a terminal).
+func (c *copier) retuneDirect(ctx context.Context, s *client.Session, src Location, f *os.File) (start, end int64, ok bool) {
+	if c.auto == nil || !c.auto.ModeE || f == nil || c.o.Offset != 0 || c.o.Length >= 0 || !positioned(f) {
+		return 0, 0, false
+	}
+	size, known := c.sizes[src.Path]
+	if !known {
+		conn, err := s.Conn(ctx)
+		if err != nil {
+			return 0, 0, false
+		}
+		if size, err = conn.Size(ctx, src.Path); err != nil {
+			return 0, 0, false
+		}
+	}
+	if !c.retuneWanted(c.auto, size) {
+		return 0, 0, false
+	}
+	start, end = c.o.Offset, c.o.Offset+c.limit()
+	if c.o.Length <= 0 || end > size {
+		end = size
+	}
+	return start, end, start < end
+}
+
+// positioned reports whether f takes writes at an offset: the kernel
+// refuses a pwrite, even an empty one, with ESPIPE where it does not
+// (os.File.WriteAt skips the call for an empty write).
+func positioned(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		_, werr = syscall.Pwrite(int(fd), nil, 0)
+		return true
+	}); err != nil {
+		return false
+	}
+	return werr == nil
 }
 
 // retrieveOptions are the RetrieveOptions of the flags.

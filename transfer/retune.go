@@ -28,7 +28,8 @@ import (
 const DefaultRetuneMin = 256 << 20
 
 // retuneMinTime: a smaller file is re-tuned too when the predicted
-// transfer lasts at least this long (a slow link).
+// transfer lasts at least this long (a slow link), or when no time is
+// predicted.
 const retuneMinTime = 8 * time.Second
 
 // retuneFloor is the least size re-tuned however slow the link: below
@@ -63,7 +64,9 @@ func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
 	if size >= DefaultRetuneMin {
 		return true
 	}
-	return size >= retuneFloor && ch.ETA >= retuneMinTime
+	// Without an ETA (no history, no probe) the link may be slow and
+	// lossy, where the first guess of streams costs the most: re-tune.
+	return size >= retuneFloor && (ch.ETA <= 0 || ch.ETA >= retuneMinTime)
 }
 
 // retuneLimits are the tune.Limits of a download on this host.

@@ -1,0 +1,78 @@
+package transfer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRetuneIntoDevice: an automatic download into a device that takes
+// writes at any offset (/dev/null, as the WAN bench downloads) is
+// re-tuned in parts as a file is; into a FIFO it is moved whole, in
+// order.
+func TestRetuneIntoDevice(t *testing.T) {
+	s := startServer(t)
+	const size = 24 << 20
+	writeFile(t, filepath.Join(s.dir, "big"), randomData(t, size))
+	e := &Engine{History: openStore(t), Tool: "test", Getenv: retuneEnv(4 << 20)}
+	o := Options{Length: -1, Auto: true}
+
+	res, err := e.Copy(t.Context(), Request{Src: s.loc("big"), Dst: LocalLocation(os.DevNull), Options: o}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes != size {
+		t.Errorf("moved %d bytes, want %d", res.Bytes, size)
+	}
+	if parts := tuningParts(t, res.Tuning, size); len(parts) < 3 {
+		t.Errorf("%d parts into %s, want several: %q", len(parts), os.DevNull, res.Tuning)
+	}
+
+	f, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if positioned(w) {
+		t.Error("a pipe takes positioned writes?")
+	}
+	w.Close()
+	if !positioned(mustOpen(t, os.DevNull)) {
+		t.Errorf("%s takes no positioned writes?", os.DevNull)
+	}
+}
+
+func mustOpen(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestRetuneWanted: which automatic downloads are moved in re-tuned
+// parts.
+func TestRetuneWanted(t *testing.T) {
+	c := &copier{e: &Engine{Getenv: func(string) string { return "" }}}
+	for _, tc := range []struct {
+		name string
+		ch   *AutoChoice
+		size int64
+		want bool
+	}{
+		{"not automatic", nil, 1 << 30, false},
+		{"stream mode", &AutoChoice{}, 1 << 30, false},
+		{"large", &AutoChoice{ModeE: true}, DefaultRetuneMin, true},
+		{"under the floor", &AutoChoice{ModeE: true}, retuneFloor - 1, false},
+		{"mid-size, no ETA (empty history)", &AutoChoice{ModeE: true}, retuneFloor, true},
+		{"mid-size, quick", &AutoChoice{ModeE: true, ETA: time.Second}, retuneFloor, false},
+		{"mid-size, slow", &AutoChoice{ModeE: true, ETA: retuneMinTime}, retuneFloor, true},
+	} {
+		if got := c.retuneWanted(tc.ch, tc.size); got != tc.want {
+			t.Errorf("%s: retuneWanted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
