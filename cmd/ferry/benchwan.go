@@ -49,7 +49,7 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	preset := fs.String("preset", "", "the `NAME` of the grids to run (see below)")
 	out := fs.String("out", "", "`DIR` for the CSV, the Markdown report and the plots (required unless -list)")
 	impls := fs.String("impls", "ferry,gct,iperf3", "comma-separated `IMPLS`: ferry, gct, iperf3 (the reference cells)")
-	grids := fs.String("grids", "", "comma-separated grid `IDS` of the preset to run (default: all)")
+	grids := fs.String("grids", "", "comma-separated grid `IDS` of the preset to run, or rows of a tune preset as LATENCY/LOSS (10ms/0.1%) (default: all)")
 	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
 	cc := fs.String("cc", "cubic", "congestion control `ALG` of both namespaces: cubic, bbr or reno")
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated loss (cell i uses SEED+i)")
@@ -67,7 +67,11 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	}
 	if p.Tune != nil {
 		if *grids != "" {
-			return usagef("-grids: preset %s has rows, not grids", p.Name)
+			spec, err := tuneRows(*p.Tune, splitList(*grids))
+			if err != nil {
+				return usagef("-grids: preset %s: %v", p.Name, err)
+			}
+			p.Tune = &spec
 		}
 		return runBenchTune(ctx, e, p, tuneOptions{impls: splitList(*impls), ferry: *ferry, cc: *cc, seed: *seed,
 			dir: *dir, out: *out, list: *list, args: args})
@@ -246,4 +250,23 @@ func bufferList(bs []int64) string {
 		out = append(out, bench.VarBuffer.Format(float64(b)))
 	}
 	return "[" + strings.Join(out, " ") + "]"
+}
+
+// tuneRows keeps the rows of spec named in want, as one-way latency and
+// loss: "10ms/0.1%".
+func tuneRows(spec bench.TuneSpec, want []string) (bench.TuneSpec, error) {
+	var keep []bench.TuneRow
+	var have []string
+	for _, r := range spec.Rows {
+		id := fmt.Sprintf("%gms/%g%%", float64(r.Latency)/float64(time.Millisecond), r.Loss)
+		have = append(have, id)
+		if slices.Contains(want, id) {
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) != len(want) {
+		return spec, fmt.Errorf("its rows are %s", strings.Join(have, ", "))
+	}
+	spec.Rows = keep
+	return spec, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/bench"
 )
 
 func TestBenchWANTuneHelp(t *testing.T) {
@@ -128,4 +130,26 @@ func readCSV(t *testing.T, name string) [][]string {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// TestTuneRows: -grids picks rows of a tune preset by latency and loss,
+// and names the rows there are when one is unknown.
+func TestTuneRows(t *testing.T) {
+	p, err := bench.PresetByName("tune")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := tuneRows(*p.Tune, []string{"10ms/0.1%", "50ms/1%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Rows) != 2 || spec.Rows[0].Latency != 10*time.Millisecond || spec.Rows[1].Loss != 1 {
+		t.Fatalf("rows %+v", spec.Rows)
+	}
+	if len(p.Tune.Rows) != 12 {
+		t.Fatalf("the preset itself changed: %d rows", len(p.Tune.Rows))
+	}
+	if _, err := tuneRows(*p.Tune, []string{"7ms/0%"}); err == nil || !strings.Contains(err.Error(), "1ms/0%, 1ms/0.1%") {
+		t.Fatalf("unknown row: %v", err)
+	}
 }
