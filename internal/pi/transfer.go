@@ -302,6 +302,9 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	if err != nil {
 		return fsError(s, err, arg), false
 	}
+	if up.part != nil {
+		w = limitToPart(w, *up.part)
+	}
 	if s.sum.path == up.p {
 		s.sum.path, s.sum.value = "", "" // the checksum is of the old content
 	}
@@ -328,19 +331,27 @@ type storePlan struct {
 	allo          int64  // the size the client announced (ALLO); -1: none
 	req           *xfer.Request
 	opts          dsi.CreateOptions
-	targetExisted bool   // target existed before the upload
-	done          func() // ends its record in Config.Uploads
+	targetExisted bool        // target existed before the upload
+	part          *xfer.Range // PART: the range this STOR brings; nil: the whole file
+	partial       bool        // PART: the parts so far do not cover the file yet
+	done          func()      // ends its record in Config.Uploads
 }
 
 // planStore takes the upload's REST and ALLO and decides where and how
 // it writes (see store), or returns nil and the reply refusing it.
 func (s *session) planStore(ctx context.Context, arg string, kind storeKind, offset int64) (*storePlan, wire.Reply) {
+	part, hasPart := s.takePart()
 	rest, hasRest := s.takeRest()
 	allo := s.allo
 	s.allo = -1
 	p := s.abs(arg)
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
 		return nil, restNeedsModeE
+	}
+	if hasPart {
+		if r := s.partRefusal(part, kind, allo); r.Code != 0 {
+			return nil, r
+		}
 	}
 	if xfer.IsPartName(p) {
 		return nil, partNameRefused(arg)
@@ -351,8 +362,18 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		return nil, ok(550, "%s: Is a directory.", arg)
 	}
 	target := p
-	if kind == storePlain && !s.cfg.UploadInPlace && !dsi.WritesInPlace(s.fs) && p != "/" && (!hasRest || !existed) {
+	inPlace := s.cfg.UploadInPlace || dsi.WritesInPlace(s.fs) || p == "/"
+	if kind == storePlain && !inPlace && (!hasRest || !existed || hasPart) {
+		// A part of an upload always goes to the part file, even when
+		// the file it will replace exists (see parts.go).
 		target = xfer.PartName(p)
+	}
+	if hasPart && hasRest && target != p {
+		if _, err := s.fs.Stat(ctx, target); err != nil {
+			// REST claims bytes the part file would hold: without it,
+			// the file would be completed from ranges never stored.
+			return nil, ok(550, "%s: no upload in parts to continue (no part file); send the file again from its start.", arg)
+		}
 	}
 	req := s.newRequest(target)
 	req.Size = allo
@@ -362,6 +383,10 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		// checks the bytes the stripes moved against ALLO less these
 		// (a resumed upload sends only the rest).
 		req.Restart = rest
+		if hasPart {
+			// Only the part's bytes are to come in this STOR.
+			req.Restart = partRestart(rest, part, allo)
+		}
 	}
 	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
 	switch {
@@ -395,7 +420,12 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 			opts.Perm = fi.Mode.Perm()
 		}
 	}
-	return &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}, wire.Reply{}
+	up := &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}
+	if hasPart {
+		up.part = &part
+		up.partial = !partCompletes(rest, part, allo)
+	}
+	return up, wire.Reply{}
 }
 
 // uploadBusy answers a command that would change p while an upload
@@ -436,6 +466,11 @@ func (s *session) checkStored(up *storePlan, n int64, err error) error {
 // the upload created is removed, and the reply says what is left.
 func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n int64, start time.Time, started bool, err error) wire.Reply {
 	target, p := up.target, up.p
+	if err == nil && up.partial {
+		// A part of a file the parts do not cover yet: it stays aside.
+		s.logTransfer("STOR", p, n, start, err)
+		return ok(226, "Part %d-%d stored; %s is complete when its parts cover its %d bytes.", up.part.Start, up.part.End, arg, up.allo)
+	}
 	if err == nil && target != p {
 		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
 			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)

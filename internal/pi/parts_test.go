@@ -1,0 +1,69 @@
+package pi_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// TestUploadInParts: a file uploaded as three MODE E STORs with PART
+// (out of order, each with REST of the parts before) stays aside until
+// the last part, is then renamed over the file it replaces byte for
+// byte, and a part never lands outside its range.
+func TestUploadInParts(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("MODE E", 200)
+	old := randomBytes(1000)
+	c.expect("ALLO 1000", 200)
+	if _, rest := c.modeEStore("STOR /p", old, 1, nil); rest[len(rest)-1].Code != 226 {
+		t.Fatal(rest)
+	}
+	data := randomBytes(300000)
+	parts := []xfer.Range{{Start: 100000, End: 250000}, {Start: 0, End: 100000}, {Start: 250000, End: 300000}}
+	var have xfer.RangeSet
+	for i, p := range parts {
+		c.expect("ALLO 300000", 200)
+		if have.Len() > 0 {
+			c.expect("REST "+have.String(), 350)
+		}
+		c.expect(fmt.Sprintf("PART %d-%d", p.Start, p.End), 350)
+		_, rest := c.modeEStore("STOR /p", data, 2, []xfer.Range{p})
+		if fin := rest[len(rest)-1]; fin.Code != 226 {
+			t.Fatalf("part %d: %v", i, rest)
+		}
+		have.Add(p)
+		if i < len(parts)-1 {
+			// The old file is still there, whole, until the last part.
+			if got, r := c.modeERetrieve("RETR /p", 1); r.Code != 226 || string(got) != string(old) {
+				t.Fatalf("after part %d: RETR %v, %d bytes", i, r, len(got))
+			}
+		}
+	}
+	if got, r := c.modeERetrieve("RETR /p", 2); r.Code != 226 || string(got) != string(data) {
+		t.Fatalf("RETR after the parts: %v, %d bytes (want %d)", r, len(got), len(data))
+	}
+	c.expect("SIZE "+xfer.PartName("/p"), 550)
+
+	// A part whose blocks stray outside its range fails, and the file
+	// is not touched.
+	c.expect("ALLO 300000", 200)
+	c.expect("PART 0-1000", 350)
+	_, rest := c.modeEStore("STOR /p", randomBytes(300000), 1, []xfer.Range{{Start: 0, End: 2000}})
+	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
+		t.Fatalf("a part sending outside its range answered %v", rest)
+	}
+	if got, r := c.modeERetrieve("RETR /p", 1); r.Code != 226 || string(got) != string(data) {
+		t.Fatalf("RETR after a bad part: %v, %d bytes", r, len(got))
+	}
+
+	// A part short of its range fails.
+	c.expect("ALLO 300000", 200)
+	c.expect("PART 0-100000", 350)
+	_, rest = c.modeEStore("STOR /q", data, 1, []xfer.Range{{Start: 0, End: 50000}})
+	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
+		t.Fatalf("a short part answered %v", rest)
+	}
+	c.expect("SIZE /q", 550)
+}
