@@ -323,7 +323,12 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 	}
 	s := c.session(dst)
 	defer c.release(ctx, s)
-	n, err := s.Upload(ctx, f, size, dst.Path, opts)
+	var n int64
+	if c.retuneUploadWanted(ctx, s, off, size, fi.Size()) {
+		n, c.tuning, err = c.retuneUpload(ctx, s, src, dst, f, size, *opts)
+	} else {
+		n, err = s.Upload(ctx, f, size, dst.Path, opts)
+	}
 	if err != nil {
 		err = &OpError{What: "upload to " + dst.String(), Err: err}
 		if saver == nil {

@@ -6,8 +6,12 @@ package transfer
 // measured. The parts tile the file exactly (tune.Run), every part
 // writes at the file's own offsets and reports its stored ranges to the
 // resume state, so a kill in the middle of a part resumes without a
-// byte lost or copied twice. Uploads and third-party copies are moved
-// whole for now.
+// byte lost or copied twice. Automatic uploads of a large local file to a
+// server that lists PART (a Ferry server) move in parts the same way:
+// each part is a MODE E STOR of its range (client.StoreOptions.Part),
+// the server keeps the file aside until the parts cover it, and the
+// ranges it acknowledged go to the upload's resume state. Third-party
+// copies are moved whole: see the note on them below.
 
 import (
 	"context"
@@ -147,6 +151,113 @@ func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst
 	res, err := tune.Run(ctx, start, end, ctl, move)
 	return moved, tuningSummary(res), err
 }
+
+// retuneUploadWanted reports whether the upload of a whole local file of
+// size bytes (off: the -off asked) to the server of s moves in re-tuned
+// parts: an automatic choice that re-tunes it, and a server that takes
+// uploads in parts (FEAT PART).
+func (c *copier) retuneUploadWanted(ctx context.Context, s *client.Session, off, size, fileSize int64) bool {
+	if off != 0 || size != fileSize || c.o.Stripe || !c.retuneWanted(c.auto, size) {
+		return false
+	}
+	conn, err := s.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := conn.Features()["PART"]
+	return ok
+}
+
+// retuneUpload uploads the size bytes of the local file r to dst in
+// re-tuned parts on the session s. opts are the upload's options
+// (Restart: the ranges the server acknowledged before, when resuming;
+// Acknowledged: the resume state; Progress: the display), used for every
+// part with the part's range and setting. The last part is always sent,
+// even when every byte of it is on the server already: its STOR is the
+// one that puts the file in place. It returns the bytes moved and the
+// tuning summary for the record.
+func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst Location, r io.ReaderAt, size int64, opts client.StoreOptions) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
+		moved int64                  // bytes of the parts before this one
+		parts int
+		prev  tune.Setting
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have.Clone()
+		mu.Unlock()
+		if covered(restart, off, off+n) == n && off+n < size {
+			// On the server already (a resumed upload): nothing to move.
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		var last client.Progress
+		po := opts
+		po.Offset, po.Part = 0, client.Range{Start: off, End: off + n}
+		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
+		// As for downloads: connections kept from the part before serve
+		// this one only when the setting is the same.
+		po.Reuse = set == prev || parts == 0
+		prev = set
+		parts++
+		po.Restart = restart
+		po.Acknowledged = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if opts.Acknowledged != nil {
+				opts.Acknowledged(rs)
+			}
+		}
+		base := moved
+		po.Progress = func(p client.Progress) {
+			last = p
+			if opts.Progress != nil {
+				p.Bytes += base
+				opts.Progress(p)
+			}
+		}
+		t := time.Now()
+		k, err := s.Upload(ctx, r, size, dst.Path, &po)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		// The server answered 226: the whole part is stored, whatever
+		// its last marker said.
+		mu.Lock()
+		have.Add(po.Part)
+		all := have.Clone()
+		mu.Unlock()
+		if opts.Acknowledged != nil {
+			opts.Acknowledged(all)
+		}
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(last.Conns)
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, 0, size, ctl, move)
+	return moved, tuningSummary(res), err
+}
+
+// Third-party copies are not re-tuned. Ferry's client only steers them:
+// the bytes flow between the two servers, and the one figure it could
+// tune from is the rate of the destination's 112 markers. Per part it
+// would need ERET on the source and a PART STOR on the destination, so
+// both servers would have to be Ferry servers (GCT has no PART, and ESTO
+// writes in place, so a GCT destination would show a partial file under
+// its final name), and the streams of a part are the source's
+// (OPTS RETR Parallelism), its buffers the two servers' own: ferry can
+// ask for them (SITE RETRBUFSIZE/STORBUFSIZE) but not see the TCP state
+// the controller's loss and RTT come from. That is left for later.
 
 // covered is the number of bytes of [start, end) in rs.
 func covered(rs client.RangeSet, start, end int64) int64 {
