@@ -16,6 +16,7 @@ func TestUploadInParts(t *testing.T) {
 	c.login()
 	c.expect("MODE E", 200)
 	old := randomBytes(1000)
+	old[0] ^= 0xff // not the new content
 	c.expect("ALLO 1000", 200)
 	if _, rest := c.modeEStore("STOR /p", old, 1, nil); rest[len(rest)-1].Code != 226 {
 		t.Fatal(rest)
@@ -50,7 +51,11 @@ func TestUploadInParts(t *testing.T) {
 	// is not touched.
 	c.expect("ALLO 300000", 200)
 	c.expect("PART 0-1000", 350)
-	_, rest := c.modeEStore("STOR /p", randomBytes(300000), 1, []xfer.Range{{Start: 0, End: 2000}})
+	bad := randomBytes(300000)
+	for i := range bad {
+		bad[i] ^= 1
+	}
+	_, rest := c.modeEStore("STOR /p", bad, 1, []xfer.Range{{Start: 0, End: 2000}})
 	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
 		t.Fatalf("a part sending outside its range answered %v", rest)
 	}
@@ -66,4 +71,41 @@ func TestUploadInParts(t *testing.T) {
 		t.Fatalf("a short part answered %v", rest)
 	}
 	c.expect("SIZE /q", 550)
+}
+
+// TestResumedOverwriteContinuesPartFile: an upload replacing a file that
+// was cut short keeps its bytes in the part file; the restarted STOR
+// (REST of what arrived) continues that part file and renames it over
+// the old file, instead of writing the rest into the old file (which
+// would mix the two).
+func TestResumedOverwriteContinuesPartFile(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("MODE E", 200)
+	old := randomBytes(100000)
+	for i := range old {
+		old[i] ^= 0x5a // not the new content
+	}
+	c.expect("ALLO 100000", 200)
+	if _, rest := c.modeEStore("STOR /x", old, 1, nil); rest[len(rest)-1].Code != 226 {
+		t.Fatal(rest)
+	}
+	data := randomBytes(100000)
+	c.expect("ALLO 100000", 200)
+	_, rest := c.modeEStore("STOR /x", data, 1, []xfer.Range{{Start: 0, End: 50000}})
+	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
+		t.Fatalf("a cut-short upload answered %v", rest)
+	}
+	if got, r := c.modeERetrieve("RETR /x", 1); r.Code != 226 || string(got) != string(old) {
+		t.Fatalf("the old file changed under a cut-short upload: %v", r)
+	}
+	c.expect("ALLO 100000", 200)
+	c.expect("REST 0-50000", 350)
+	if _, rest := c.modeEStore("STOR /x", data, 2, []xfer.Range{{Start: 50000, End: 100000}}); rest[len(rest)-1].Code != 226 {
+		t.Fatal(rest)
+	}
+	if got, r := c.modeERetrieve("RETR /x", 1); r.Code != 226 || string(got) != string(data) {
+		t.Fatalf("after the restarted upload: %v, the file is not the new one", r)
+	}
+	c.expect("SIZE "+xfer.PartName("/x"), 550)
 }

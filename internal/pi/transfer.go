@@ -289,9 +289,9 @@ func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset
 // over the target only when every byte has arrived, so an interrupted
 // upload never leaves a truncated file under the final name (nor spoils
 // the file it would replace). A restarted STOR (REST) whose target does
-// not exist yet continues that part file. APPE, ESTO and restarts of an
-// existing file write in place, as does every upload with
-// Config.UploadInPlace (GCT's behaviour).
+// not exist yet, or whose part file exists, continues that part file.
+// APPE, ESTO and other restarts of an existing file write in place, as
+// does every upload with Config.UploadInPlace (GCT's behaviour).
 func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) (wire.Reply, bool) {
 	up, refused := s.planStore(ctx, arg, kind, offset)
 	if up == nil {
@@ -363,10 +363,22 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	}
 	target := p
 	inPlace := s.cfg.UploadInPlace || dsi.WritesInPlace(s.fs) || p == "/"
-	if kind == storePlain && !inPlace && (!hasRest || !existed || hasPart) {
-		// A part of an upload always goes to the part file, even when
-		// the file it will replace exists (see parts.go).
-		target = xfer.PartName(p)
+	if kind == storePlain && !inPlace {
+		switch {
+		case !hasRest || !existed || hasPart:
+			// A part of an upload always goes to the part file, even
+			// when the file it will replace exists (see parts.go).
+			target = xfer.PartName(p)
+		default:
+			// A restart of a file that exists continues the part file
+			// of an upload replacing it, when there is one: REST names
+			// that file's ranges, and writing the rest into the old
+			// file would mix the two. Without one, it writes in place
+			// (a file uploaded in place, as GCT does).
+			if _, err := s.fs.Stat(ctx, xfer.PartName(p)); err == nil {
+				target = xfer.PartName(p)
+			}
+		}
 	}
 	if hasPart && hasRest && target != p {
 		if _, err := s.fs.Stat(ctx, target); err != nil {
