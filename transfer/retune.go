@@ -248,16 +248,18 @@ func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst L
 	return moved, tuningSummary(res), err
 }
 
-// Third-party copies are not re-tuned. Ferry's client only steers them:
-// the bytes flow between the two servers, and the one figure it could
-// tune from is the rate of the destination's 112 markers. Per part it
-// would need ERET on the source and a PART STOR on the destination, so
-// both servers would have to be Ferry servers (GCT has no PART, and ESTO
-// writes in place, so a GCT destination would show a partial file under
-// its final name), and the streams of a part are the source's
-// (OPTS RETR Parallelism), its buffers the two servers' own: ferry can
-// ask for them (SITE RETRBUFSIZE/STORBUFSIZE) but not see the TCP state
-// the controller's loss and RTT come from. That is left for later.
+// Third-party copies are not re-tuned yet. Per part the source would get
+// ERET P <off> <n> and the destination a PART STOR; but ERET makes a
+// virtual file whose MODE E offsets start at 0, while a PART STOR takes
+// blocks at file offsets, so the destination would need PART with
+// ESTO A <off> (offsets shifted into the part file), which the server
+// does not take yet. Only Ferry destinations could do it (GCT has no
+// PART, and its ESTO writes in place: a partial file under the final
+// name). And the controller would tune half blind: the bytes flow between
+// the servers, so ferry sees neither loss nor RTT of the data
+// connections, only each part's duration; streams are the source's
+// (OPTS RETR Parallelism), buffers the servers' (SITE RETRBUFSIZE,
+// STORBUFSIZE).
 
 // covered is the number of bytes of [start, end) in rs.
 func covered(rs client.RangeSet, start, end int64) int64 {
