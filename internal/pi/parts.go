@@ -9,7 +9,9 @@ package pi
 //	command:    PART <start>-<end>   -> 350   (one-shot, like REST)
 //
 // A PART names the byte range [start, end) of the file that the next
-// MODE E STOR brings. It needs the file's whole size in ALLO (end at most
+// MODE E STOR brings (or ESTO A <start>, whose MODE E offsets start at 0
+// at the part's start: a third-party copy whose source sends
+// ERET P <start> <end-start>). It needs the file's whole size in ALLO (end at most
 // that); REST names, as usual, the ranges the server holds already from
 // the parts before. The STOR then:
 //   - accepts blocks only inside [start, end) (others fail the transfer);
@@ -59,12 +61,14 @@ func (s *session) takePart() (xfer.Range, bool) {
 	return p, ok
 }
 
-// partRefusal is the reply refusing an upload of kind with part and ALLO
-// allo, or the zero Reply when it may run.
-func (s *session) partRefusal(part xfer.Range, kind storeKind, allo int64) wire.Reply {
+// partRefusal is the reply refusing an upload of kind (ESTO: at offset)
+// with part and ALLO allo, or the zero Reply when it may run.
+func (s *session) partRefusal(part xfer.Range, kind storeKind, offset, allo int64) wire.Reply {
 	switch {
-	case kind != storePlain:
-		return ok(554, "PART goes with STOR only.")
+	case kind == storeAdjusted && offset != part.Start:
+		return ok(554, "PART %d-%d with ESTO needs ESTO A %d.", part.Start, part.End, part.Start)
+	case kind != storePlain && kind != storeAdjusted:
+		return ok(554, "PART goes with STOR or ESTO only.")
 	case s.mode != xfer.ModeEBlock:
 		return ok(554, "PART needs MODE E.")
 	case allo < 0:
@@ -85,6 +89,19 @@ func partRestart(rest xfer.RangeSet, part xfer.Range, size int64) xfer.RangeSet 
 	}
 	if part.End < size {
 		out.Add(xfer.Range{Start: part.End, End: size})
+	}
+	return out
+}
+
+// shiftRange is rest in the coordinates of the virtual file of an
+// ESTO A <part start>: shifted by -part.Start, clipped to the part.
+func shiftRange(rest xfer.RangeSet, part xfer.Range) xfer.RangeSet {
+	var out xfer.RangeSet
+	for _, r := range rest.Ranges() {
+		a, b := max(r.Start, part.Start), min(r.End, part.End)
+		if b > a {
+			out.Add(xfer.Range{Start: a - part.Start, End: b - part.Start})
+		}
 	}
 	return out
 }

@@ -109,3 +109,41 @@ func TestResumedOverwriteContinuesPartFile(t *testing.T) {
 	}
 	c.expect("SIZE "+xfer.PartName("/x"), 550)
 }
+
+// TestUploadInPartsESTO: parts sent as ESTO A <start> (MODE E offsets
+// from 0 at the part's start, as a source's ERET sends them in a
+// third-party copy) assemble the same way: aside until the last part,
+// then the whole file in place.
+func TestUploadInPartsESTO(t *testing.T) {
+	c := dial(t, serve(t, config(seed(t))))
+	c.login()
+	c.expect("MODE E", 200)
+	data := randomBytes(300000)
+	parts := []xfer.Range{{Start: 250000, End: 300000}, {Start: 0, End: 120000}, {Start: 120000, End: 250000}}
+	var have xfer.RangeSet
+	for i, p := range parts {
+		c.expect("ALLO 300000", 200)
+		if have.Len() > 0 {
+			c.expect("REST "+have.String(), 350)
+		}
+		c.expect(fmt.Sprintf("PART %d-%d", p.Start, p.End), 350)
+		_, rest := c.modeEStore(fmt.Sprintf("ESTO A %d /e", p.Start), data[p.Start:p.End], 2, nil)
+		if fin := rest[len(rest)-1]; fin.Code != 226 {
+			t.Fatalf("part %d: %v", i, rest)
+		}
+		have.Add(p)
+		if i < len(parts)-1 {
+			c.expect("SIZE /e", 550)
+		}
+	}
+	if got, r := c.modeERetrieve("RETR /e", 2); r.Code != 226 || string(got) != string(data) {
+		t.Fatalf("RETR after the parts: %v, %d bytes (want %d)", r, len(got), len(data))
+	}
+	// A part that sends more than its length fails.
+	c.expect("ALLO 300000", 200)
+	c.expect("PART 0-1000", 350)
+	_, rest := c.modeEStore("ESTO A 0 /f", data[:2000], 1, nil)
+	if code := rest[len(rest)-1].Code; code/100 != 4 && code/100 != 5 {
+		t.Fatalf("an ESTO part longer than its range answered %v", rest)
+	}
+}

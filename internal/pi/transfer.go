@@ -349,7 +349,7 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		return nil, restNeedsModeE
 	}
 	if hasPart {
-		if r := s.partRefusal(part, kind, allo); r.Code != 0 {
+		if r := s.partRefusal(part, kind, offset, allo); r.Code != 0 {
 			return nil, r
 		}
 	}
@@ -363,7 +363,7 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	}
 	target := p
 	inPlace := s.cfg.UploadInPlace || dsi.WritesInPlace(s.fs) || p == "/"
-	if kind == storePlain && !inPlace {
+	if (kind == storePlain || hasPart) && !inPlace {
 		switch {
 		case !hasRest || !existed || hasPart:
 			// A part of an upload always goes to the part file, even
@@ -395,12 +395,20 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		// checks the bytes the stripes moved against ALLO less these
 		// (a resumed upload sends only the rest).
 		req.Restart = rest
-		if hasPart {
+		switch {
+		case hasPart && kind == storeAdjusted:
+			// ESTO A <part start>: a virtual file of the part's
+			// length (its MODE E offsets start at 0), of which REST
+			// holds what is already there.
+			req.Size = part.End - part.Start
+			req.Restart = shiftRange(rest, part)
+		case hasPart:
 			// Only the part's bytes are to come in this STOR.
 			req.Restart = partRestart(rest, part, allo)
 		}
 	}
-	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
+	// A first part (no REST) starts the part file afresh, as STOR does.
+	opts := dsi.CreateOptions{Truncate: (kind == storePlain || hasPart) && !hasRest, Size: allo}
 	switch {
 	case kind == storeAppend && existed:
 		req.StoreOffset = fi.Size
@@ -459,7 +467,7 @@ func (s *session) checkStored(up *storePlan, n int64, err error) error {
 		// tells the two apart.
 		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.allo)}
 	}
-	if err == nil && s.mode == xfer.ModeEBlock && up.kind == storePlain && up.allo >= 0 && n < up.req.Missing() {
+	if err == nil && s.mode == xfer.ModeEBlock && (up.kind == storePlain || up.part != nil) && up.req.Size >= 0 && n < up.req.Missing() {
 		// MODE E ends with EOD counts, which a dying client does not
 		// send; but a stray that is not the client (no DCAU) can, and a
 		// file short of what ALLO announced must not be taken for whole.
