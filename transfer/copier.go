@@ -738,7 +738,13 @@ func (c *copier) thirdParty(ctx context.Context, src, dst Location) (int64, erro
 		TCPBuffer:       int(c.o.TCPBuffer),
 		Progress:        c.progressFunc(),
 	}
-	n, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
+	var n int64
+	var err error
+	if size := c.retuneThirdPartySize(ctx, ss, ds, src); size > 0 {
+		n, c.tuning, err = c.retuneThirdParty(ctx, ss, ds, src, dst, size, *opts)
+	} else {
+		n, err = ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
+	}
 	if err != nil {
 		return n, c.leftOnServer(ctx, dst, n, -1, &OpError{What: fmt.Sprintf("third-party copy %s to %s", src, dst), Err: err})
 	}

@@ -10,8 +10,10 @@ package transfer
 // server that lists PART (a Ferry server) move in parts the same way:
 // each part is a MODE E STOR of its range (client.StoreOptions.Part),
 // the server keeps the file aside until the parts cover it, and the
-// ranges it acknowledged go to the upload's resume state. Third-party
-// copies are moved whole: see the note on them below.
+// ranges it acknowledged go to the upload's resume state. A third-party
+// copy to such a server moves in parts too (ERET on the source, PART and
+// ESTO on the destination), tuned from each part's duration alone: the
+// bytes do not pass this client.
 
 import (
 	"context"
@@ -248,18 +250,103 @@ func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst L
 	return moved, tuningSummary(res), err
 }
 
-// Third-party copies are not re-tuned yet. Per part the source would get
-// ERET P <off> <n> and the destination a PART STOR; but ERET makes a
-// virtual file whose MODE E offsets start at 0, while a PART STOR takes
-// blocks at file offsets, so the destination would need PART with
-// ESTO A <off> (offsets shifted into the part file), which the server
-// does not take yet. Only Ferry destinations could do it (GCT has no
-// PART, and its ESTO writes in place: a partial file under the final
-// name). And the controller would tune half blind: the bytes flow between
-// the servers, so ferry sees neither loss nor RTT of the data
-// connections, only each part's duration; streams are the source's
-// (OPTS RETR Parallelism), buffers the servers' (SITE RETRBUFSIZE,
-// STORBUFSIZE).
+// retuneThirdPartySize returns the size of the source of a third-party
+// copy that moves in re-tuned parts, or 0 when it moves whole: an
+// automatic choice that re-tunes a file of that size, the whole file,
+// and a destination that takes copies in parts (FEAT PART).
+func (c *copier) retuneThirdPartySize(ctx context.Context, ss, ds *client.Session, src Location) int64 {
+	if c.o.Offset != 0 || c.o.Length >= 0 || c.o.Stripe || c.auto == nil || !c.auto.ModeE {
+		return 0
+	}
+	dconn, err := ds.Conn(ctx)
+	if err != nil {
+		return 0
+	}
+	if _, ok := dconn.Features()["PART"]; !ok {
+		return 0
+	}
+	size := c.auto.Size
+	if size <= 0 {
+		sconn, err := ss.Conn(ctx)
+		if err != nil {
+			return 0
+		}
+		if size, err = sconn.Size(ctx, src.Path); err != nil {
+			return 0
+		}
+	}
+	if !c.retuneWanted(c.auto, size) {
+		return 0
+	}
+	return size
+}
+
+// retuneThirdParty copies the size bytes of src to dst directly between
+// the servers of ss and ds in re-tuned parts: per part ERET P on the
+// source, and ALLO, REST, PART and ESTO A on the destination, which
+// keeps the file aside until the parts cover it (the last part is always
+// sent: it puts the file in place). opts are the copy's options, used
+// for every part with the part's window and setting; the streams of a
+// part are the source's (OPTS RETR Parallelism), its buffers asked of
+// both servers (SITE RETRBUFSIZE, STORBUFSIZE). The bytes do not pass
+// this client, so the controller sees each part's duration but not the
+// loss or round-trip time of the data connections. It returns the bytes
+// moved and the tuning summary for the record.
+func (c *copier) retuneThirdParty(ctx context.Context, ss, ds *client.Session, src, dst Location, size int64, opts client.ThirdPartyOptions) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
+		moved int64                  // bytes of the parts before this one
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have.Clone()
+		mu.Unlock()
+		if covered(restart, off, off+n) == n && off+n < size {
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		po := opts
+		po.Offset, po.Length, po.PartOf = off, n, size
+		po.Size, po.KnownSize = size, true
+		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
+		po.Restart = restart
+		po.Acknowledged = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if opts.Acknowledged != nil {
+				opts.Acknowledged(rs)
+			}
+		}
+		base := moved
+		po.Progress = func(p client.Progress) {
+			if opts.Progress != nil {
+				p.Bytes += base
+				opts.Progress(p)
+			}
+		}
+		t := time.Now()
+		k, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, &po)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		mu.Lock()
+		have.Add(client.Range{Start: off, End: off + n})
+		mu.Unlock()
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, 0, size, ctl, move)
+	return moved, tuningSummary(res), err
+}
 
 // covered is the number of bytes of [start, end) in rs.
 func covered(rs client.RangeSet, start, end int64) int64 {

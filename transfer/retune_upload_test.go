@@ -205,3 +205,40 @@ func TestRetuneUploadParts(t *testing.T) {
 	}
 	tuningParts(t, tuning, size)
 }
+
+// TestRetuneThirdParty: an automatic third-party copy of a large file to
+// a Ferry server moves in re-tuned parts (ERET on the source, PART and
+// ESTO on the destination) that tile the file exactly; the copy is
+// byte-identical, no part file is left, the record holds the steps.
+func TestRetuneThirdParty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 32 MiB between two servers")
+	}
+	s1, s2 := startServer(t), startServer(t)
+	const size = 32<<20 + 4321
+	data := randomData(t, size)
+	writeFile(t, filepath.Join(s1.dir, "big"), data)
+	st := openStore(t)
+	e := &Engine{History: st, Tool: "test", Getenv: retuneEnv(4 << 20)}
+	res, err := e.Copy(t.Context(), Request{Src: s1.loc("big"), Dst: s2.loc("big"), Options: Options{Length: -1, Auto: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustReadFile(t, filepath.Join(s2.dir, "big")); !bytes.Equal(got, data) {
+		t.Fatal("the copy differs")
+	}
+	if res.Bytes != size {
+		t.Errorf("moved %d bytes, want exactly %d", res.Bytes, size)
+	}
+	if parts := tuningParts(t, res.Tuning, size); len(parts) < 3 {
+		t.Errorf("%d parts, want several: %s", len(parts), res.Tuning)
+	}
+	t.Logf("tuning: %s", res.Tuning)
+	if _, err := os.Stat(filepath.Join(s2.dir, xfer.PartName("big"))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("part file left behind: %v", err)
+	}
+	recs := records(t, e, st)
+	if len(recs) != 1 || !recs[0].Params.Auto || recs[0].Params.Mode != "E" || recs[0].Tuning == "" {
+		t.Fatalf("records %+v", recs)
+	}
+}
