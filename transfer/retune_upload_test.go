@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/testutil/gct"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -240,5 +242,29 @@ func TestRetuneThirdParty(t *testing.T) {
 	recs := records(t, e, st)
 	if len(recs) != 1 || !recs[0].Params.Auto || recs[0].Params.Mode != "E" || recs[0].Tuning == "" {
 		t.Fatalf("records %+v", recs)
+	}
+}
+
+// TestRetuneUploadGCT: a server without PART (GCT's) gets an automatic
+// upload whole, as before: byte-identical, no tuning steps.
+func TestRetuneUploadGCT(t *testing.T) {
+	dir := gct.Dir(t)
+	addr := gct.Start(t, dir)
+	host, _, _ := net.SplitHostPort(addr)
+	dst := Location{Kind: Remote, Path: dir + "/big", Addr: addr, Host: host, Display: "ftp://" + addr + dir + "/big"}
+	const size = 12 << 20
+	data := randomData(t, size)
+	src := filepath.Join(t.TempDir(), "big")
+	writeFile(t, src, data)
+	e := &Engine{Getenv: uploadEnv(2<<20, t.TempDir())}
+	res, err := e.Copy(t.Context(), Request{Src: LocalLocation(src), Dst: dst, Options: Options{Length: -1, Auto: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustReadFile(t, filepath.Join(dir, "big")); !bytes.Equal(got, data) {
+		t.Fatal("the upload differs")
+	}
+	if res.Bytes != size || res.Tuning != "" {
+		t.Errorf("moved %d bytes with tuning %q, want %d whole", res.Bytes, res.Tuning, int64(size))
 	}
 }
