@@ -614,7 +614,9 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("ESTO", "ESTO")
 	add("MLST", "MLST "+wire.FeatMLST(s.facts))
 	add("OPTS", "PARALLEL")
-	add("PART", featPart)
+	if s.canPart() {
+		add("PART", featPart)
+	}
 	add("REST", "REST STREAM")
 	add("SIZE", "SIZE")
 	add("SPAS", "SPAS")
