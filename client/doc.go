@@ -58,6 +58,10 @@
 //     the destination's 111/112 markers, restart with the same REST to
 //     both servers (§8.3); with GSI each server presents the proxy
 //     delegated to it (DCAU A).
+//   - Uploads in parts (StoreOptions.Part): ALLO, REST, PART and a MODE E
+//     STOR per part, to servers whose FEAT lists PART (Ferry's extension,
+//     docs/extensions.md); the server puts the file in place only when
+//     the parts cover it.
 //   - MODE E downloads into an *os.File splice each block from a plain TCP
 //     data connection into the file at its offset (posix.SpliceAt).
 //

@@ -524,7 +524,7 @@ func (c *Conn) StoreAt(ctx context.Context, path string, r io.ReaderAt, size int
 	if o.Offset < 0 || size < 0 {
 		return 0, fmt.Errorf("client: STOR %s: negative offset or size", path)
 	}
-	if o.Parallel > 1 || o.ModeE {
+	if o.Parallel > 1 || o.ModeE || o.Part.End > o.Part.Start {
 		return c.storeEBlock(ctx, path, r, size, &o)
 	}
 	have := min(prefixFrom(o.Restart, o.Offset), size)
@@ -552,6 +552,12 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	}
 	window := Range{Start: o.Offset, End: o.Offset + size}
 	missing := o.Restart.Missing(window)
+	if o.Part.End > o.Part.Start {
+		if err := c.checkPart(o, size); err != nil {
+			return 0, err
+		}
+		missing = o.Restart.Missing(o.Part)
+	}
 	command := "STOR " + path
 	var base int64
 	var rest RangeSet
@@ -667,6 +673,20 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	return sent.Load(), c.endTransfer(ctx, stopWatch, command, err)
 }
 
+// checkPart refuses an upload of o.Part of a file of size bytes that the
+// server or the options cannot take.
+func (c *Conn) checkPart(o *StoreOptions, size int64) error {
+	switch {
+	case !c.hasFeature("PART"):
+		return fmt.Errorf("client: the server does not take uploads in parts (no PART in FEAT)")
+	case o.Offset != 0:
+		return fmt.Errorf("client: an upload in parts starts at offset 0, not %d", o.Offset)
+	case o.Part.Start < 0 || o.Part.End > size:
+		return fmt.Errorf("client: part %d-%d outside the file's %d bytes", o.Part.Start, o.Part.End, size)
+	}
+	return nil
+}
+
 // storeSetup runs the commands of a MODE E upload up to the transfer
 // command's preliminary reply and returns the data connections.
 func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o *StoreOptions, rest RangeSet, command string) (conns []net.Conn, stripes int, err error) {
@@ -729,6 +749,11 @@ func (c *Conn) storeSetup(ctx context.Context, w *watcher, n int, size int64, o 
 	}
 	if err := c.restCommand(ctx, rest); err != nil {
 		return conns, stripes, err
+	}
+	if o.Part.End > o.Part.Start {
+		if err := c.burst(ctx, []step{{line: fmt.Sprintf("PART %d-%d", o.Part.Start, o.Part.End), check: accepted}}); err != nil {
+			return conns, stripes, err
+		}
 	}
 	if c.dsec == nil || reused {
 		return conns, stripes, c.exchange2(ctx, command, 1)

@@ -79,6 +79,14 @@ type ThirdPartyOptions struct {
 	// 111 range markers at that period (TREV RESTART; refusal ignored).
 	MarkerInterval time.Duration
 
+	// PartOf, when positive, makes the Offset/Length window one part of
+	// a copy in parts of a file of PartOf bytes (Ferry's PART extension,
+	// docs/extensions.md): the destination gets ALLO PartOf, REST of
+	// Restart (file offsets), PART and ESTO A Offset, and keeps the file
+	// aside until the parts cover it. It needs MODE E, a Length and a
+	// destination whose FEAT lists PART.
+	PartOf int64
+
 	// Progress, when not nil, sees the destination's 112 performance
 	// markers (one count per stripe; MODE E only) about every
 	// ProgressInterval, and once at the end.
@@ -377,6 +385,14 @@ func (t *thirdParty) window(size int64) (window, error) {
 			w.length = min(w.length, max(size-o.Offset, 0))
 		}
 		t.base = o.Offset
+		if o.PartOf > 0 {
+			switch {
+			case !t.dst.hasFeature("PART"):
+				return w, fmt.Errorf("client: third party: the destination does not take copies in parts (no PART in FEAT)")
+			case !o.modeE() || o.Length <= 0 || o.Offset+o.Length > o.PartOf:
+				return w, fmt.Errorf("client: third party: a part needs MODE E and a length within the file")
+			}
+		}
 		w.storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
 		w.retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, w.length, t.srcPath)
 	} else if size >= 0 && !o.KnownSize {
@@ -410,6 +426,23 @@ func (t *thirdParty) window(size int64) (window, error) {
 // leg without waiting for the 150, which comes once the source connects.
 func (t *thirdParty) startStore(w window) (*leg, error) {
 	dst := t.dst
+	if t.o.PartOf > 0 {
+		// A part (see ThirdPartyOptions.PartOf): the whole size, what
+		// the destination holds, the part; all accepted before ESTO.
+		steps := []step{{line: fmt.Sprintf("ALLO %d", t.o.PartOf), check: wantClass(2)}}
+		if t.o.Restart.Len() > 0 {
+			steps = append(steps, restStep(t.o.Restart))
+		}
+		steps = append(steps, step{line: fmt.Sprintf("PART %d-%d", t.base, t.base+w.length), check: accepted})
+		if err := dst.burst(t.ctx, steps); err != nil {
+			return nil, err
+		}
+		stor, err := dst.request(t.ctx, w.storCmd)
+		if err != nil {
+			return nil, err
+		}
+		return startLeg(t.ctx, dst, nil, stor, t.markers), nil
+	}
 	// ALLO is advice (a server may not know it), so it goes with the
 	// STOR and its reply is read by the leg; a REST must be accepted
 	// before the STOR, which would truncate without it.

@@ -113,6 +113,14 @@ type StoreOptions struct {
 	// reuses the ones kept by the previous upload (see RetrieveOptions).
 	Reuse bool
 
+	// Part, when not empty, makes StoreAt send only the bytes of Part
+	// (file offsets, less Restart) as one part of an upload in parts: a
+	// MODE E STOR after ALLO of the whole size, REST and PART (Ferry's
+	// extension, docs/extensions.md). The server keeps the file aside
+	// until the parts cover it, then puts it in place. It needs Offset 0
+	// and a server whose FEAT lists PART.
+	Part Range
+
 	// Progress is as in RetrieveOptions.
 	Progress func(Progress)
 

@@ -338,13 +338,14 @@ func (c *copier) autoParams(ch *AutoChoice, p history.Params, src, dst Location,
 		ch.Parallel, ch.TCPBuffer, ch.BlockSize = max(p.Parallel, 1), int64(p.TCPBuffer), int64(p.BlockSize)
 		ch.ModeE = p.Mode == "E" || ch.Parallel > 1
 		if ch.Parallel == 1 {
-			// One stream: stream mode, unless a download large
-			// enough to be re-tuned starts there in MODE E and
-			// grows (see retune.go).
+			// One stream: stream mode, unless a download or an
+			// upload large enough to be re-tuned starts there in
+			// MODE E and grows (see retune.go; an upload to a
+			// server without PART then stays in MODE E, one stream).
 			ch.ModeE = false
 			try := *ch
 			try.ModeE = true
-			if src.Kind == Remote && dst.Kind == Local && c.retuneWanted(&try, size) {
+			if (src.Kind == Remote && dst.Kind == Local || src.Kind == Local && dst.Kind == Remote) && c.retuneWanted(&try, size) {
 				ch.ModeE, ch.Why = true, "re-tuned on the way"
 			}
 		}

@@ -323,7 +323,12 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 	}
 	s := c.session(dst)
 	defer c.release(ctx, s)
-	n, err := s.Upload(ctx, f, size, dst.Path, opts)
+	var n int64
+	if c.retuneUploadWanted(ctx, s, off, size, fi.Size()) {
+		n, c.tuning, err = c.retuneUpload(ctx, s, src, dst, f, size, *opts)
+	} else {
+		n, err = s.Upload(ctx, f, size, dst.Path, opts)
+	}
 	if err != nil {
 		err = &OpError{What: "upload to " + dst.String(), Err: err}
 		if saver == nil {
@@ -787,7 +792,13 @@ func (c *copier) thirdParty(ctx context.Context, src, dst Location) (int64, erro
 		TCPBuffer:       int(c.o.TCPBuffer),
 		Progress:        c.progressFunc(),
 	}
-	n, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
+	var n int64
+	var err error
+	if size := c.retuneThirdPartySize(ctx, ss, ds, src); size > 0 {
+		n, c.tuning, err = c.retuneThirdParty(ctx, ss, ds, src, dst, size, *opts)
+	} else {
+		n, err = ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
+	}
 	if err != nil {
 		return n, c.leftOnServer(ctx, dst, n, -1, &OpError{What: fmt.Sprintf("third-party copy %s to %s", src, dst), Err: err})
 	}

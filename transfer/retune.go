@@ -6,8 +6,14 @@ package transfer
 // measured. The parts tile the file exactly (tune.Run), every part
 // writes at the file's own offsets and reports its stored ranges to the
 // resume state, so a kill in the middle of a part resumes without a
-// byte lost or copied twice. Uploads and third-party copies are moved
-// whole for now.
+// byte lost or copied twice. Automatic uploads of a large local file to a
+// server that lists PART (a Ferry server) move in parts the same way:
+// each part is a MODE E STOR of its range (client.StoreOptions.Part),
+// the server keeps the file aside until the parts cover it, and the
+// ranges it acknowledged go to the upload's resume state. A third-party
+// copy to such a server moves in parts too (ERET on the source, PART and
+// ESTO on the destination), tuned from each part's duration alone: the
+// bytes do not pass this client.
 
 import (
 	"context"
@@ -148,6 +154,200 @@ func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst
 		return smp, nil
 	}
 	res, err := tune.Run(ctx, start, end, ctl, move)
+	return moved, tuningSummary(res), err
+}
+
+// retuneUploadWanted reports whether the upload of a whole local file of
+// size bytes (off: the -off asked) to the server of s moves in re-tuned
+// parts: an automatic choice that re-tunes it, and a server that takes
+// uploads in parts (FEAT PART).
+func (c *copier) retuneUploadWanted(ctx context.Context, s *client.Session, off, size, fileSize int64) bool {
+	if off != 0 || size != fileSize || c.o.Stripe || !c.retuneWanted(c.auto, size) {
+		return false
+	}
+	conn, err := s.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := conn.Features()["PART"]
+	return ok
+}
+
+// retuneUpload uploads the size bytes of the local file r to dst in
+// re-tuned parts on the session s. opts are the upload's options
+// (Restart: the ranges the server acknowledged before, when resuming;
+// Acknowledged: the resume state; Progress: the display), used for every
+// part with the part's range and setting. The last part is always sent,
+// even when every byte of it is on the server already: its STOR is the
+// one that puts the file in place. It returns the bytes moved and the
+// tuning summary for the record.
+func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst Location, r io.ReaderAt, size int64, opts client.StoreOptions) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
+		moved int64                  // bytes of the parts before this one
+		parts int
+		prev  tune.Setting
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have.Clone()
+		mu.Unlock()
+		if covered(restart, off, off+n) == n && off+n < size {
+			// On the server already (a resumed upload): nothing to move.
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		var last client.Progress
+		po := opts
+		po.Offset, po.Part = 0, client.Range{Start: off, End: off + n}
+		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
+		// As for downloads: connections kept from the part before serve
+		// this one only when the setting is the same.
+		po.Reuse = set == prev || parts == 0
+		prev = set
+		parts++
+		po.Restart = restart
+		po.Acknowledged = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if opts.Acknowledged != nil {
+				opts.Acknowledged(rs)
+			}
+		}
+		base := moved
+		po.Progress = func(p client.Progress) {
+			last = p
+			if opts.Progress != nil {
+				p.Bytes += base
+				opts.Progress(p)
+			}
+		}
+		t := time.Now()
+		k, err := s.Upload(ctx, r, size, dst.Path, &po)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		// The server answered 226: the whole part is stored, whatever
+		// its last marker said.
+		mu.Lock()
+		have.Add(po.Part)
+		all := have.Clone()
+		mu.Unlock()
+		if opts.Acknowledged != nil {
+			opts.Acknowledged(all)
+		}
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(last.Conns)
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, 0, size, ctl, move)
+	return moved, tuningSummary(res), err
+}
+
+// retuneThirdPartySize returns the size of the source of a third-party
+// copy that moves in re-tuned parts, or 0 when it moves whole: an
+// automatic choice that re-tunes a file of that size, the whole file,
+// and a destination that takes copies in parts (FEAT PART).
+func (c *copier) retuneThirdPartySize(ctx context.Context, ss, ds *client.Session, src Location) int64 {
+	if c.o.Offset != 0 || c.o.Length >= 0 || c.o.Stripe || c.auto == nil || !c.auto.ModeE {
+		return 0
+	}
+	dconn, err := ds.Conn(ctx)
+	if err != nil {
+		return 0
+	}
+	if _, ok := dconn.Features()["PART"]; !ok {
+		return 0
+	}
+	size := c.auto.Size
+	if size <= 0 {
+		sconn, err := ss.Conn(ctx)
+		if err != nil {
+			return 0
+		}
+		if size, err = sconn.Size(ctx, src.Path); err != nil {
+			return 0
+		}
+	}
+	if !c.retuneWanted(c.auto, size) {
+		return 0
+	}
+	return size
+}
+
+// retuneThirdParty copies the size bytes of src to dst directly between
+// the servers of ss and ds in re-tuned parts: per part ERET P on the
+// source, and ALLO, REST, PART and ESTO A on the destination, which
+// keeps the file aside until the parts cover it (the last part is always
+// sent: it puts the file in place). opts are the copy's options, used
+// for every part with the part's window and setting; the streams of a
+// part are the source's (OPTS RETR Parallelism), its buffers asked of
+// both servers (SITE RETRBUFSIZE, STORBUFSIZE). The bytes do not pass
+// this client, so the controller sees each part's duration but not the
+// loss or round-trip time of the data connections. It returns the bytes
+// moved and the tuning summary for the record.
+func (c *copier) retuneThirdParty(ctx context.Context, ss, ds *client.Session, src, dst Location, size int64, opts client.ThirdPartyOptions) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
+		moved int64                  // bytes of the parts before this one
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have.Clone()
+		mu.Unlock()
+		if covered(restart, off, off+n) == n && off+n < size {
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		po := opts
+		po.Offset, po.Length, po.PartOf = off, n, size
+		po.Size, po.KnownSize = size, true
+		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
+		po.Restart = restart
+		po.Acknowledged = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if opts.Acknowledged != nil {
+				opts.Acknowledged(rs)
+			}
+		}
+		base := moved
+		po.Progress = func(p client.Progress) {
+			if opts.Progress != nil {
+				p.Bytes += base
+				opts.Progress(p)
+			}
+		}
+		t := time.Now()
+		k, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, &po)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		mu.Lock()
+		have.Add(client.Range{Start: off, End: off + n})
+		mu.Unlock()
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, 0, size, ctl, move)
 	return moved, tuningSummary(res), err
 }
 

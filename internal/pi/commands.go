@@ -60,6 +60,7 @@ func init() {
 		"SPAS": {run: cmdSPAS, help: "SPAS [<sp> any: addresses in EPRT form]"},
 		"SPOR": {run: cmdSPOR, arg: argRequired, help: "SPOR <sp> host-port [<sp> host-port...]"},
 		"REST": {run: cmdREST, arg: argRequired, help: "REST <sp> offset | start-end[,start-end...]"},
+		"PART": {run: cmdPART, arg: argRequired, help: "PART <sp> start-end (the part of the file the next STOR brings)"},
 		"ALLO": {run: cmdALLO, arg: argRequired, help: "ALLO <sp> size"},
 		"SBUF": {run: cmdSBUF, arg: argRequired, help: "SBUF <sp> bytes"},
 		"TREV": {run: cmdTREV, arg: argRequired, help: "TREV <sp> PERF|RESTART <sp> seconds"},
@@ -613,6 +614,9 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("ESTO", "ESTO")
 	add("MLST", "MLST "+wire.FeatMLST(s.facts))
 	add("OPTS", "PARALLEL")
+	if s.canPart() {
+		add("PART", featPart)
+	}
 	add("REST", "REST STREAM")
 	add("SIZE", "SIZE")
 	add("SPAS", "SPAS")

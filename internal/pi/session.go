@@ -63,6 +63,8 @@ type session struct {
 	mode       xfer.Mode
 	rest       xfer.RangeSet // pending REST, one-shot
 	hasRest    bool
+	part       xfer.Range // pending PART (parts.go), one-shot
+	hasPart    bool
 	renameFrom string
 	allo       int64 // pending ALLO size, -1 none
 	facts      wire.FactSet
@@ -556,5 +558,7 @@ func (s *session) abs(p string) string {
 func (s *session) takeRest() (xfer.RangeSet, bool) {
 	r, ok := s.rest, s.hasRest
 	s.rest, s.hasRest = xfer.RangeSet{}, false
+	// A PART, like REST, belongs to the next transfer command only.
+	s.part, s.hasPart = xfer.Range{}, false
 	return r, ok
 }

@@ -289,9 +289,9 @@ func (s *session) upload(ctx context.Context, arg string, kind storeKind, offset
 // over the target only when every byte has arrived, so an interrupted
 // upload never leaves a truncated file under the final name (nor spoils
 // the file it would replace). A restarted STOR (REST) whose target does
-// not exist yet continues that part file. APPE, ESTO and restarts of an
-// existing file write in place, as does every upload with
-// Config.UploadInPlace (GCT's behaviour).
+// not exist yet, or whose part file exists, continues that part file.
+// APPE, ESTO and other restarts of an existing file write in place, as
+// does every upload with Config.UploadInPlace (GCT's behaviour).
 func (s *session) store(ctx context.Context, arg string, kind storeKind, offset int64) (wire.Reply, bool) {
 	up, refused := s.planStore(ctx, arg, kind, offset)
 	if up == nil {
@@ -301,6 +301,9 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	w, err := s.fs.Create(ctx, up.target, up.opts)
 	if err != nil {
 		return fsError(s, err, arg), false
+	}
+	if up.part != nil {
+		w = limitToPart(w, *up.part)
 	}
 	if s.sum.path == up.p {
 		s.sum.path, s.sum.value = "", "" // the checksum is of the old content
@@ -328,19 +331,27 @@ type storePlan struct {
 	allo          int64  // the size the client announced (ALLO); -1: none
 	req           *xfer.Request
 	opts          dsi.CreateOptions
-	targetExisted bool   // target existed before the upload
-	done          func() // ends its record in Config.Uploads
+	targetExisted bool        // target existed before the upload
+	part          *xfer.Range // PART: the range this STOR brings; nil: the whole file
+	partial       bool        // PART: the parts so far do not cover the file yet
+	done          func()      // ends its record in Config.Uploads
 }
 
 // planStore takes the upload's REST and ALLO and decides where and how
 // it writes (see store), or returns nil and the reply refusing it.
 func (s *session) planStore(ctx context.Context, arg string, kind storeKind, offset int64) (*storePlan, wire.Reply) {
+	part, hasPart := s.takePart()
 	rest, hasRest := s.takeRest()
 	allo := s.allo
 	s.allo = -1
 	p := s.abs(arg)
 	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
 		return nil, restNeedsModeE
+	}
+	if hasPart {
+		if r := s.partRefusal(part, kind, offset, allo); r.Code != 0 {
+			return nil, r
+		}
 	}
 	if xfer.IsPartName(p) {
 		return nil, partNameRefused(arg)
@@ -351,8 +362,30 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		return nil, ok(550, "%s: Is a directory.", arg)
 	}
 	target := p
-	if kind == storePlain && !s.cfg.UploadInPlace && !dsi.WritesInPlace(s.fs) && p != "/" && (!hasRest || !existed) {
-		target = xfer.PartName(p)
+	inPlace := s.cfg.UploadInPlace || dsi.WritesInPlace(s.fs) || p == "/"
+	if (kind == storePlain || hasPart) && !inPlace {
+		switch {
+		case !hasRest || !existed || hasPart:
+			// A part of an upload always goes to the part file, even
+			// when the file it will replace exists (see parts.go).
+			target = xfer.PartName(p)
+		default:
+			// A restart of a file that exists continues the part file
+			// of an upload replacing it, when there is one: REST names
+			// that file's ranges, and writing the rest into the old
+			// file would mix the two. Without one, it writes in place
+			// (a file uploaded in place, as GCT does).
+			if _, err := s.fs.Stat(ctx, xfer.PartName(p)); err == nil {
+				target = xfer.PartName(p)
+			}
+		}
+	}
+	if hasPart && hasRest && target != p {
+		if _, err := s.fs.Stat(ctx, target); err != nil {
+			// REST claims bytes the part file would hold: without it,
+			// the file would be completed from ranges never stored.
+			return nil, ok(550, "%s: no upload in parts to continue (no part file); send the file again from its start.", arg)
+		}
 	}
 	req := s.newRequest(target)
 	req.Size = allo
@@ -362,8 +395,20 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		// checks the bytes the stripes moved against ALLO less these
 		// (a resumed upload sends only the rest).
 		req.Restart = rest
+		switch {
+		case hasPart && kind == storeAdjusted:
+			// ESTO A <part start>: a virtual file of the part's
+			// length (its MODE E offsets start at 0), of which REST
+			// holds what is already there.
+			req.Size = part.End - part.Start
+			req.Restart = shiftRange(rest, part)
+		case hasPart:
+			// Only the part's bytes are to come in this STOR.
+			req.Restart = partRestart(rest, part, allo)
+		}
 	}
-	opts := dsi.CreateOptions{Truncate: kind == storePlain && !hasRest, Size: allo}
+	// A first part (no REST) starts the part file afresh, as STOR does.
+	opts := dsi.CreateOptions{Truncate: (kind == storePlain || hasPart) && !hasRest, Size: allo}
 	switch {
 	case kind == storeAppend && existed:
 		req.StoreOffset = fi.Size
@@ -395,7 +440,12 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 			opts.Perm = fi.Mode.Perm()
 		}
 	}
-	return &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}, wire.Reply{}
+	up := &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}
+	if hasPart {
+		up.part = &part
+		up.partial = !partCompletes(rest, part, allo)
+	}
+	return up, wire.Reply{}
 }
 
 // uploadBusy answers a command that would change p while an upload
@@ -417,7 +467,7 @@ func (s *session) checkStored(up *storePlan, n int64, err error) error {
 		// tells the two apart.
 		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.allo)}
 	}
-	if err == nil && s.mode == xfer.ModeEBlock && up.kind == storePlain && up.allo >= 0 && n < up.req.Missing() {
+	if err == nil && s.mode == xfer.ModeEBlock && (up.kind == storePlain || up.part != nil) && up.req.Size >= 0 && n < up.req.Missing() {
 		// MODE E ends with EOD counts, which a dying client does not
 		// send; but a stray that is not the client (no DCAU) can, and a
 		// file short of what ALLO announced must not be taken for whole.
@@ -436,6 +486,11 @@ func (s *session) checkStored(up *storePlan, n int64, err error) error {
 // the upload created is removed, and the reply says what is left.
 func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n int64, start time.Time, started bool, err error) wire.Reply {
 	target, p := up.target, up.p
+	if err == nil && up.partial {
+		// A part of a file the parts do not cover yet: it stays aside.
+		s.logTransfer("STOR", p, n, start, err)
+		return ok(226, "Part %d-%d stored; %s is complete when its parts cover its %d bytes.", up.part.Start, up.part.End, arg, up.allo)
+	}
 	if err == nil && target != p {
 		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
 			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)
