@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/advisor"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/tune"
 )
@@ -37,6 +38,9 @@ const DefaultRetuneMin = 256 << 20
 // transfer lasts at least this long (a slow link), or when no time is
 // predicted.
 const retuneMinTime = 8 * time.Second
+
+// retuneMaxStreams is the most streams a re-tuned transfer uses.
+const retuneMaxStreams = 32
 
 // retuneFloor is the least size re-tuned however slow the link: below
 // it a part's set-up costs too much of the file.
@@ -64,6 +68,13 @@ func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
 	if ch == nil || !ch.ModeE || size <= 0 {
 		return false
 	}
+	if ch.Parallel >= retuneMaxStreams {
+		// Started at the stream limit (wanDefault, or the link's best
+		// in the history): a re-tune could only try fewer streams,
+		// which rarely pays what each part's end costs on a long lossy
+		// link (its streams' tails and restarts).
+		return false
+	}
 	if m := c.e.envBytes(EnvRetuneMin); m > 0 {
 		return size >= m
 	}
@@ -78,7 +89,14 @@ func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
 // retuneLimits are the tune.Limits of a download on this host.
 func (c *copier) retuneLimits(ctx context.Context, src, dst Location) tune.Limits {
 	k := c.e.autoBaseFor(ctx, src, dst).kernel
-	lim := tune.Limits{MaxStreams: 32, MaxBuffer: k.RmemMax, AutoBuffer: k.TCPRmem[2]}
+	lim := tune.Limits{MaxStreams: retuneMaxStreams, MaxBuffer: k.RmemMax, AutoBuffer: k.TCPRmem[2]}
+	if ch := c.auto; ch != nil {
+		lim.RTT = ch.RTT
+		// Three or more past transfers between these hosts, or over a
+		// link like this one: their best setting is the start, checked
+		// now and then, not searched from.
+		lim.Known = ch.Records >= 3 && (ch.Basis == string(advisor.HostPair) || ch.Basis == string(advisor.SimilarLink))
+	}
 	if p := c.e.envBytes(EnvRetuneMaxPart); p > 0 {
 		lim.MaxPart = p
 		lim.FirstPart = min(4<<20, p)

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/advisor"
+	"github.com/ferrygrid/ferry/internal/history"
 )
 
 // TestRetuneIntoDevice: an automatic download into a device that takes
@@ -70,9 +73,39 @@ func TestRetuneWanted(t *testing.T) {
 		{"mid-size, no ETA (empty history)", &AutoChoice{ModeE: true}, retuneFloor, true},
 		{"mid-size, quick", &AutoChoice{ModeE: true, ETA: time.Second}, retuneFloor, false},
 		{"mid-size, slow", &AutoChoice{ModeE: true, ETA: retuneMinTime}, retuneFloor, true},
+		{"wide-area default at the stream limit", &AutoChoice{ModeE: true, Parallel: wanStreams, Basis: "default"}, 1 << 30, false},
+		{"history at the stream limit", &AutoChoice{ModeE: true, Parallel: retuneMaxStreams, Basis: "host-pair"}, 1 << 30, false},
+		{"history below the stream limit", &AutoChoice{ModeE: true, Parallel: 8, Basis: "host-pair"}, 1 << 30, true},
 	} {
 		if got := c.retuneWanted(tc.ch, tc.size); got != tc.want {
 			t.Errorf("%s: retuneWanted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWANDefault: with nothing known, a large file over a wide-area
+// round trip starts at the stream limit; a LAN, a small file or any
+// evidence keeps the advisor's choice.
+func TestWANDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		basis advisor.Basis
+		rtt   time.Duration
+		size  int64
+		want  int
+	}{
+		{"wide, large, nothing known", advisor.Default, 20 * time.Millisecond, 1 << 30, wanStreams},
+		{"at the threshold", advisor.Default, wanRTT, wanMinSize, wanStreams},
+		{"LAN", advisor.Default, 200 * time.Microsecond, 1 << 30, 4},
+		{"RTT unknown", advisor.Default, 0, 1 << 30, 4},
+		{"small", advisor.Default, 20 * time.Millisecond, wanMinSize - 1, 4},
+		{"history", advisor.HostPair, 20 * time.Millisecond, 1 << 30, 4},
+		{"a probe", advisor.Model, 20 * time.Millisecond, 1 << 30, 4},
+	} {
+		a := advisor.Advice{Basis: tc.basis, Params: history.Params{Mode: "E", Parallel: 4}}
+		why := wanDefault(&a, tc.rtt, tc.size)
+		if a.Params.Parallel != tc.want || (why != "") != (tc.want == wanStreams) {
+			t.Errorf("%s: -p %d (%q), want -p %d", tc.name, a.Params.Parallel, why, tc.want)
 		}
 	}
 }

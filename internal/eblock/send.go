@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -120,6 +121,13 @@ func Send(ctx context.Context, conns []net.Conn, src io.ReaderAt, ranges []xfer.
 			return total.Load(), context.Cause(ctx)
 		}
 		return total.Load(), err
+	}
+	// Each connection takes the next block when it has sent the one
+	// before; with the kernel's whole send buffer (MBs) to fill, a
+	// stream held back by loss would hold that much of the transfer,
+	// and the transfer would wait for it at the end.
+	for _, c := range conns {
+		netopt.SetNotSentLowat(c, int(bs))
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(conns))

@@ -69,6 +69,14 @@ type Limits struct {
 	// ProbeEvery: once settled, every ProbeEvery-th part tries a
 	// neighbouring stream count (4).
 	ProbeEvery int
+	// RTT is the round trip measured before the first part (the control
+	// channel's); the parts' own measurements replace it. It lengthens
+	// the parts of a long link (see PartSize).
+	RTT time.Duration
+	// Known says the start setting is what past transfers over this
+	// link did best: the controller begins settled, checking a neighbour
+	// now and then, instead of searching.
+	Known bool
 }
 
 func (l Limits) withDefaults() Limits {
@@ -91,10 +99,23 @@ func (l Limits) withDefaults() Limits {
 }
 
 // How long a part should take: short while the controller searches,
-// longer once it has settled (each part costs a round of set-up).
+// longer once it has settled (each part costs a round of set-up), and
+// at least so many round trips: a part starts its connections' windows
+// afresh, and on a long lossy link a stream's slow start and its
+// recovery from a lost tail segment (a retransmission timeout) take
+// tens of round trips that a short part cannot amortise.
 const (
 	searchPart  = 2 * time.Second
 	settledPart = 5 * time.Second
+	searchRTTs  = 40
+	settledRTTs = 100
+	// perStream is the least a part gives each of its streams, for the
+	// same reason.
+	perStream = 1 << 20
+	// starvedShare: a stream below this share of what its window
+	// allows is held back by loss, and more streams add rate nearly in
+	// proportion.
+	starvedShare = 0.05
 )
 
 type phase int
@@ -119,6 +140,9 @@ type Controller struct {
 	held    int // parts since the controller settled or last probed
 	up      bool
 	predict float64 // the rate expected of the current setting, bytes/s
+	rtt     time.Duration
+	gain    float64 // the rate of the last raise over the one before it
+	starved bool    // the last part's streams ran far below their window (loss-bound)
 }
 
 // NewController starts at setting start (from the advisor), expecting
@@ -130,8 +154,12 @@ func NewController(start Setting, predicted float64, lim Limits) *Controller {
 		start.Buffer = 0
 	}
 	start.Buffer = min(start.Buffer, lim.MaxBuffer)
-	return &Controller{lim: lim, cur: start, prev: start, best: start, rates: map[Setting]float64{},
-		step: 1, predict: predicted}
+	c := &Controller{lim: lim, cur: start, prev: start, best: start, rates: map[Setting]float64{},
+		step: 1, predict: predicted, rtt: lim.RTT}
+	if lim.Known {
+		c.phase = settled
+	}
+	return c
 }
 
 // Setting is the setting for the next part.
@@ -142,17 +170,27 @@ func (c *Controller) Best() Setting { return c.best }
 
 // PartSize is the length of the next part when remaining bytes are left:
 // about two seconds of the expected rate while searching, five once
-// settled, within the limits; the remainder when what would be left is
-// under half a part.
+// settled, and no fewer than 40 (100) round trips, with at least a MiB
+// per stream, within the limits; the remainder when what would be left
+// is under half a part.
 func (c *Controller) PartSize(remaining int64) int64 {
 	n := c.lim.FirstPart
 	if r := c.expected(); r > 0 {
-		d := searchPart
+		d, rtts := searchPart, searchRTTs
 		if c.phase == settled {
-			d = settledPart
+			d, rtts = settledPart, settledRTTs
+		}
+		d = max(d, time.Duration(rtts)*c.rtt)
+		if c.phase == settled {
+			// Each part on a setting that keeps its rate is twice as
+			// long as the one before (up to 8 ×): a part's end costs its
+			// streams' tails and restarts, worth paying while the
+			// setting is new, less and less once it holds.
+			d <<= min(c.held, 3)
 		}
 		n = int64(r * d.Seconds())
 	}
+	n = max(n, int64(c.cur.Streams)*perStream)
 	n = min(max(n, c.lim.MinPart), c.lim.MaxPart)
 	if remaining-n < n/2 {
 		return remaining
@@ -176,6 +214,9 @@ func (c *Controller) expected() float64 {
 // setting for the next part and why it was chosen.
 func (c *Controller) Next(s Sample) (Setting, string) {
 	c.parts++
+	if s.RTT > 0 {
+		c.rtt = s.RTT
+	}
 	rate := s.Rate()
 	before, seen := c.rates[c.cur]
 	if seen {
@@ -184,6 +225,9 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		c.rates[c.cur] = rate
 	}
 	c.pickBest()
+	if w, rtt := c.window(), c.rtt.Seconds(); w > 0 && rtt > 0 {
+		c.starved = rate/float64(c.cur.Streams) < starvedShare*w/rtt
+	}
 	switch c.phase {
 	case growing:
 		return c.grow(s, rate)
@@ -191,7 +235,10 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		return c.afterProbe(rate)
 	}
 	if c.cur == c.best && seen && rate < 0.6*before {
-		// The link changed under a settled setting: search again.
+		// The link changed under a settled setting: search again,
+		// from what this setting does now; the other settings' rates
+		// were measured on the old link.
+		c.rates = map[Setting]float64{c.cur: rate}
 		c.phase, c.step = growing, 1
 		return c.change(c.cur, fmt.Sprintf("rate fell from %s to %s at %s: searching again", mbit(before), mbit(rate), c.cur))
 	}
@@ -215,6 +262,7 @@ func (c *Controller) pickBest() {
 func (c *Controller) grow(s Sample, rate float64) (Setting, string) {
 	if c.parts > 1 && c.step > 1 {
 		gain := rate / c.rates[c.prev]
+		c.gain = gain
 		if gain < 1.15 {
 			return c.settle(fmt.Sprintf("%s gave %s, %s gave %s: no gain", c.prev, mbit(c.rates[c.prev]), c.cur, mbit(rate)))
 		}
@@ -240,7 +288,14 @@ func (c *Controller) raise(s Sample, rate float64) (Setting, string) {
 			mbit(per), int(w), s.RTT.Round(time.Millisecond/10), c.cur.Buffer, next.Buffer)
 	}
 	factor, why := 2, "more streams may help"
-	if m := mathis(s, rtt); m > 0 && per <= 1.5*m {
+	if w := c.window(); rtt > 0 && w > 0 && per < starvedShare*w/rtt {
+		// Far below what the window allows: loss holds each stream
+		// back, and each stream adds about as much as the others; on a
+		// long link every step costs the new streams' start, so go to
+		// the limit at once (a settled controller checks below).
+		factor = c.lim.MaxStreams
+		why = fmt.Sprintf("each stream runs at under 5%% of its window (%s per stream, window allows %s)", mbit(per), mbit(w/rtt))
+	} else if m := mathis(s, rtt); m > 0 && per <= 1.5*m {
 		factor = 4
 		why = fmt.Sprintf("each stream is loss-bound (%.2g%% retransmitted, %s per stream, Mathis bound %s)", 100*s.Loss(), mbit(per), mbit(m))
 	} else if w := c.window(); rtt > 0 && w > 0 && per < 0.3*w/rtt {
@@ -288,8 +343,15 @@ func (c *Controller) settle(why string) (Setting, string) {
 }
 
 // probe tries a neighbour of the best setting, above and below in turn.
+// At the stream limit, reached by a raise that still paid well (1.5 ×
+// or more) or with streams starved by loss (each adds about as much as
+// the others), there is nothing to learn below and nothing above: it
+// stays (a probe costs two starts of the streams).
 func (c *Controller) probe() (Setting, string) {
 	c.held = 0
+	if c.best.Streams >= c.lim.MaxStreams && c.cur == c.best && (c.gain >= 1.5 || c.starved) {
+		return c.best, fmt.Sprintf("settled at %s (%s): the stream limit, and more streams still paid", c.best, mbit(c.rates[c.best]))
+	}
 	c.up = !c.up
 	n := c.best
 	if c.up {

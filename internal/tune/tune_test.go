@@ -21,6 +21,8 @@ type link struct {
 	autoMax  int // tcp_rmem[2]
 	upload   bool
 	rng      *rand.Rand
+	started  bool    // a part has moved
+	prev     Setting // the setting of the last part
 }
 
 func (l *link) rate(s Setting) float64 {
@@ -38,7 +40,20 @@ func (l *link) rate(s Setting) float64 {
 
 func (l *link) move(_ context.Context, _, n int64, s Setting) (Sample, error) {
 	r := l.rate(s) * (1 + 0.04*(l.rng.Float64()-0.5))
-	smp := Sample{Bytes: n, Elapsed: time.Duration(float64(n) / r * float64(time.Second)), RTT: l.rtt}
+	// A part on a new setting starts its streams afresh: set-up and
+	// slow start cost a few round trips, and on a lossy link the
+	// recovery of lost tail segments (timeouts) many more (measured at
+	// 100 ms RTT, 1 % loss: seconds per part). A part on the setting of
+	// the one before reuses its connections: a round trip.
+	startup := l.rtt
+	if !l.started || s != l.prev {
+		startup = 3 * l.rtt
+		if l.loss > 0 {
+			startup += 20 * l.rtt
+		}
+	}
+	l.started, l.prev = true, s
+	smp := Sample{Bytes: n, Elapsed: time.Duration(float64(n)/r*float64(time.Second)) + startup, RTT: l.rtt}
 	if l.upload {
 		smp.SegsOut = n / 1448
 		smp.Retransmits = int64(float64(smp.SegsOut) * l.loss)
@@ -160,13 +175,19 @@ func TestFollowsChange(t *testing.T) {
 	}
 	before := c.Best()
 	l.loss = 0.01
+	var steps []string
 	for range 20 {
 		n := c.PartSize(1 << 40)
-		s, _ := l.move(t.Context(), 0, n, c.Setting())
-		c.Next(s)
+		set := c.Setting()
+		s, _ := l.move(t.Context(), 0, n, set)
+		_, why := c.Next(s)
+		steps = append(steps, fmt.Sprintf("%v %.1f Mbit/s: %s", set, 8*s.Rate()/1e6, why))
 	}
 	_, bestRate := l.best()
 	if got := l.rate(c.Setting()); got < 0.8*bestRate {
+		for _, st := range steps {
+			t.Log(st)
+		}
 		t.Errorf("after loss appeared: %v (before %v) gives %.0f Mbit/s of the best %.0f", c.Setting(), before, 8*got/1e6, 8*bestRate/1e6)
 	}
 }
@@ -182,5 +203,42 @@ func TestLimits(t *testing.T) {
 	}
 	if n := c.PartSize(100); n != 100 {
 		t.Errorf("PartSize(100) = %d", n)
+	}
+}
+
+// TestSettledParts: once settled, each part is twice as long as the one
+// before (up to 8 ×), at least 100 round trips; a controller at the
+// stream limit with starved streams never probes fewer.
+func TestSettledParts(t *testing.T) {
+	c := NewController(Setting{Streams: 8}, 10e6, Limits{Known: true, RTT: 100 * time.Millisecond})
+	var sizes []int64
+	for i := range 4 {
+		n := c.PartSize(1 << 40)
+		sizes = append(sizes, n)
+		set, why := c.Next(Sample{Bytes: n, Elapsed: time.Duration(float64(n) / 10e6 * float64(time.Second))})
+		if i < 3 && set != (Setting{Streams: 8}) {
+			t.Fatalf("part %d: a known start left its setting: %v (%s)", i, set, why)
+		}
+		if i == 3 && set == (Setting{Streams: 8}) {
+			t.Errorf("no probe after the fourth settled part: %s", why)
+		}
+	}
+	// 100 RTTs = 10 s at 10 MB/s, then 2 ×, 4 ×, 8 ×, and after the
+	// fourth part a probe (held resets).
+	want := []int64{100e6, 200e6, 400e6, 800e6}
+	for i, w := range want {
+		if d := float64(sizes[i]) / float64(w); d < 0.99 || d > 1.01 {
+			t.Errorf("part %d: %d bytes, want about %d (all: %v)", i, sizes[i], w, sizes)
+		}
+	}
+
+	// Loss-starved streams at the limit: no probe below.
+	c = NewController(Setting{Streams: 32}, 0, Limits{MaxStreams: 32, AutoBuffer: 32 << 20, RTT: 100 * time.Millisecond})
+	for i := range 12 {
+		n := c.PartSize(1 << 40)
+		set, why := c.Next(Sample{Bytes: n, Elapsed: time.Duration(float64(n) / 5e6 * float64(time.Second)), RTT: 100 * time.Millisecond})
+		if set.Streams != 32 {
+			t.Fatalf("part %d: %v (%s), want to stay at the limit", i, set, why)
+		}
 	}
 }

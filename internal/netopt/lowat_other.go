@@ -1,0 +1,8 @@
+//go:build !linux
+
+package netopt
+
+import "net"
+
+// SetNotSentLowat is not available on this system.
+func SetNotSentLowat(c net.Conn, n int) bool { return false }
