@@ -17,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/transfer"
 )
 
@@ -286,6 +287,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	reqs, err := copyRequests(e, fs, jf)
 	if err != nil {
 		return err
+	}
+	if len(reqs) == 1 && (replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)) {
+		return copyLFN(ctx, e, name, *f, *jf, reqs[0]) // replica_cp.go
 	}
 	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
 		return err
