@@ -483,3 +483,25 @@ func writeFile(t *testing.T, name string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestShellGetLFN: the shell's get takes a lfn: source, without an open
+// connection, failing over from a dead replica.
+func TestShellGetLFN(t *testing.T) {
+	catalogueEnv(t)
+	data := randomData(t, 200000)
+	a, b := startReplicaSrv(t), startReplicaSrv(t)
+	writeFile(t, filepath.Join(a.dir, "f"), data)
+	writeFile(t, filepath.Join(b.dir, "f"), data)
+	ok(t, "replica", "add", "lfn:/sh/f", a.url+"/f", b.url+"/f")
+	markFirst(t, "/sh/f", a.url+"/f")
+	a.kill()
+	dir := t.TempDir()
+	r := ferry(t, []byte("lcd "+dir+"\nget lfn:/sh/f got\nget lfn:/sh/nonesuch\nget lfn:bad\n"), "shell")
+	t.Logf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	if !bytes.Equal(mustRead(t, filepath.Join(dir, "got")), data) {
+		t.Fatal("the copy differs")
+	}
+	if !strings.Contains(r.stderr, "unknown LFN lfn:/sh/nonesuch") || !strings.Contains(r.stderr, "malformed lfn: URL") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
