@@ -92,6 +92,9 @@ func copyLFN(ctx context.Context, e *env, name string, f cpFlags, jf jobFlags, r
 	if f.off > 0 || f.length > 0 {
 		return usagef("-off and -len do not go with lfn: sources (the whole file's checksum is checked)")
 	}
+	if f.sources < 1 || f.sources > 16 {
+		return usagef("-sources must be 1 to 16")
+	}
 	dst, err := parseLocation(req.Dst)
 	if err != nil {
 		return usagef("%v", err)
@@ -117,6 +120,9 @@ func copyLFN(ctx context.Context, e *env, name string, f cpFlags, jf jobFlags, r
 		}
 		if err := resolveDestination(location{kind: locRemote, path: lfn}, &dst); err != nil {
 			return err
+		}
+		if f.sources > 1 {
+			return lc.copyMulti(ctx, en, dst, jf, f.sources)
 		}
 		return lc.copyEntry(ctx, en, dst, jf, false)
 	}

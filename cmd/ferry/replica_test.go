@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -54,12 +55,13 @@ type replicaReader struct {
 }
 
 func (r replicaReader) ReadAt(p []byte, off int64) (int, error) {
+	// Counted before the pause: a test that kills the server once it
+	// read anything kills it in the middle of that read.
+	r.s.read.Add(int64(len(p)))
 	if r.s.slow.Load() {
 		time.Sleep(time.Duration(len(p)) * time.Second / replicaSlowRate)
 	}
-	n, err := r.Reader.ReadAt(p, off)
-	r.s.read.Add(int64(n))
-	return n, err
+	return r.Reader.ReadAt(p, off)
 }
 
 func startReplicaSrv(t *testing.T) *replicaSrv {
@@ -504,4 +506,120 @@ func TestShellGetLFN(t *testing.T) {
 	if !strings.Contains(r.stderr, "unknown LFN lfn:/sh/nonesuch") || !strings.Contains(r.stderr, "malformed lfn: URL") {
 		t.Errorf("stderr %q", r.stderr)
 	}
+}
+
+// TestLFNMultiSource reads one file from three replicas at once (two
+// Ferry servers, one slow, and GCT): byte-identical, each replica read;
+// then with one killed in the middle; then with one whose bytes are
+// wrong, caught by the checksum and fetched again replica by replica.
+func TestLFNMultiSource(t *testing.T) {
+	catalogueEnv(t)
+	data := randomData(t, 24<<20+5)
+	a, b, w := startReplicaSrv(t), startReplicaSrv(t), startReplicaSrv(t)
+	g := startGCT(t)
+	for _, s := range []*replicaSrv{a, b} {
+		writeFile(t, filepath.Join(s.dir, "f"), data)
+	}
+	writeServed(t, filepath.Join(g.dir, "f"), data)
+	ok(t, "replica", "add", "lfn:/m/f", a.url+"/f", b.url+"/f", g.url+"/f")
+	// Two slow replicas and a fast one: the fast one reads most.
+	a.slow.Store(true)
+	b.slow.Store(true)
+
+	dst := filepath.Join(t.TempDir(), "f")
+	r := ok(t, "cp", "-v", "-sources", "3", "lfn:/m/f", dst)
+	t.Logf("stderr: %s", r.stderr)
+	if !bytes.Equal(mustRead(t, dst), data) {
+		t.Fatal("the copy differs")
+	}
+	if !strings.Contains(r.stderr, "from 3 replicas") || strings.Contains(r.stderr, "again") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	read := map[string]int64{}
+	for _, line := range strings.Split(r.stderr, "\n") {
+		var u string
+		var n int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "%s %d bytes", &u, &n); err == nil {
+			read[strings.TrimSuffix(u, ":")] = n
+		}
+	}
+	for _, u := range []string{a.url, b.url, g.url} {
+		if read[u+"/f"] == 0 {
+			t.Errorf("%s read nothing: %q", u, r.stderr)
+		}
+	}
+	if read[g.url+"/f"] < read[a.url+"/f"] || read[g.url+"/f"] < read[b.url+"/f"] {
+		t.Errorf("the fast replica read less than a slow one: %v", read)
+	}
+
+	// Three slow Ferry replicas of another name, all read at once; the
+	// one killed as soon as it starts to serve.
+	t.Run("Killed", func(t *testing.T) {
+		c := startReplicaSrv(t)
+		small := data[:8<<20]
+		for _, s := range []*replicaSrv{a, b, c} {
+			writeFile(t, filepath.Join(s.dir, "k"), small)
+			s.slow.Store(true)
+		}
+		ok(t, "replica", "add", "lfn:/m/k", a.url+"/k", b.url+"/k", c.url+"/k")
+		a.read.Store(0)
+		stop := make(chan struct{})
+		killed := make(chan bool, 1)
+		go func() {
+			for a.read.Load() == 0 {
+				select {
+				case <-stop:
+					killed <- false
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			a.kill()
+			killed <- true
+		}()
+		dst := filepath.Join(t.TempDir(), "f")
+		r := ferry(t, nil, "cp", "-v", "-sources", "3", "lfn:/m/k", dst)
+		close(stop)
+		if !<-killed {
+			t.Fatalf("the slow replica never started; exit %d, stderr %q", r.code, r.stderr)
+		}
+		t.Logf("stderr: %s", r.stderr)
+		if r.code != 0 {
+			t.Fatalf("exit %d", r.code)
+		}
+		if !bytes.Equal(mustRead(t, dst), small) {
+			t.Fatal("the copy differs")
+		}
+		if !strings.Contains(r.stderr, "its ranges go to the others") {
+			t.Errorf("stderr %q does not report the dead replica", r.stderr)
+		}
+	})
+
+	t.Run("WrongContents", func(t *testing.T) {
+		// Every byte of it is wrong: whatever range it serves spoils
+		// the file.
+		writeFile(t, filepath.Join(w.dir, "f"), randomData(t, len(data)))
+		cat, err := replica.Open(t.Context(), os.Getenv("FERRY_HISTORY"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		en, _ := cat.Lookup(t.Context(), "/m/f")
+		if err := cat.Add(t.Context(), "/m/f", "", replica.Replica{URL: w.url + "/f", Size: en.Size, Sum: en.Sum, Verified: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		cat.Close()
+		dst := filepath.Join(t.TempDir(), "f")
+		r := ok(t, "cp", "-sources", "2", "lfn:/m/f", dst)
+		t.Logf("stderr: %s", r.stderr)
+		if !bytes.Equal(mustRead(t, dst), data) {
+			t.Fatal("the copy differs")
+		}
+		if s := stateOf(lookup(t, "/m/f"), w.url+"/f"); s != replica.Bad {
+			t.Errorf("the wrong replica is %s", s)
+		}
+		if !strings.Contains(r.stderr, "replica by replica") || !strings.Contains(r.stderr, "checksum mismatch") {
+			t.Errorf("stderr %q", r.stderr)
+		}
+	})
+	oneLineError(t, ferry(t, nil, "cp", "-sources", "2", a.url+"/f", dst), "-sources")
 }
