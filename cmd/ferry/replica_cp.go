@@ -92,7 +92,7 @@ func copyLFN(ctx context.Context, e *env, name string, f cpFlags, jf jobFlags, r
 	if f.off > 0 || f.length > 0 {
 		return usagef("-off and -len do not go with lfn: sources (the whole file's checksum is checked)")
 	}
-	if f.sources < 1 || f.sources > 16 {
+	if f.sources < 0 || f.sources > 16 { // 0: not set (the shell)
 		return usagef("-sources must be 1 to 16")
 	}
 	dst, err := parseLocation(req.Dst)
