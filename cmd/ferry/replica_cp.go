@@ -277,7 +277,18 @@ func (lc *lfnCopy) destSum(ctx context.Context, dst transfer.Location, alg strin
 // works and whose copy has the catalogue's checksum; a replica whose copy
 // differs is marked bad. With sync, a destination already up to date (at
 // the -sync-level of jf) is left alone. It returns the URL copied from.
+// With -sources N (N > 1) a local destination is read from N replicas
+// at once (copyMulti).
 func (lc *lfnCopy) copyEntry(ctx context.Context, en replica.Entry, dst location, jf jobFlags, sync bool) error {
+	if lc.f.sources > 1 && dst.kind == locLocal {
+		if sync && jf.sync && lc.upToDate(ctx, en, dst, jf.syncLevel) {
+			if lc.f.verbose && !lc.f.quiet {
+				fmt.Fprintf(lc.e.stderr, "%s -> %s: up to date\n", replica.Format(en.LFN), dst)
+			}
+			return nil
+		}
+		return lc.copyMulti(ctx, en, dst, jf, lc.f.sources)
+	}
 	_, err := lc.copyFrom(ctx, en, dst, jf, sync)
 	return err
 }

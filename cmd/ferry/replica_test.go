@@ -360,7 +360,7 @@ func TestReplicaRegisterVerify(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	r = ok(t, "sync", "-v", "lfn:/data", dir)
+	r = ok(t, "sync", "-v", "-sources", "2", "lfn:/data", dir)
 	for name, d := range files {
 		if !bytes.Equal(mustRead(t, filepath.Join(dir, filepath.FromSlash(name))), d) {
 			t.Errorf("sync: %s differs", name)
