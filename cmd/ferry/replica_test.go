@@ -623,3 +623,34 @@ func TestLFNMultiSource(t *testing.T) {
 	})
 	oneLineError(t, ferry(t, nil, "cp", "-sources", "2", a.url+"/f", dst), "-sources")
 }
+
+// TestReplicaRegisterGCT registers a tree on GCT's server (MLSD, CKSM),
+// verifies it, damages a file and verifies again.
+func TestReplicaRegisterGCT(t *testing.T) {
+	catalogueEnv(t)
+	g := startGCT(t)
+	a, b := randomData(t, 5000), randomData(t, 300000)
+	if err := os.Mkdir(filepath.Join(g.dir, "sub"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	writeServed(t, filepath.Join(g.dir, "a"), a)
+	writeServed(t, filepath.Join(g.dir, "sub", "b"), b)
+	r := ok(t, "replica", "register", "-checksum-alg", "MD5", g.url, "lfn:/gct")
+	t.Logf("register:\n%s", r.stdout)
+	if strings.Count(r.stdout, "\n") != 2 {
+		t.Fatalf("registered %q", r.stdout)
+	}
+	ok(t, "replica", "verify", "lfn:/gct")
+	dst := filepath.Join(t.TempDir(), "b")
+	ok(t, "cp", "lfn:/gct/sub/b", dst)
+	if !bytes.Equal(mustRead(t, dst), b) {
+		t.Fatal("the copy differs")
+	}
+	bad := bytes.Clone(a)
+	bad[10] ^= 1
+	writeServed(t, filepath.Join(g.dir, "a"), bad)
+	r = ferry(t, nil, "replica", "verify", "lfn:/gct")
+	if r.code != 1 || !strings.Contains(r.stdout, "BAD lfn:/gct/a") {
+		t.Errorf("verify: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+}
