@@ -17,6 +17,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/transfer"
 )
 
@@ -132,6 +133,7 @@ type cpFlags struct {
 	pipeline     bool      // of a job (-pp), for the history
 	auto         bool      // -auto: let the advisor choose when -p and -tcp-bs are not given
 	explicit     bool      // -p or -tcp-bs was given
+	sources      int       // -sources: replicas an lfn: download reads from at once
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -192,7 +194,7 @@ var cpFlagGroups = []struct {
 	names []string
 }{
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
-	{"Performance", []string{"auto", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
+	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
 	{"Output", []string{"q", "v", "vb", "history"}},
@@ -287,6 +289,12 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err != nil {
 		return err
 	}
+	if len(reqs) == 1 && (replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)) {
+		return copyLFN(ctx, e, name, *f, *jf, reqs[0]) // replica_cp.go
+	}
+	if f.sources != 1 {
+		return usagef("-sources reads one lfn: source from several replicas; SRC is no lfn:/PATH")
+	}
 	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
 		return err
 	}
@@ -340,6 +348,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
 	fs.StringVar(&f.history, "history", "", historyFlagUsage)
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
+	fs.IntVar(&f.sources, "sources", 1, "with an lfn: source and a local destination, read different byte ranges from `N` replicas at once (MODE E ranges sized by each one's measured rate), then verify the checksum")
 	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
 	fs.BoolVar(&jf.createDirs, "cd", false, "create missing destination directories and their parents (on by default with -r; -cd=false turns it off)")

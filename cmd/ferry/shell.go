@@ -25,6 +25,7 @@ import (
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/progress"
+	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/transfer"
 )
@@ -685,6 +686,9 @@ func (s *shell) cmdGet(ctx context.Context, args []string, _ string) error {
 	}
 	if len(args) < 1 || len(args) > 2 {
 		return errors.New("want REMOTE [LOCAL]")
+	}
+	if replica.IsLFN(args[0]) {
+		return s.getLFN(ctx, o, args) // replica_shell.go
 	}
 	c, err := s.remote(ctx)
 	if err != nil {

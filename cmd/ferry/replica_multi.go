@@ -1,0 +1,276 @@
+package main
+
+// ferry cp -sources N lfn:/PATH LOCAL: byte ranges of one file read from
+// several replicas at once.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/internal/replica"
+	"github.com/ferrygrid/ferry/transfer"
+)
+
+// multiTarget is how long a span should take its reader, at the rate it
+// measured so far: short enough to re-balance often, long enough that a
+// span's round trips do not dominate.
+const multiTarget = 2 * time.Second
+
+// offsetWriter hides the *os.File of a download from client.RetrieveAt,
+// which would move the file's shared offset in stream mode: every
+// reader writes at its own offsets.
+type offsetWriter struct{ w io.WriterAt }
+
+func (o offsetWriter) WriteAt(p []byte, off int64) (int, error) { return o.w.WriteAt(p, off) }
+
+// multiReader is one replica's reader of a multi-source download.
+type multiReader struct {
+	src   transfer.Location
+	url   string // the catalogue's
+	bytes int64
+	busy  time.Duration
+}
+
+func (r *multiReader) rate() float64 {
+	if r.busy <= 0 {
+		return 0
+	}
+	return float64(r.bytes) / r.busy.Seconds()
+}
+
+// copyMulti downloads en to the local file dst reading from up to n of
+// its ranked replicas at once: each takes spans sized by its measured
+// rate (replica.Splitter, replica.ChunkFor) with ERET/REST ranges in
+// MODE E; a reader that fails gives its span back and is replaced by the
+// next replica not yet used. The whole file's checksum must match the
+// catalogue's; when it does not (one replica sent wrong bytes, and which
+// one is unknown), the file is fetched again replica by replica, which
+// finds and marks the wrong one.
+func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location, jf jobFlags, n int) error {
+	e, f := lc.e, lc.f
+	if dst.kind != locLocal {
+		return usagef("-sources reads into a local file; %s is not one", dst)
+	}
+	srcs, urls, err := lc.candidates(en, dst)
+	if err != nil {
+		return err
+	}
+	if jf.createDirs {
+		if err := os.MkdirAll(filepath.Dir(dst.path), 0o755); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst.path), "."+filepath.Base(dst.path)+".ferry-multi-*")
+	if err != nil {
+		return err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Truncate(en.Size); err != nil {
+		return err
+	}
+	split := replica.NewSplitter(en.Size)
+	first := min(max(en.Size/int64(8*n), replica.MinChunk), replica.MaxChunk)
+
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	next := 0   // the next of srcs to start; guarded by mu
+	active := 0 // readers running; guarded by mu
+	var failures []string
+	var readers []*multiReader
+	note := func(s string) {
+		if !f.quiet {
+			fmt.Fprintf(e.stderr, "ferry %s: %s\n", lc.name, s)
+		}
+	}
+	start := time.Now()
+	// run reads spans from one replica after another until none is left
+	// or no replica is left to start.
+	var run func()
+	run = func() {
+		for {
+			mu.Lock()
+			if next >= len(srcs) || split.Left() == 0 {
+				mu.Unlock()
+				return
+			}
+			r := &multiReader{src: srcs[next], url: urls[srcs[next].Display]}
+			next++
+			active++
+			readers = append(readers, r)
+			mu.Unlock()
+			err := lc.readSpans(ctx, r, split, tmp, first, &mu, cond, &active)
+			mu.Lock()
+			active--
+			cond.Broadcast()
+			mu.Unlock()
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			failures = append(failures, r.src.Display+": "+describe(err))
+			more := next < len(srcs)
+			mu.Unlock()
+			if more {
+				note(fmt.Sprintf("%s: %s; its ranges go to the others, and a new source", r.src, describe(err)))
+			} else {
+				note(fmt.Sprintf("%s: %s; its ranges go to the others", r.src, describe(err)))
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(n, len(srcs)) {
+		wg.Go(run)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if left := split.Left(); left > 0 {
+		return fmt.Errorf("%s: every replica failed with %d of %d bytes to go; the last: %s", replica.Format(en.LFN), left, en.Size, failures[len(failures)-1])
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	sum, err := localSum(ctx, tmp.Name(), en.Alg)
+	if err != nil {
+		return err
+	}
+	if sum != en.Sum {
+		note(fmt.Sprintf("%s: the file read from %d replicas has %s %s, not %s; fetching it again replica by replica", replica.Format(en.LFN), len(readers), en.Alg, sum, en.Sum))
+		_, err := lc.copyFrom(ctx, en, dst, jf, false)
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), dst.path); err != nil {
+		return err
+	}
+	keep = true
+	now := time.Now()
+	for _, r := range readers {
+		if r.bytes > 0 {
+			_ = lc.cat.Mark(ctx, en.LFN, r.url, replica.OK, en.Size, en.Sum, now, "")
+		}
+	}
+	if f.verbose && !f.quiet {
+		d := time.Since(start)
+		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes in %v (%s/s) from %d replicas, %s verified\n", replica.Format(en.LFN), dst, en.Size,
+			d.Round(time.Millisecond), humanBytes(float64(en.Size)/max(d.Seconds(), 1e-6)), len(readers), en.Alg)
+		for _, r := range readers {
+			fmt.Fprintf(e.stderr, "  %s: %d bytes (%s/s)\n", r.src, r.bytes, humanBytes(r.rate()))
+		}
+	}
+	return nil
+}
+
+// readSpans reads spans of the file from r's replica into w until none
+// is left. A span that fails is given back whole, and the error
+// returned. Each span's size follows r's measured rate.
+//
+// A reader that finds nothing left waits while others are busy: a span
+// one of them fails on comes back for it. active counts the readers
+// busy, and cond (of mu) signals a change of it or of split.
+func (lc *lfnCopy) readSpans(ctx context.Context, r *multiReader, split *replica.Splitter, w io.WriterAt, first int64,
+	mu *sync.Mutex, cond *sync.Cond, active *int) error {
+	l := importLocation(r.src)
+	conn, err := connect(ctx, l, clientOptions{active: lc.f.active, gsi: lc.f.gsi})
+	if err != nil {
+		return err
+	}
+	defer hangUp(ctx, conn)
+	for {
+		mu.Lock()
+		rate := r.rate()
+		var sp replica.Span
+		var ok bool
+		for {
+			// At most an even share of what is left, so that a slow
+			// replica does not take the whole tail of the file.
+			share := max(split.Left()/int64(max(*active, 1)), replica.MinChunk)
+			if sp, ok = split.Take(min(replica.ChunkFor(rate, multiTarget, first), share)); ok {
+				break
+			}
+			if *active <= 1 || ctx.Err() != nil {
+				mu.Unlock()
+				return nil // nothing left, and no one who could give some back
+			}
+			*active--
+			cond.Wait()
+			*active++
+		}
+		mu.Unlock()
+		t0 := time.Now()
+		_, err := retrieveSpan(ctx, conn, l.path, offsetWriter{w}, sp, lc.f.stallTimeout)
+		if err != nil {
+			split.Return(sp)
+			mu.Lock()
+			cond.Broadcast()
+			mu.Unlock()
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			return &opError{What: fmt.Sprintf("bytes %d-%d of %s", sp.Off, sp.Off+sp.Len-1, l), Err: err}
+		}
+		mu.Lock()
+		r.bytes += sp.Len
+		r.busy += time.Since(t0)
+		mu.Unlock()
+	}
+}
+
+// errSpanStalled ends a span on which no data moved for the stall
+// timeout.
+var errSpanStalled = errors.New("no data moved for the stall timeout (-stall-timeout)")
+
+// retrieveSpan retrieves the span sp of path into w in MODE E, ended
+// when no data moves for stall (0: never).
+func retrieveSpan(ctx context.Context, conn *client.Conn, p string, w io.WriterAt, sp replica.Span, stall time.Duration) (int64, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	opts := &client.RetrieveOptions{Offset: sp.Off, Length: sp.Len, ModeE: true,
+		Progress: func(client.Progress) { last.Store(time.Now().UnixNano()) }, ProgressInterval: 250 * time.Millisecond}
+	if stall > 0 {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(min(stall/4, time.Second))
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					if time.Since(time.Unix(0, last.Load())) > stall {
+						cancel(errSpanStalled)
+						return
+					}
+				}
+			}
+		}()
+	}
+	n, err := conn.RetrieveAt(ctx, p, w, opts)
+	if err != nil && context.Cause(ctx) == errSpanStalled {
+		err = errSpanStalled
+	}
+	return n, err
+}

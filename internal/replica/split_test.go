@@ -1,0 +1,70 @@
+package replica
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestChunkFor(t *testing.T) {
+	tests := []struct {
+		rate  float64
+		first int64
+		want  int64
+	}{
+		{0, 4 << 20, 4 << 20},
+		{0, 10, MinChunk},
+		{100e3, 0, MinChunk},
+		{16 << 20, 0, 32 << 20},
+		{1e12, 0, MaxChunk},
+	}
+	for _, tt := range tests {
+		if got := ChunkFor(tt.rate, 2*time.Second, tt.first); got != tt.want {
+			t.Errorf("ChunkFor(%v, 2s, %d) = %d, want %d", tt.rate, tt.first, got, tt.want)
+		}
+	}
+}
+
+// TestSplitter takes spans of different sizes from several goroutines,
+// gives some back, and checks that every byte is handed out exactly
+// once in the end.
+func TestSplitter(t *testing.T) {
+	const size = 10<<20 + 123
+	s := NewSplitter(size)
+	var mu sync.Mutex
+	got := make([]int, size)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				sp, ok := s.Take(int64(1+w) * 300_000)
+				if !ok {
+					return
+				}
+				if n%3 == 1 && w == 0 {
+					// A failure half-way: the tail goes back.
+					half := sp.Len / 2
+					s.Return(Span{sp.Off + half, sp.Len - half})
+					sp.Len = half
+				}
+				mu.Lock()
+				for i := sp.Off; i < sp.Off+sp.Len; i++ {
+					got[i]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if s.Left() != 0 {
+		t.Fatalf("%d bytes left", s.Left())
+	}
+	for i, n := range got {
+		if n != 1 {
+			t.Fatalf("byte %d handed out %d times", i, n)
+		}
+	}
+	if _, ok := NewSplitter(0).Take(1); ok {
+		t.Error("an empty file has a span")
+	}
+}
