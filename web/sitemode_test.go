@@ -17,7 +17,10 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/postgres"
+	"github.com/ferrygrid/ferry/server"
 )
 
 // siteLease is the tests' lease: short, so that a stopped instance's job
@@ -415,4 +418,117 @@ func sseRead(t *testing.T, c *apiClient, f func([]job) bool) {
 		}
 	}
 	t.Fatalf("event stream ended: %v", sc.Err())
+}
+
+// startPasswordSrv starts a Ferry server on dir whose one account,
+// user, logs in with pass and may write.
+func startPasswordSrv(t *testing.T, dir, user, pass string) string {
+	t.Helper()
+	fs, err := posix.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "ftp://" + ftpserver.Start(t, server.Config{Storage: fs,
+		Authenticate: func(ctx context.Context, u, p string) (*server.Account, error) {
+			if u == user && p == pass {
+				return &server.Account{Name: u, Writable: true}, nil
+			}
+			return nil, server.ErrLoginDenied
+		}})
+}
+
+// TestSiteSecrets checks where an endpoint's password goes in site
+// mode: sealed with the site key, any instance runs the job and the
+// database never holds it in clear; without a key, the job is pinned to
+// the instance that was given it.
+func TestSiteSecrets(t *testing.T) {
+	pg := postgres.Launch(t)
+	const user, pass = "carol", "pw-s3cret-xyz"
+	dir := t.TempDir()
+	data := randomData(1 << 20)
+	writeFile(t, filepath.Join(dir, "s.bin"), data)
+	url := startPasswordSrv(t, dir, user, pass)
+
+	// inDB reports whether any text of the site's tables holds s.
+	inDB := func(db *sql.DB, s string) bool {
+		var n int
+		err := db.QueryRow(`SELECT (SELECT count(*) FROM web_endpoints WHERE spec LIKE $1 OR encode(COALESCE(secret, ''), 'escape') LIKE $1)
+			+ (SELECT count(*) FROM web_jobs WHERE request LIKE $1 OR doc LIKE $1 OR encode(COALESCE(secret, ''), 'escape') LIKE $1)`, "%"+s+"%").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+
+	t.Run("Key", func(t *testing.T) {
+		dsn := pg.NewDatabase(t)
+		root := t.TempDir()
+		key := func(c *Config) { c.Site.Key = bytes.Repeat([]byte{7}, 32) }
+		a := startSiteAppHeld(t, dsn, root, true, key) // B runs the job
+		b := startSiteApp(t, dsn, root, key)
+		onA := a.client(t)
+		onA.login("alice")
+		var src endpoint
+		onA.must("POST", "/api/endpoints", openRequest{URL: url + "/", User: user, Password: pass}, &src)
+		dst := onA.open("file://" + a.root)
+		onB := onA.on(b)
+		var l listReply
+		onB.must("GET", "/api/list?ep="+src.ID, nil, &l) // B opens the sealed password
+		var j job
+		onB.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"s.bin"}, Dst: dst.ID, DstDir: a.root}, &j)
+		if got := onA.waitJob(j.ID, stateDone, stateFailed, stateCancelled); got.State != stateDone {
+			t.Fatalf("job: %+v", got)
+		}
+		db := siteDB(t, dsn)
+		var by string
+		db.QueryRow("SELECT claimed_by FROM web_jobs WHERE id = $1", j.ID).Scan(&by)
+		if by != b.app.site.instance {
+			t.Errorf("run by %s", by)
+		}
+		if got, _ := os.ReadFile(filepath.Join(a.root, "s.bin")); !bytes.Equal(got, data) {
+			t.Error("s.bin differs")
+		}
+		if inDB(db, pass) {
+			t.Error("the password is in the database in clear")
+		}
+		// An instance with another key cannot open it.
+		c := startSiteApp(t, dsn, root, func(c *Config) { c.Site.Key = bytes.Repeat([]byte{8}, 32) })
+		if code, _ := onA.on(c).do("GET", "/api/list?ep="+src.ID, nil, nil); code == http.StatusOK {
+			t.Error("an instance with another site key opened the password")
+		}
+	})
+
+	t.Run("NoKey", func(t *testing.T) {
+		dsn := pg.NewDatabase(t)
+		root := t.TempDir()
+		a := startSiteAppHeld(t, dsn, root, true, nil)
+		b := startSiteApp(t, dsn, root, nil)
+		onA := a.client(t)
+		onA.login("alice")
+		var src endpoint
+		onA.must("POST", "/api/endpoints", openRequest{URL: url + "/", User: user, Password: pass}, &src)
+		dst := onA.open("file://" + a.root)
+		onB := onA.on(b)
+		if code, msg := onB.do("GET", "/api/list?ep="+src.ID, nil, nil); code != http.StatusNotFound || !strings.Contains(msg, "another ferry web instance") {
+			t.Errorf("B lists A's endpoint with a password: %d %s", code, msg)
+		}
+		var j job
+		onA.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"s.bin"}, Dst: dst.ID, DstDir: a.root}, &j)
+		// B, free to claim, leaves the job to A, which alone has the
+		// password.
+		time.Sleep(time.Second)
+		var got []job
+		onB.must("GET", "/api/jobs", nil, &got)
+		if len(got) != 1 || got[0].State != stateQueued {
+			t.Fatalf("jobs while A holds: %+v", got)
+		}
+		a.app.site.hold.Store(false)
+		if got := onB.waitJob(j.ID, stateDone, stateFailed, stateCancelled); got.State != stateDone {
+			t.Fatalf("job: %+v", got)
+		}
+		db := siteDB(t, dsn)
+		if inDB(db, pass) {
+			t.Error("the password is in the database")
+		}
+	})
 }
