@@ -96,6 +96,10 @@ type site struct {
 	running int                  // jobs this instance runs; guarded by mu
 }
 
+// maxPinnedSecrets bounds the passwords of pinned jobs an instance
+// keeps (for the jobs, then for their retries).
+const maxPinnedSecrets = 10000
+
 // siteLock is the advisory lock key that serialises migrations of web's
 // schema ("ferryweb" in ASCII).
 const siteLock = 0x6665727279776562
@@ -424,6 +428,17 @@ func (st *site) insertJob(ctx context.Context, owner string, j *job) error {
 			sealed = st.seal(p, "job:"+owner+":"+j.ID)
 		} else {
 			st.mu.Lock()
+			if len(st.secrets) >= maxPinnedSecrets {
+				// Some jobs (in map order, not the oldest) lose
+				// their passwords: a queued one then fails to log
+				// in, a finished one cannot be retried here.
+				for id := range st.secrets {
+					delete(st.secrets, id)
+					if len(st.secrets) < maxPinnedSecrets*9/10 {
+						break
+					}
+				}
+			}
 			st.secrets[j.ID] = sec
 			st.mu.Unlock()
 		}

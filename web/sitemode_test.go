@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
+	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/testutil/ftpserver"
 	"github.com/ferrygrid/ferry/internal/testutil/postgres"
 	"github.com/ferrygrid/ferry/server"
@@ -215,8 +216,19 @@ func TestSiteMode(t *testing.T) {
 		if len(by) != 2 || by[a.app.site.instance] == 0 || by[b.app.site.instance] == 0 {
 			t.Errorf("jobs per instance: %v", by)
 		}
-		// One history record per copy: none ran twice.
+		// One history record per file: none was copied twice.
 		waitRecords(t, a.hist, n)
+		recs, err := a.hist.Records(context.Background(), history.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := map[string]int{}
+		for _, r := range recs {
+			copies[r.SrcPath]++
+		}
+		if len(recs) != n || len(copies) != n {
+			t.Errorf("%d history records of %d files: %v", len(recs), len(copies), copies)
+		}
 	})
 
 	t.Run("Takeover", func(t *testing.T) {
@@ -225,14 +237,16 @@ func TestSiteMode(t *testing.T) {
 		a := startSiteApp(t, dsn, root, nil)
 		b := startSiteAppHeld(t, dsn, root, true, nil) // A runs the job
 		f := startFerrySrv(t)
-		data := randomData(24 << 20) // 6 s at slowRate
+		// Larger than what the engine copies whole to a temporary file:
+		// this one is written in place, with its resume state beside it.
+		data := randomData(80 << 20)
 		writeFile(t, filepath.Join(f.dir, "slow.bin"), data)
 		onA := a.client(t)
 		onA.login("alice")
 		src := onA.open(f.url + "/")
 		dst := onA.open("file://" + a.root)
 		var j job
-		onA.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"slow.bin"}, Dst: dst.ID, DstDir: a.root}, &j)
+		onA.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"slow.bin"}, Dst: dst.ID, DstDir: a.root, Params: &jobParams{Parallel: 4}}, &j)
 		db := siteDB(t, dsn)
 		if by := claimedBy(t, db, j.ID); by != a.app.site.instance {
 			t.Fatalf("claimed by %s", by)
@@ -243,10 +257,18 @@ func TestSiteMode(t *testing.T) {
 		if seen.Bytes <= 0 || seen.Bytes >= int64(len(data)) {
 			t.Fatalf("progress of A's job seen on B: %+v", seen)
 		}
-		onB.waitBytes(j.ID)
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if onB.waitBytes(j.ID).Bytes > 4<<20 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no progress")
+			}
+		}
 		// A stops mid-transfer (no result written): after its lease, B
 		// resumes the job.
 		a.app.Close()
+		f.slow.Store(false)
 		b.app.site.hold.Store(false)
 		done := onB.waitJob(j.ID, stateDone, stateFailed, stateCancelled)
 		if done.State != stateDone {
@@ -262,6 +284,24 @@ func TestSiteMode(t *testing.T) {
 		}
 		if got, _ := os.ReadFile(filepath.Join(a.root, "slow.bin")); !bytes.Equal(got, data) {
 			t.Fatal("slow.bin differs after the takeover")
+		}
+		if !done.Resume || done.Verified != "MD5" {
+			t.Errorf("job after takeover: %+v", done)
+		}
+		// B resumed: its copy moved less than the whole file.
+		var hist []historyRow
+		onB.must("GET", "/api/history", nil, &hist)
+		var ok bool
+		for _, h := range hist {
+			if h.Outcome == "ok" {
+				ok = true
+				if h.Bytes >= int64(len(data)) {
+					t.Errorf("B moved %d bytes of %d: not resumed", h.Bytes, len(data))
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("no finished copy in the history: %+v", hist)
 		}
 	})
 
