@@ -9,11 +9,13 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -78,6 +80,30 @@ type SiteConfig struct {
 	// hold, for tests, starts the instance not claiming jobs until
 	// site.hold is cleared.
 	hold bool
+}
+
+// LoadSiteKey reads a site key file: 32 bytes, or 64 hex digits (white
+// space around them allowed). A file that group or others may read is
+// refused.
+func LoadSiteKey(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("site key: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("site key: %s may be read by group or others (chmod 600 it)", name)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("site key: %w", err)
+	}
+	if len(b) == 32 {
+		return b, nil
+	}
+	if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == 32 {
+		return k, nil
+	}
+	return nil, fmt.Errorf("site key: %s holds neither 32 bytes nor 64 hex digits (make one with: head -c 32 /dev/urandom > FILE)", name)
 }
 
 // site is the shared state of site mode.

@@ -572,3 +572,33 @@ func TestSiteSecrets(t *testing.T) {
 		}
 	})
 }
+
+func TestLoadSiteKey(t *testing.T) {
+	dir := t.TempDir()
+	raw := bytes.Repeat([]byte{0xab}, 32)
+	for _, c := range []struct {
+		name string
+		data []byte
+		perm os.FileMode
+		ok   bool
+	}{
+		{"raw", raw, 0o600, true},
+		{"hex", []byte(strings.Repeat("ab", 32) + "\n"), 0o400, true},
+		{"short", raw[:16], 0o600, false},
+		{"hexshort", []byte(strings.Repeat("ab", 31)), 0o600, false},
+		{"readable", raw, 0o644, false},
+	} {
+		name := filepath.Join(dir, c.name)
+		if err := os.WriteFile(name, c.data, c.perm); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(name, c.perm)
+		k, err := LoadSiteKey(name)
+		if (err == nil) != c.ok || (c.ok && !bytes.Equal(k, raw)) {
+			t.Errorf("%s: %x, %v", c.name, k, err)
+		}
+	}
+	if _, err := LoadSiteKey(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing key file loaded")
+	}
+}

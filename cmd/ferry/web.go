@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -156,7 +155,7 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	if dsn := hist.DSN(c.dsn); isPostgresDSN(dsn) {
 		site = &web.SiteConfig{DSN: dsn, Instance: c.instance}
 		if c.siteKey != "" {
-			if site.Key, err = readSiteKey(c.siteKey); err != nil {
+			if site.Key, err = web.LoadSiteKey(c.siteKey); err != nil {
 				return err
 			}
 		}
@@ -332,27 +331,4 @@ func loopbackListen(addr string) bool {
 // database: ferry web then runs in site mode.
 func isPostgresDSN(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-}
-
-// readSiteKey reads a site key file: 32 bytes, or 64 hex digits (and
-// white space). The file must not be readable by others.
-func readSiteKey(name string) ([]byte, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, fmt.Errorf("-site-key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("-site-key: %s is readable by group or others (chmod 600 it)", name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("-site-key: %w", err)
-	}
-	if len(b) == 32 {
-		return b, nil
-	}
-	if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == 32 {
-		return k, nil
-	}
-	return nil, fmt.Errorf("-site-key: %s holds neither 32 bytes nor 64 hex digits (make one with: head -c 32 /dev/urandom > FILE)", name)
 }
