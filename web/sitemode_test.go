@@ -347,6 +347,46 @@ func TestSiteMode(t *testing.T) {
 		onB.waitJob(again.ID, stateCancelled, stateFailed, stateDone)
 	})
 
+	t.Run("LeaseLost", func(t *testing.T) {
+		dsn := pg.NewDatabase(t)
+		root := t.TempDir()
+		a := startSiteApp(t, dsn, root, nil)
+		f := startFerrySrv(t)
+		writeFile(t, filepath.Join(f.dir, "slow.bin"), randomData(64<<20))
+		onA := a.client(t)
+		onA.login("alice")
+		src := onA.open(f.url + "/")
+		dst := onA.open("file://" + a.root)
+		var j job
+		onA.must("POST", "/api/jobs", copyRequest{Src: src.ID, SrcDir: "/", Names: []string{"slow.bin"}, Dst: dst.ID, DstDir: a.root}, &j)
+		onA.waitBytes(j.ID)
+		// Another instance has the job now (A's lease ran out while it
+		// could not reach the database): A stops its copy at its next
+		// heartbeat and writes nothing more.
+		db := siteDB(t, dsn)
+		if _, err := db.Exec("UPDATE web_jobs SET claimed_by = 'ghost', lease_until = now() + interval '1 hour', doc = '{}' WHERE id = $1", j.ID); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			a.app.site.mu.Lock()
+			n := a.app.site.running
+			a.app.site.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("A still runs the job it lost")
+			}
+		}
+		var state, by, doc string
+		if err := db.QueryRow("SELECT state, claimed_by, doc FROM web_jobs WHERE id = $1", j.ID).Scan(&state, &by, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if state != stateRunning || by != "ghost" || doc != "{}" {
+			t.Errorf("A wrote the job it lost: %s %s %s", state, by, doc)
+		}
+	})
+
 	t.Run("Isolation", func(t *testing.T) {
 		dsn := pg.NewDatabase(t)
 		root := t.TempDir()
