@@ -90,6 +90,10 @@ type Config struct {
 	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
+	// Site, when not nil, makes the app one of several instances that
+	// share sessions, endpoints and the job queue through a PostgreSQL
+	// database (site.go); nil keeps them in this process.
+	Site *SiteConfig
 }
 
 // App is the ferry web application, an http.Handler. Close stops its
@@ -112,6 +116,8 @@ type App struct {
 	// hostAddrs are the addresses of this host's interfaces when New
 	// ran (unmapped, without zone): checkAddr refuses them by default.
 	hostAddrs []netip.Addr
+	// site is the shared database of site mode; nil for one instance.
+	site *site
 
 	mu       sync.Mutex
 	sessions map[string]*session // by token; guarded by mu
@@ -179,9 +185,19 @@ func New(cfg Config) (*App, error) {
 		_, ok := cfg.Passwd.Verify(user, pass)
 		return ok
 	}
+	if cfg.Site != nil {
+		st, err := openSite(context.Background(), *cfg.Site)
+		if err != nil {
+			return nil, err
+		}
+		a.site = st
+	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.userSessions, a.certSessions = map[string][]*session{}, map[[32]byte]*session{}
 	a.wg.Go(a.pruneLoop)
+	if a.site != nil {
+		a.wg.Go(a.claimLoop)
+	}
 	a.routes()
 	return a, nil
 }
@@ -203,6 +219,9 @@ func (a *App) close() {
 	a.mu.Unlock()
 	for _, u := range users {
 		u.engine.Close(context.Background())
+	}
+	if a.site != nil {
+		a.site.close()
 	}
 }
 

@@ -35,4 +35,12 @@
 // through the root's *os.Root by the copy engine too
 // (transfer.Location.Root). Endpoints and their data connections obey
 // the network policy (Config.AllowNet, DenyNet, Self).
+//
+// Site mode (Config.Site, site.go, docs/web-site-mode.md): several
+// instances share sessions, opened endpoints and the job queue through
+// one PostgreSQL database. Jobs are claimed with SELECT … FOR UPDATE
+// SKIP LOCKED under a lease that the running instance renews while it
+// writes the job's progress; a job whose lease runs out is queued again
+// and resumed by another instance. Every statement is scoped to the
+// session's user, as the in-memory state is.
 package web

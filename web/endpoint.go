@@ -414,14 +414,55 @@ func (ep *endpoint) checksum(ctx context.Context, p string) (string, error) {
 }
 
 // endpointOf returns u's endpoint id, or writes 404.
-func (u *userState) endpointOf(w http.ResponseWriter, id string) *endpoint {
-	u.mu.Lock()
-	ep := u.endpoints[id]
-	u.mu.Unlock()
-	if ep == nil {
+func (a *App) endpointOf(w http.ResponseWriter, r *http.Request, u *userState, id string) *endpoint {
+	ep, err := a.endpointByID(r.Context(), u, id)
+	switch {
+	case errors.Is(err, errPinned):
+		writeError(w, http.StatusNotFound, "endpoint "+err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "endpoints: "+err.Error())
+	case ep == nil:
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	}
 	return ep
+}
+
+// endpointByID returns u's endpoint id, or nil: in site mode one another
+// instance opened is read from the database (and kept).
+func (a *App) endpointByID(ctx context.Context, u *userState, id string) (*endpoint, error) {
+	u.mu.Lock()
+	ep := u.endpoints[id]
+	u.mu.Unlock()
+	if ep != nil || a.site == nil || id == "" {
+		return ep, nil
+	}
+	ep, err := a.loadEndpoint(ctx, u, id)
+	if ep == nil || err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if e := u.endpoints[id]; e != nil {
+		return e, nil
+	}
+	u.keepLocked(ep)
+	return ep, nil
+}
+
+// keepLocked adds ep to u's endpoints, forgetting the oldest opened
+// beyond maxEndpoints; u.mu must be held.
+func (u *userState) keepLocked(ep *endpoint) {
+	if len(u.endpoints) >= maxEndpoints {
+		// Forget the oldest opened: panes only keep the last ones.
+		var oldest *endpoint
+		for _, e := range u.endpoints {
+			if oldest == nil || e.opened.Before(oldest.opened) {
+				oldest = e
+			}
+		}
+		delete(u.endpoints, oldest.ID)
+	}
+	u.endpoints[ep.ID] = ep
 }
 
 func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
@@ -439,24 +480,30 @@ func (a *App) openEndpoint(w http.ResponseWriter, r *http.Request, u *userState,
 		writeError(w, code, err.Error())
 		return
 	}
-	u.mu.Lock()
-	if len(u.endpoints) >= maxEndpoints {
-		// Forget the oldest opened: panes only keep the last ones.
-		var oldest *endpoint
-		for _, e := range u.endpoints {
-			if oldest == nil || e.opened.Before(oldest.opened) {
-				oldest = e
-			}
-		}
-		delete(u.endpoints, oldest.ID)
-	}
 	ep.opened = time.Now()
-	u.endpoints[ep.ID] = ep
+	if a.site != nil {
+		if err := a.site.saveEndpoint(r.Context(), u.name, ep); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "endpoints: "+err.Error())
+			return
+		}
+	}
+	u.mu.Lock()
+	u.keepLocked(ep)
 	u.mu.Unlock()
 	writeJSON(w, http.StatusOK, ep)
 }
 
 func (a *App) listEndpoints(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	if a.site != nil {
+		out, err := a.site.endpoints(r.Context(), u.name)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "endpoints: "+err.Error())
+			return
+		}
+		slices.SortFunc(out, func(a, b *endpoint) int { return strings.Compare(a.Display, b.Display) })
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	u.mu.Lock()
 	out := make([]*endpoint, 0, len(u.endpoints))
 	for _, ep := range u.endpoints {
@@ -491,7 +538,7 @@ type listReply struct {
 }
 
 func (a *App) list(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	ep := u.endpointOf(w, r.URL.Query().Get("ep"))
+	ep := a.endpointOf(w, r, u, r.URL.Query().Get("ep"))
 	if ep == nil {
 		return
 	}
@@ -523,7 +570,7 @@ func (a *App) fileOp(w http.ResponseWriter, r *http.Request, u *userState, op fu
 	if !readJSON(w, r, &req) {
 		return
 	}
-	ep := u.endpointOf(w, req.EP)
+	ep := a.endpointOf(w, r, u, req.EP)
 	if ep == nil {
 		return
 	}

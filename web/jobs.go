@@ -69,9 +69,15 @@ type adviceReply struct {
 // resolve checks a copy request against u's endpoints and expands its
 // directories into files.
 func (a *App) resolve(ctx context.Context, u *userState, req copyRequest) (src, dst *endpoint, items []item, err error) {
-	u.mu.Lock()
-	src, dst = u.endpoints[req.Src], u.endpoints[req.Dst]
-	u.mu.Unlock()
+	if src, err = a.endpointByID(ctx, u, req.Src); err == nil {
+		dst, err = a.endpointByID(ctx, u, req.Dst)
+	}
+	if errors.Is(err, errPinned) {
+		return nil, nil, nil, fmt.Errorf("%w: %v", errNoEndpoint, err)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if src == nil || dst == nil {
 		return nil, nil, nil, errNoEndpoint
 	}
@@ -313,7 +319,24 @@ func (a *App) startJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 		ID: newToken()[:16], Src: src.Base + src.clean(req.SrcDir), Dst: dst.Base + dst.clean(req.DstDir), Names: req.Names,
 		Params: p, items: items, src: src, dst: dst,
 	}
+	if a.site != nil {
+		a.siteEnqueue(w, r, u, j)
+		return
+	}
 	writeJSON(w, http.StatusOK, a.enqueue(u, j))
+}
+
+// siteEnqueue queues j of u in the site's database.
+func (a *App) siteEnqueue(w http.ResponseWriter, r *http.Request, u *userState, j *job) {
+	j.State, j.Files, j.Created = stateQueued, len(j.items), time.Now().UTC()
+	for _, it := range j.items {
+		j.Total += max(it.size, 0)
+	}
+	if err := a.site.insertJob(r.Context(), u.name, j); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "jobs: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
 }
 
 // enqueue starts j for u and returns a snapshot of it.
@@ -386,6 +409,10 @@ func (e copyEnds) check(sp, dp string) error {
 // retryJob runs a failed or cancelled job again, resuming its partial
 // files.
 func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	if a.site != nil {
+		a.siteRetry(w, r, u)
+		return
+	}
 	u.mu.Lock()
 	old := u.jobs[r.PathValue("id")]
 	var state string
@@ -428,9 +455,18 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 // roomForJob answers 429 and returns false when u has
 // Config.MaxJobsPerUser jobs queued or running.
 func (a *App) roomForJob(w http.ResponseWriter, u *userState) bool {
-	u.mu.Lock()
-	n := u.activeLocked()
-	u.mu.Unlock()
+	var n int
+	if a.site != nil {
+		var err error
+		if n, err = a.site.active(a.ctx, u.name); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "jobs: "+err.Error())
+			return false
+		}
+	} else {
+		u.mu.Lock()
+		n = u.activeLocked()
+		u.mu.Unlock()
+	}
 	if n >= a.cfg.MaxJobsPerUser {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d copies are queued or running already: wait for some to finish", n))
 		return false
@@ -457,6 +493,12 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 		case <-ctx.Done():
 		}
 	}
+	a.execute(ctx, u, j)
+}
+
+// execute copies j's files with u's engine, updating j under u.mu as
+// it goes, and leaves j in its final state.
+func (a *App) execute(ctx context.Context, u *userState, j *job) {
 	u.mu.Lock()
 	j.State, j.Started = stateRunning, time.Now().UTC()
 	u.bumpLocked()
@@ -610,6 +652,15 @@ func (u *userState) snapshotLocked() []job {
 }
 
 func (a *App) listJobs(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	if a.site != nil {
+		jobs, err := a.site.jobs(r.Context(), u.name)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "jobs: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, jobs)
+		return
+	}
 	u.mu.Lock()
 	jobs := u.snapshotLocked()
 	u.mu.Unlock()
@@ -617,6 +668,18 @@ func (a *App) listJobs(w http.ResponseWriter, r *http.Request, u *userState, s *
 }
 
 func (a *App) cancelJob(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	if a.site != nil {
+		ok, err := a.site.cancel(r.Context(), u.name, r.PathValue("id"))
+		switch {
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, "jobs: "+err.Error())
+		case !ok:
+			writeError(w, http.StatusNotFound, "no such job")
+		default:
+			writeJSON(w, http.StatusOK, struct{}{})
+		}
+		return
+	}
 	u.mu.Lock()
 	j := u.jobs[r.PathValue("id")]
 	u.mu.Unlock()
@@ -632,6 +695,10 @@ func (a *App) cancelJob(w http.ResponseWriter, r *http.Request, u *userState, s 
 // with all of them at each change, at most every 200 ms.
 func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
 	live := func() bool {
+		if a.site != nil {
+			s2, err := a.site.session(r.Context(), s.token)
+			return err != nil || s2 != nil // a database error does not end the stream
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return a.sessions[s.token] == s && time.Now().Before(s.expires)
@@ -656,6 +723,10 @@ func (a *App) events(w http.ResponseWriter, r *http.Request, u *userState, s *se
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	if a.site != nil {
+		a.siteEvents(w, r, rc, u.name, live)
+		return
+	}
 	var seen uint64 = ^uint64(0)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -117,6 +117,11 @@ func (a *App) pruneLoop() {
 			a.mu.Lock()
 			a.pruneLocked(now)
 			a.mu.Unlock()
+			if a.site != nil {
+				if err := a.site.prune(a.ctx); err != nil && a.ctx.Err() == nil {
+					a.cfg.Log.Warn("web: site: pruning sessions", "err", err)
+				}
+			}
 		}
 	}
 }
@@ -211,7 +216,11 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "wrong user name or password")
 		return
 	}
-	s, _ := a.newSession(w, req.User)
+	s, _, err := a.newSession(w, req.User)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "sessions: "+err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf})
 }
 
@@ -222,7 +231,18 @@ func (a *App) authed(csrf bool, h func(http.ResponseWriter, *http.Request, *user
 		c, err := r.Cookie(cookieName)
 		var s *session
 		var u *userState
-		if err == nil {
+		if err == nil && a.site != nil {
+			s, err = a.site.session(r.Context(), c.Value)
+			if err != nil {
+				writeError(w, http.StatusServiceUnavailable, "sessions: "+err.Error())
+				return
+			}
+			if s != nil {
+				a.mu.Lock()
+				u = a.userLocked(s.user)
+				a.mu.Unlock()
+			}
+		} else if err == nil {
 			a.mu.Lock()
 			s = a.sessions[c.Value]
 			if s != nil && time.Now().After(s.expires) {
@@ -271,6 +291,15 @@ func (a *App) certSession(w http.ResponseWriter, r *http.Request) (*session, *us
 	// A browser that shows the certificate again without the cookie
 	// (another tab, cookies off) gets the session it has.
 	fp := sha256.Sum256(r.TLS.PeerCertificates[0].Raw)
+	if a.site != nil {
+		// The database keeps no token, only its hash: a new session.
+		s, u, err := a.newSessionWith(w, name, fp)
+		if err != nil {
+			a.cfg.Log.Warn("web: site: session not stored", "err", err)
+			return nil, nil
+		}
+		return s, u
+	}
 	a.mu.Lock()
 	s := a.certSessions[fp]
 	if s != nil && (s.user != name || time.Now().After(s.expires) || a.sessions[s.token] != s) {
@@ -285,22 +314,35 @@ func (a *App) certSession(w http.ResponseWriter, r *http.Request) (*session, *us
 	if s != nil {
 		return s, u
 	}
-	return a.newSessionWith(w, name, fp)
+	s, u, _ = a.newSessionWith(w, name, fp)
+	return s, u
 }
 
 // newSession starts a session of user name and sets its cookie.
-func (a *App) newSession(w http.ResponseWriter, name string) (*session, *userState) {
+func (a *App) newSession(w http.ResponseWriter, name string) (*session, *userState, error) {
 	return a.newSessionWith(w, name, [32]byte{})
 }
 
 // newSessionWith is newSession of a session bound to the certificate
 // fingerprint cert (zero: none). A user's sessions beyond
 // maxSessionsPerUser end, the oldest first.
-func (a *App) newSessionWith(w http.ResponseWriter, name string, cert [32]byte) (*session, *userState) {
+func (a *App) newSessionWith(w http.ResponseWriter, name string, cert [32]byte) (*session, *userState, error) {
 	now := time.Now()
+	s := &session{token: newToken(), user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL), cert: cert}
+	if a.site != nil {
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		defer cancel()
+		if err := a.site.saveSession(ctx, s); err != nil {
+			return nil, nil, err
+		}
+		a.mu.Lock()
+		u := a.userLocked(name)
+		a.mu.Unlock()
+		a.setCookie(w, s)
+		return s, u, nil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &session{token: newToken(), user: name, csrf: newToken(), expires: now.Add(a.cfg.SessionTTL), cert: cert}
 	a.sessions[s.token] = s
 	a.userSessions[name] = append(a.userSessions[name], s)
 	for len(a.userSessions[name]) > maxSessionsPerUser {
@@ -311,7 +353,7 @@ func (a *App) newSessionWith(w http.ResponseWriter, name string, cert [32]byte) 
 	}
 	u := a.userLocked(name)
 	a.setCookie(w, s)
-	return s, u
+	return s, u, nil
 }
 
 // setCookie sets the cookie of session s.
@@ -323,6 +365,12 @@ func (a *App) setCookie(w http.ResponseWriter, s *session) {
 }
 
 func (a *App) logout(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
+	if a.site != nil {
+		if err := a.site.dropSession(r.Context(), s.token); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "sessions: "+err.Error())
+			return
+		}
+	}
 	a.mu.Lock()
 	a.dropLocked(s)
 	a.mu.Unlock()

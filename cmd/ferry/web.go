@@ -47,6 +47,15 @@ and key (the passphrase is used once, never stored) or uploads one; it
 is kept in memory only. Over
 plain HTTP ferry web listens only on a loopback address, unless
 -insecure says otherwise out loud: give -cert and -key for HTTPS.
+
+With -history postgres://…, several ferry web instances (behind a load
+balancer) share sessions, opened endpoints and the job queue through
+that database: any instance runs a queued job, and one whose instance
+stopped is resumed by another. -site-key FILE (32 random bytes, or 64
+hex digits) seals endpoint passwords stored there; without it they stay
+in the instance that was given them, which alone runs their jobs. GSI
+proxies always stay in the instance they were given to
+(docs/web-site-mode.md).
 `
 
 // webConfig is ferry web's command line.
@@ -60,6 +69,8 @@ type webConfig struct {
 	hosts             listFlag
 	allow, deny       []netip.Prefix
 	dsn               string
+	siteKey           string
+	instance          string
 	useTLS            bool
 }
 
@@ -80,6 +91,8 @@ func parseWebFlags(e *env, args []string) (*webConfig, error) {
 	allowNet := fs.String("allow-net", "", "let endpoints be on these networks (`CIDR,...`) although loopback, link-local and unspecified addresses are refused by default; e.g. 127.0.0.0/8 to browse a server on this host")
 	denyNet := fs.String("deny-net", "", "never let endpoints be on these networks (`CIDR,...`); wins over -allow-net")
 	fs.StringVar(&c.dsn, "history", "", historyDSNUsage)
+	fs.StringVar(&c.siteKey, "site-key", "", "with a postgres:// -history (site mode), seal the endpoint passwords stored in the database with the key in this `FILE` (32 bytes, or 64 hex digits), so that any instance can run their jobs")
+	fs.StringVar(&c.instance, "instance", "", "with a postgres:// -history, this instance's `NAME` in the shared job queue (default: random)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -94,6 +107,9 @@ func parseWebFlags(e *env, args []string) (*webConfig, error) {
 	}
 	if c.clientCA != "" && c.cert == "" {
 		return nil, usagef("client certificates need HTTPS: give -cert and -key")
+	}
+	if (c.siteKey != "" || c.instance != "") && !isPostgresDSN(hist.DSN(c.dsn)) {
+		return nil, usagef("-site-key and -instance need a postgres:// -history (site mode)")
 	}
 	if c.passwd == "" && c.clientCA == "" {
 		return nil, usagef("nobody could log in: give -passwd FILE (see ferry passwd), or -client-ca DIR and -gridmap FILE")
@@ -135,6 +151,15 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var site *web.SiteConfig
+	if dsn := hist.DSN(c.dsn); isPostgresDSN(dsn) {
+		site = &web.SiteConfig{DSN: dsn, Instance: c.instance}
+		if c.siteKey != "" {
+			if site.Key, err = web.LoadSiteKey(c.siteKey); err != nil {
+				return err
+			}
+		}
+	}
 	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
 	l, err := net.Listen("tcp", c.listen)
@@ -155,7 +180,7 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		self = append(self, ta.AddrPort())
 	}
 	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: c.roots, History: st, Secure: c.useTLS, TrustDir: c.certDir, Log: log,
-		AllowNet: c.allow, DenyNet: c.deny, Self: self, Hosts: hosts})
+		AllowNet: c.allow, DenyNet: c.deny, Self: self, Hosts: hosts, Site: site})
 	if err != nil {
 		l.Close()
 		return err
@@ -300,4 +325,10 @@ func loopbackListen(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// isPostgresDSN reports whether a history DSN names a PostgreSQL
+// database: ferry web then runs in site mode.
+func isPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
