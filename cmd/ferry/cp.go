@@ -578,6 +578,12 @@ func (f cpFlags) options() transfer.Options {
 // anyway (without the line per data connection unless -vb). It returns
 // nil when there is none.
 func startProgress(e *env, f cpFlags, src location, size int64) *progressPrinter {
+	if e.gucOutput {
+		if f.quiet || !f.progress {
+			return nil
+		}
+		return newGUCProgressPrinter(e.stderr)
+	}
 	tty, _ := terminal(e.stderr)
 	if f.quiet || !f.progress && !tty {
 		return nil

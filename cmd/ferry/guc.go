@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -500,13 +501,23 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 		ctx, cancel = context.WithTimeout(ctx, c.timeLimit)
 		defer cancel()
 	}
-	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	// Wrapped, standard error is no terminal: no live display, as in
+	// globus-url-copy.
+	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: plainWriter{e.stderr}, gucOutput: true}
 	if c.debug {
 		ce.ctlLog = slog.New(&gucDebugHandler{w: e.stderr})
 	}
-	if (c.verbose || c.perf) && !c.quiet && len(c.urls) == 2 && !c.hasList() {
+	if c.verbose && !c.quiet && c.isJob() {
+		// Ferry's line per file.
+		cpArgs = append([]string{"-v"}, cpArgs...)
+	}
+	if (c.verbose || c.perf) && !c.quiet && !c.isJob() && !c.hasList() {
 		printGUCVerbose(e.stderr, c.urls[0], c.urls[1])
-		defer fmt.Fprintln(e.stderr)
+		if c.perf {
+			fmt.Fprintln(e.stderr) // then the progress lines
+		} else {
+			defer fmt.Fprintln(e.stderr)
+		}
 	}
 	err = runCopy(ctx, ce, cpArgs, false)
 	switch {
@@ -522,6 +533,13 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "\nerror: %s\n", reason(err))
 	}
 	return 1
+}
+
+// isJob reports whether c copies many files (or may): a list file, -r,
+// a directory or a wildcard as the source.
+func (c *gucConfig) isJob() bool {
+	return c.listFile != "" || len(c.urls) != 2 || strings.HasSuffix(c.urls[0], "/") ||
+		strings.ContainsAny(c.urls[0], "*?[") || slices.Contains(c.cp, "-r")
 }
 
 // hasList reports whether c lists a directory (-list) instead of copying.
@@ -642,4 +660,15 @@ func (h *gucDebugHandler) Handle(_ context.Context, r slog.Record) error {
 	defer h.mu.Unlock()
 	_, err := io.WriteString(h.w, b.String())
 	return err
+}
+
+// plainWriter hides what a writer is (a terminal) from terminal().
+type plainWriter struct{ io.Writer }
+
+// newGUCProgressPrinter reports progress (-vb) in globus-url-copy's
+// lines: bytes so far, the average and the current rate in MB/s (MiB),
+// each line ended by "\r" so that a terminal overwrites it.
+func newGUCProgressPrinter(w io.Writer) *progressPrinter {
+	now := time.Now()
+	return &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1, guc: true}
 }

@@ -39,6 +39,7 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	ctlLog         *slog.Logger // when not nil, the client's control channel records (globus-url-copy -dbg)
+	gucOutput      bool         // globus-url-copy's progress lines instead of Ferry's (guc.go)
 }
 
 var commands = map[string]*command{}
