@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferrygrid/ferry/client"
 )
 
 // gucHelpSpellings runs the installed GCT globus-url-copy -help and
@@ -329,5 +332,38 @@ func TestGUCArgv0(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.HasPrefix(string(out), "globus-url-copy: "+gucVersion+" (ferry ") {
 		t.Errorf("%s -version: %v, %q", link, err, out)
+	}
+}
+
+// TestGUCProgressLines: -vb under the drop-in prints globus-url-copy's
+// report lines, each ended by "\r", and a newline after the last.
+func TestGUCProgressLines(t *testing.T) {
+	var b bytes.Buffer
+	p := newGUCProgressPrinter(&b)
+	t0 := p.start
+	clock := t0
+	p.now = func() time.Time { return clock }
+	clock = t0.Add(time.Second)
+	p.update(client.Progress{Bytes: 2 << 20, Streams: []int64{1 << 20, 1 << 20}})
+	clock = t0.Add(2 * time.Second)
+	p.update(client.Progress{Bytes: 3 << 20})
+	p.done()
+	want := "      2097152 bytes         2.00 MB/sec avg         2.00 MB/sec inst\r" +
+		"      3145728 bytes         1.50 MB/sec avg         1.00 MB/sec inst\r\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// TestGUCDebugHandler: -dbg prints each command and reply after a
+// "debug:" line naming the server.
+func TestGUCDebugHandler(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(&gucDebugHandler{w: &b}).With("server", "h:21")
+	log.Debug("send", "cmd", "RETR /a")
+	log.Debug("reply", "code", 150, "text", "Opening")
+	want := "debug: sending command to h:21:\nRETR /a\n" + "debug: response from h:21:\n150 Opening\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
 	}
 }
