@@ -7,7 +7,9 @@ package main
 // tests compare it with the help of the installed globus-url-copy.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +74,7 @@ type gucConfig struct {
 	sbs                  string // -sbs, passed on only with -stripe
 	listFile             string // -f
 	tempList             bool   // listFile is a temporary file of -rp
+	dumpOnly             string // -do: write the pairs to copy to this file, copy nothing
 
 	subject, srcSubject, dstSubject string
 	cred, srcCred, dstCred          string
@@ -88,7 +91,6 @@ const (
 	whyG2       = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
 	whyModule   = "choosing the server's storage module from the client needs the server side, which Ferry does not have yet"
 	whyASCII    = "ASCII conversion (TYPE A) is not implemented by Ferry yet; files are copied as they are (-b)"
-	whyDumpOnly = "-dump-only is not implemented by Ferry yet; ferry cp -dry-run lists what a copy would do"
 	whyAlias    = "alias files are not implemented by Ferry yet; name the hosts in the URLs"
 	whyDataCred = "a separate data channel credential (DCSC) is not implemented by Ferry yet"
 	whyNLB      = "the bottleneck report is not implemented by Ferry yet; ferry cp -vb shows each data connection's rate"
@@ -131,7 +133,7 @@ var gucOptions = []gucOption{
 	{names: []string{"rst-timeout"}, arg: gucSeconds, apply: cpValue("rst-timeout")},
 	{names: []string{"stall-timeout", "st"}, arg: gucSeconds, apply: cpValue("stall-timeout")},
 	{names: []string{"df", "dumpfile"}, arg: gucText, apply: cpValue("df")},
-	{names: []string{"do", "dump-only"}, arg: gucText, refuse: whyDumpOnly},
+	{names: []string{"do", "dump-only"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dumpOnly = v; return nil }},
 	{names: []string{"rp", "relative-paths"}, apply: func(c *gucConfig, _ string) error { c.relPaths = true; return nil }},
 	{names: []string{"s", "subject"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.subject = v; return nil }},
 	{names: []string{"ss", "source-subject"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.srcSubject = v; return nil }},
@@ -395,6 +397,7 @@ Copying
   -cd | -create-dest            create missing destination directories
   -f FILE                       read "SOURCE DEST" pairs from FILE, one a line
   -df | -dumpfile FILE          write the pairs that failed to FILE; an existing FILE is the input
+  -do | -dump-only FILE         write the pairs a copy would make to FILE, copy nothing
   -sync, -sync-level N          copy only what differs (0 missing, 1 size, 2 older, 3 checksum)
   -off | -partial-offset N      start at byte N, written at the same offset
   -len | -partial-length N      copy N bytes at most
@@ -441,7 +444,8 @@ Output
   -dbg | -debugftp              print the control channel exchange on stderr
   -help | -usage, -version, -versions
 
-Refused, with the reason: -a | -ascii, -do | -dump-only, -af | -alias-file,
+
+Refused, with the reason: -a | -ascii, -af | -alias-file,
 -data-cred, -nlb | -nl-bottleneck, -udt, -no-g2 | -nogridftp2, the storage
 module options (-mn, -mp, -smn, -smp, -dmn, -dmp), the assertion options
 (-aa, -saa, -daa, -cache-aa, -cache-saa, -cache-daa), the pipe options
@@ -519,7 +523,11 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 			defer fmt.Fprintln(e.stderr)
 		}
 	}
-	err = runCopy(ctx, ce, cpArgs, false)
+	if c.dumpOnly != "" {
+		err = dumpOnly(ctx, ce, cpArgs, c.dumpOnly)
+	} else {
+		err = runCopy(ctx, ce, cpArgs, false)
+	}
 	switch {
 	case err == nil:
 		return 0
@@ -671,4 +679,41 @@ type plainWriter struct{ io.Writer }
 func newGUCProgressPrinter(w io.Writer) *progressPrinter {
 	now := time.Now()
 	return &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1, guc: true}
+}
+
+// dumpOnly runs -do: ferry cp -dry-run -json plans the copy, and the
+// pairs it would copy are written to name in the -f format, as URLs.
+func dumpOnly(ctx context.Context, e *env, cpArgs []string, name string) error {
+	var plan bytes.Buffer
+	pe := *e
+	pe.stdout = &plan
+	if err := runCopy(ctx, &pe, append([]string{"-dry-run", "-json"}, cpArgs...), false); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	dec := json.NewDecoder(&plan)
+	for {
+		var rec struct{ Type, Action, Src, Dst string }
+		if err := dec.Decode(&rec); err == io.EOF {
+			break
+		} else if err != nil {
+			return fmt.Errorf("-dump-only: reading the plan: %w", err)
+		}
+		if rec.Type == "plan" && rec.Action == "copy" {
+			fmt.Fprintf(&out, "%s %s\n", listURL(rec.Src), listURL(rec.Dst))
+		}
+	}
+	return os.WriteFile(name, out.Bytes(), 0o644)
+}
+
+// listURL makes a plan's location a URL for a list file: a local path
+// becomes a file:// URL, quoted when it holds blanks or "#".
+func listURL(s string) string {
+	if strings.HasPrefix(s, "/") {
+		s = "file://" + s
+	}
+	if strings.ContainsAny(s, " \t#") {
+		return `"` + s + `"`
+	}
+	return s
 }

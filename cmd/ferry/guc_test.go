@@ -306,6 +306,17 @@ func TestGUCRun(t *testing.T) {
 			t.Errorf("globus-url-copy %q: exit %d, stdout %q, stderr %q; want exit %d, stderr with %q", tc.args, code, stdout, stderr, tc.code, tc.want)
 		}
 	}
+	// -do writes the pairs and copies nothing.
+	dump := filepath.Join(dir, "dump")
+	if code, _, stderr := runGUCOut(t, "-do", dump, "file://"+src, "file://"+filepath.Join(dir, "d.txt")); code != 0 {
+		t.Errorf("-do: exit %d, %s", code, stderr)
+	}
+	if b, err := os.ReadFile(dump); err != nil || string(b) != "file://"+src+" file://"+filepath.Join(dir, "d.txt")+"\n" {
+		t.Errorf("-do wrote %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d.txt")); err == nil {
+		t.Errorf("-do copied the file")
+	}
 	for _, name := range []string{"b.txt", "c.txt"} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != "hello\n" {
 			t.Errorf("%s: %q, %v", name, b, err)
