@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrygrid/ferry/client"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/version"
 )
@@ -523,9 +524,12 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 			defer fmt.Fprintln(e.stderr)
 		}
 	}
-	if c.dumpOnly != "" {
+	switch {
+	case c.dumpOnly != "":
 		err = dumpOnly(ctx, ce, cpArgs, c.dumpOnly)
-	} else {
+	case c.hasList():
+		err = gucList(ctx, ce, cpArgs)
+	default:
 		err = runCopy(ctx, ce, cpArgs, false)
 	}
 	switch {
@@ -538,9 +542,50 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 	}
 	var ee exitError
 	if !errors.As(err, &ee) { // a job has printed its failures already
-		fmt.Fprintf(e.stderr, "\nerror: %s\n", reason(err))
+		fmt.Fprintf(e.stderr, "\nerror: %s\n", gucReason(err))
 	}
 	return 1
+}
+
+// gucReason renders a failure as globus-url-copy does: a server's
+// refusal ends with a line of its own holding the reply, code first.
+func gucReason(err error) string {
+	s := reason(err)
+	var re *client.ReplyError
+	if !errors.As(err, &re) {
+		return s
+	}
+	d := describe(re)
+	if i := strings.LastIndex(s, d); i >= 0 {
+		s = strings.TrimSuffix(strings.TrimSpace(s[:i]), ":") + s[i+len(d):]
+	}
+	if s != "" {
+		s += ": "
+	}
+	return s + "the server responded with an error\n" + d + "\n"
+}
+
+// gucList runs -list with globus-url-copy's layout: a space after each
+// file's name, and a blank line at the end.
+func gucList(ctx context.Context, e *env, cpArgs []string) error {
+	var out bytes.Buffer
+	le := *e
+	le.stdout = &out
+	err := runCopy(ctx, &le, cpArgs, false)
+	for i, l := range strings.SplitAfter(out.String(), "\n") {
+		if i > 0 && strings.HasPrefix(l, "    ") && !strings.HasSuffix(l, "/\n") {
+			l = strings.TrimSuffix(l, "\n") + " \n"
+		}
+		io.WriteString(e.stdout, l)
+	}
+	if out.Len() == 0 {
+		// As globus-url-copy: the URL even when it cannot be listed.
+		if i := slices.Index(cpArgs, "-list"); i >= 0 && i+1 < len(cpArgs) {
+			fmt.Fprintln(e.stdout, cpArgs[i+1])
+		}
+	}
+	fmt.Fprintln(e.stdout)
+	return err
 }
 
 // isJob reports whether c copies many files (or may): a list file, -r,

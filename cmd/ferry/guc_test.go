@@ -306,6 +306,10 @@ func TestGUCRun(t *testing.T) {
 			t.Errorf("globus-url-copy %q: exit %d, stdout %q, stderr %q; want exit %d, stderr with %q", tc.args, code, stdout, stderr, tc.code, tc.want)
 		}
 	}
+	// -list: the URL, the names (a space after a file's), a blank line.
+	if code, stdout, stderr := runGUCOut(t, "-list", "file://"+dir+"/"); code != 0 || !strings.HasPrefix(stdout, "file://"+dir+"/\n") || !strings.Contains(stdout, "\n    a.txt \n") || !strings.HasSuffix(stdout, " \n\n") {
+		t.Errorf("-list: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 	// -do writes the pairs and copies nothing.
 	dump := filepath.Join(dir, "dump")
 	if code, _, stderr := runGUCOut(t, "-do", dump, "file://"+src, "file://"+filepath.Join(dir, "d.txt")); code != 0 {
@@ -363,6 +367,19 @@ func TestGUCProgressLines(t *testing.T) {
 		"      3145728 bytes         1.50 MB/sec avg         1.00 MB/sec inst\r\n"
 	if b.String() != want {
 		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// TestGUCReason: a server's refusal ends with a line holding the reply.
+func TestGUCReason(t *testing.T) {
+	re := &client.ReplyError{Reply: client.Reply{Code: 550, Lines: []string{"/nope: No such file or directory."}}}
+	err := &opError{What: "download ftp://h/nope", Err: re}
+	want := "download ftp://h/nope: the server responded with an error\n550 /nope: No such file or directory.\n"
+	if got := gucReason(err); got != want {
+		t.Errorf("gucReason = %q, want %q", got, want)
+	}
+	if got := gucReason(errors.New("plain")); got != "plain" {
+		t.Errorf("gucReason(plain) = %q", got)
 	}
 }
 
