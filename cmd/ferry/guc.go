@@ -313,7 +313,9 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 	if c.stripe && c.sbs != "" {
 		args = append(args, "-sbs", c.sbs)
 	}
-	if c.quiet {
+	if c.quiet || !c.verbose && !c.perf {
+		// Nothing on success (a job's summary included), as
+		// globus-url-copy.
 		args = append(args, "-q")
 	}
 	if c.perf {
