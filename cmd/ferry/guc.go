@@ -321,14 +321,24 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 	if c.perf {
 		args = append(args, "-vb")
 	}
-	subject, err := oneOf("subject", c.subject, c.srcSubject, c.dstSubject)
+	// A per-side option matters only for a side that authenticates.
+	srcSubject, dstSubject, srcCred, dstCred := c.srcSubject, c.dstSubject, c.srcCred, c.dstCred
+	if len(c.urls) == 2 && c.listFile == "" {
+		if !secureURL(c.urls[0]) {
+			srcSubject, srcCred = "", ""
+		}
+		if !secureURL(c.urls[1]) {
+			dstSubject, dstCred = "", ""
+		}
+	}
+	subject, err := oneOf("subject", c.subject, srcSubject, dstSubject)
 	if err != nil {
 		return nil, err
 	}
 	if subject != "" {
 		args = append(args, "-ss", subject)
 	}
-	cred, err := oneOf("credential", c.cred, c.srcCred, c.dstCred)
+	cred, err := oneOf("credential", c.cred, srcCred, dstCred)
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +349,13 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 		args = append(args, "-f", c.listFile)
 	}
 	return append(args, c.urls...), nil
+}
+
+// secureURL reports whether a URL's server authenticates itself
+// (gsiftp://, ftps://).
+func secureURL(u string) bool {
+	scheme, _, _ := strings.Cut(u, "://")
+	return strings.EqualFold(scheme, "gsiftp") || strings.EqualFold(scheme, "ftps")
 }
 
 // oneOf merges the option for both sides (all) with the per-side ones:

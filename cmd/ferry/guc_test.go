@@ -198,12 +198,18 @@ func TestGUCParse(t *testing.T) {
 		t.Errorf("-sbs without -stripe: %d, want it dropped", f.sbs)
 	}
 	f = flags("-s", "/CN=both", "-ds", "/CN=dest", "-cred", "/tmp/p")
-	if f.gsi.subject != "/CN=dest" || f.gsi.cert != "/tmp/p" {
+	// The destination is no gsiftp:// server: -s counts.
+	if f.gsi.subject != "/CN=both" || f.gsi.cert != "/tmp/p" {
 		t.Errorf("subject %q, cert %q", f.gsi.subject, f.gsi.cert)
 	}
-	c, _ := parseGUC([]string{"-ss", "/CN=a", "-ds", "/CN=b", "u", "v"})
+	c, _ := parseGUC([]string{"-ss", "/CN=a", "-ds", "/CN=b", "gsiftp://h/u", "gsiftp://i/v"})
 	if _, err := c.cpArgs(os.Getenv); err == nil {
 		t.Errorf("different subjects per side: accepted")
+	}
+	// Only the gsiftp:// side's subject and credential count.
+	c, _ = parseGUC([]string{"-ss", "/CN=a", "-ds", "/CN=b", "-sc", "/tmp/s", "-dc", "/tmp/d", "file:///tmp/u", "gsiftp://i/v"})
+	if args, err := c.cpArgs(os.Getenv); err != nil || !slices.Contains(args, "/CN=b") || !slices.Contains(args, "/tmp/d") {
+		t.Errorf("per-side options for the gsiftp:// side: %q, %v", args, err)
 	}
 	c, _ = parseGUC([]string{"-t", "2", "-dbg", "-q", "-rp", "-c", "u", "v"})
 	if c.timeLimit != 2*time.Second || !c.debug || !c.quiet || !c.relPaths || !c.continueOnError {
