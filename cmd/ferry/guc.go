@@ -529,7 +529,7 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 	// globus-url-copy.
 	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: plainWriter{e.stderr}, gucOutput: true}
 	if c.debug {
-		ce.ctlLog = slog.New(&gucDebugHandler{w: e.stderr})
+		ce.ctlLog = slog.New(newGUCDebugHandler(e.stderr))
 	}
 	if c.verbose && !c.quiet && c.isJob() {
 		// Ferry's line per file.
@@ -685,28 +685,25 @@ func (c *gucConfig) removeTemp() {
 // w, in globus-url-copy's shape: a "debug:" line naming the server, then
 // the command sent or the reply received.
 type gucDebugHandler struct {
-	mu    *sync.Mutex // guards writes to w; shared by the handlers of WithAttrs
+	mu    *sync.Mutex // guards writes to w; shared by the handlers of WithAttrs; never nil
 	w     io.Writer
 	attrs []slog.Attr
 }
 
 func (h *gucDebugHandler) Enabled(context.Context, slog.Level) bool { return true }
 
+// newGUCDebugHandler returns the -dbg handler writing to w.
+func newGUCDebugHandler(w io.Writer) *gucDebugHandler {
+	return &gucDebugHandler{mu: new(sync.Mutex), w: w}
+}
+
 func (h *gucDebugHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	h.init()
 	return &gucDebugHandler{mu: h.mu, w: h.w, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], as...)}
 }
 
 func (h *gucDebugHandler) WithGroup(string) slog.Handler { return h }
 
-func (h *gucDebugHandler) init() {
-	if h.mu == nil {
-		h.mu = new(sync.Mutex)
-	}
-}
-
 func (h *gucDebugHandler) Handle(_ context.Context, r slog.Record) error {
-	h.init()
 	vals := map[string]string{}
 	var rest []string
 	add := func(a slog.Attr) bool {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -393,11 +395,18 @@ func TestGUCReason(t *testing.T) {
 // "debug:" line naming the server.
 func TestGUCDebugHandler(t *testing.T) {
 	var b bytes.Buffer
-	log := slog.New(&gucDebugHandler{w: &b}).With("server", "h:21")
+	log := slog.New(newGUCDebugHandler(&b)).With("server", "h:21")
 	log.Debug("send", "cmd", "RETR /a")
 	log.Debug("reply", "code", 150, "text", "Opening")
 	want := "debug: sending command to h:21:\nRETR /a\n" + "debug: response from h:21:\n150 Opening\n"
 	if b.String() != want {
 		t.Errorf("got %q\nwant %q", b.String(), want)
 	}
+	// Sessions dial at once (run with -race).
+	root := slog.New(newGUCDebugHandler(io.Discard))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() { root.With("server", i).Debug("send", "cmd", "NOOP") })
+	}
+	wg.Wait()
 }
