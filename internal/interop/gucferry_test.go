@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,5 +106,47 @@ func TestGlobusURLCopyGCTServer(t *testing.T) {
 	got := lines(out)
 	if len(got) == 0 || !slices.Contains(got, "src.bin") || !slices.Contains(got, fmt.Sprintf("up-%s", gucModes[0].name)) {
 		t.Errorf("globus-url-copy -list of GCT's server:\n%s", out)
+	}
+}
+
+// TestGUCTestsListed: every test of this package that runs
+// globus-url-copy is among those TestGlobusURLCopyIsFerryDropIn runs
+// again (gucTestsRE).
+func TestGUCTestsListed(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	re := regexp.MustCompile(gucTestsRE)
+	fset := token.NewFileSet()
+	n := 0
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
+				continue
+			}
+			uses := false
+			ast.Inspect(fn.Body, func(x ast.Node) bool {
+				if lit, ok := x.(*ast.BasicLit); ok && lit.Kind == token.STRING && lit.Value == `"globus-url-copy"` {
+					uses = true
+				}
+				return !uses
+			})
+			if !uses {
+				continue
+			}
+			n++
+			if !re.MatchString(fn.Name.Name) {
+				t.Errorf("%s runs globus-url-copy but gucTestsRE leaves it out of the run with Ferry as globus-url-copy", fn.Name.Name)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found only %d tests that run globus-url-copy", n)
 	}
 }
