@@ -27,9 +27,19 @@ package:
 	bin/pkg/ferry man -dir bin/pkg/man
 	$(GO) run ./internal/tools/mkdeb -bin bin/pkg/ferry -man bin/pkg/man -src packaging -version $(VERSION) -arch $(DEB_ARCH) -out bin
 
-# Copies bin/ferry to $(PREFIX)/bin.
+# Copies bin/ferry to $(PREFIX)/bin. With GUC_LINK=1 it also links
+# $(PREFIX)/bin/globus-url-copy to it: run under that name, ferry is a
+# drop-in for globus-url-copy (docs/migrating-from-globus-url-copy.md).
+# Off by default, as it shadows GCT's globus-url-copy when $(PREFIX)/bin
+# comes first on PATH.
+GUC_LINK ?= 0
+
 install: build
 	install -D -m 0755 bin/ferry $(DESTDIR)$(PREFIX)/bin/ferry
+	@if [ "$(GUC_LINK)" = 1 ]; then \
+		echo "ln -sf ferry $(DESTDIR)$(PREFIX)/bin/globus-url-copy"; \
+		ln -sf ferry $(DESTDIR)$(PREFIX)/bin/globus-url-copy; \
+	fi
 
 # Installs globus-gridftp-server, globus-url-copy, curl, lftp, iperf3,
 # PostgreSQL, Prometheus and the rest scripts/deps.sh lists with apt-get when any is

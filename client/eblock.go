@@ -350,7 +350,11 @@ func (c *Conn) retrieveSetup(ctx context.Context, n int, o *RetrieveOptions, res
 		cached, c.cache, c.cacheDir = c.cache, nil, dirNone
 	} else {
 		c.dropCache()
-		if err := c.exchange2(ctx, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", n, n, n), 2); err != nil {
+		opts := fmt.Sprintf("Parallelism=%d,%d,%d;", n, n, n)
+		if o.StripeBlockSize > 0 {
+			opts = fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", o.StripeBlockSize) + opts
+		}
+		if err := c.exchange2(ctx, "OPTS RETR "+opts, 2); err != nil {
 			return nil, nil, err
 		}
 		var err error

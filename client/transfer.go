@@ -32,6 +32,12 @@ type RetrieveOptions struct {
 	// ModeE makes RetrieveAt use MODE E even with one data connection.
 	ModeE bool
 
+	// StripeBlockSize, when positive, asks a MODE E download for the
+	// blocked stripe layout with this block size (OPTS RETR
+	// StripeLayout=Blocked;BlockSize=N;), as globus-url-copy -stripe -sbs
+	// does.
+	StripeBlockSize int64
+
 	// TCPBuffer, when positive, is the TCP buffer size in bytes for the
 	// data connections: the server is told with SITE RETRBUFSIZE (a
 	// refusal is ignored), and the client's sockets get SO_RCVBUF and

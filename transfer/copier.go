@@ -536,7 +536,7 @@ func positioned(f *os.File) bool {
 
 // retrieveOptions are the RetrieveOptions of the flags.
 func (c *copier) retrieveOptions() *client.RetrieveOptions {
-	return &client.RetrieveOptions{
+	o := &client.RetrieveOptions{
 		Offset:    c.o.Offset,
 		Length:    c.limit(),
 		Parallel:  c.o.Parallel,
@@ -545,6 +545,10 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		Reuse:     c.o.Fast,
 		Progress:  c.progressFunc(),
 	}
+	if c.o.Stripe {
+		o.StripeBlockSize = c.o.StripeBlockSize // globus-url-copy -stripe -sbs
+	}
+	return o
 }
 
 // downloadStdout streams a file to standard output. A reader that goes

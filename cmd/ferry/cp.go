@@ -156,6 +156,41 @@ func (s *sizeFlag) Set(v string) error {
 	return nil
 }
 
+// secondsFlag is a duration flag that also takes a plain number of
+// seconds ("30", "1.5"), as globus-url-copy's -rst-interval,
+// -rst-timeout and -stall-timeout do; "1m30s" and the other Go durations
+// work too.
+type secondsFlag time.Duration
+
+func (d *secondsFlag) String() string { return time.Duration(*d).String() }
+
+func (d *secondsFlag) Set(v string) error {
+	n, err := parseSeconds(v)
+	if err != nil {
+		return err
+	}
+	*d = secondsFlag(n)
+	return nil
+}
+
+// parseSeconds parses a number of seconds (digits, optionally with a
+// fraction) or a Go duration ("500ms", "2m").
+func parseSeconds(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if t != "" && strings.Trim(t, "0123456789.") == "" {
+		sec, err := strconv.ParseFloat(t, 64)
+		if err != nil || sec > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, fmt.Errorf("bad duration %q: want seconds (30) or a duration (1m30s)", s)
+		}
+		return time.Duration(sec * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: want seconds (30) or a duration (1m30s)", s)
+	}
+	return d, nil
+}
+
 // parseSize parses a byte count: plain digits, or digits followed by K, M
 // or G (optionally with B: KB, MiB...), meaning powers of 1024, as
 // globus-url-copy reads -tcp-bs and -bs.
@@ -196,7 +231,7 @@ var cpFlagGroups = []struct {
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
 	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
-	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "verify-checksum", "checksum-alg"}},
+	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "st", "verify-checksum", "checksum-alg"}},
 	{"Output", []string{"q", "v", "vb", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
@@ -340,9 +375,13 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate (one file: each data connection's too)")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: retry `N` times")
-	fs.DurationVar(&f.interval, "rst-interval", client.DefaultRetryInterval, "with -rst: wait `DURATION` before the first retry, doubled after each further failure")
-	fs.DurationVar(&f.timeout, "rst-timeout", 0, "with -rst: give up after `DURATION` in all; 0: no limit")
-	fs.DurationVar(&f.stallTimeout, "stall-timeout", defaultStallTimeout, "end a transfer (or, with -rst, the attempt) when no data moved for `DURATION`; 0: never")
+	f.interval = client.DefaultRetryInterval
+	fs.Var((*secondsFlag)(&f.interval), "rst-interval", "with -rst: wait `DURATION` (seconds, or with a unit: 500ms, 2m) before the first retry, doubled after each further failure")
+	fs.Var((*secondsFlag)(&f.timeout), "rst-timeout", "with -rst: give up after `DURATION` (seconds, or with a unit) in all; 0: no limit")
+	f.stallTimeout = defaultStallTimeout
+	stall := "end a transfer (or, with -rst, the attempt) when no data moved for `DURATION` (seconds, or with a unit); 0: never"
+	fs.Var((*secondsFlag)(&f.stallTimeout), "stall-timeout", stall)
+	fs.Var((*secondsFlag)(&f.stallTimeout), "st", "the same as -stall-timeout `DURATION` (globus-url-copy's short name)")
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "checksum algorithm `NAME` for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
@@ -496,7 +535,7 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 // striped server's movers) and records in the history of -history. The
 // caller ends it with closeEngine.
 func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
-	o := clientOptions{active: f.active, striped: striped, gsi: f.gsi}
+	o := clientOptions{active: f.active, striped: striped, gsi: f.gsi, log: e.ctlLog}
 	eng := &transfer.Engine{
 		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
 			return connect(ctx, importLocation(l), o)
@@ -548,6 +587,12 @@ func (f cpFlags) options() transfer.Options {
 // anyway (without the line per data connection unless -vb). It returns
 // nil when there is none.
 func startProgress(e *env, f cpFlags, src location, size int64) *progressPrinter {
+	if e.gucOutput {
+		if f.quiet || !f.progress {
+			return nil
+		}
+		return newGUCProgressPrinter(e.stderr)
+	}
 	tty, _ := terminal(e.stderr)
 	if f.quiet || !f.progress && !tty {
 		return nil

@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -36,6 +38,8 @@ type command struct {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	ctlLog         *slog.Logger // when not nil, the client's control channel records (globus-url-copy -dbg)
+	gucOutput      bool         // globus-url-copy's progress lines instead of Ferry's (guc.go)
 }
 
 var commands = map[string]*command{}
@@ -67,7 +71,12 @@ func main() {
 	defer stop()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	stopProfile := startProfile()
-	code := runMain(ctx, e, os.Args[1:])
+	var code int
+	if isGUCName(filepath.Base(os.Args[0])) {
+		code = runGUC(ctx, e, os.Args[1:]) // installed as globus-url-copy (guc.go)
+	} else {
+		code = runMain(ctx, e, os.Args[1:])
+	}
 	stopProfile()
 	os.Exit(code)
 }

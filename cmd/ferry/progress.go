@@ -80,6 +80,9 @@ type progressPrinter struct {
 	lastStreams []int64       // guarded by mu
 	lastAttempt int           // guarded by mu
 	eta         time.Duration // the live ETA of the last report, 0 unknown; guarded by mu
+
+	guc     bool // globus-url-copy's reports: one line each, ended by "\r" (guc.go)
+	printed bool // a guc report was printed; guarded by mu
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
@@ -148,6 +151,11 @@ func (p *progressPrinter) update(pr client.Progress) {
 	if pr.Attempt != p.lastAttempt {
 		p.lastStreams, p.lastAttempt = nil, pr.Attempt
 	}
+	if p.guc {
+		fmt.Fprintf(p.w, "%13d bytes %12.2f MB/sec avg %12.2f MB/sec inst\r", pr.Bytes, avg, inst)
+		p.lastT, p.lastBytes, p.printed = now, pr.Bytes, true
+		return
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%13d bytes %12.2f MB/sec avg %12.2f MB/sec inst", pr.Bytes, avg, inst)
 	if p.eta > 0 {
@@ -172,5 +180,10 @@ func (p *progressPrinter) update(pr client.Progress) {
 func (p *progressPrinter) done() {
 	if p.live != nil {
 		p.live.Close()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.printed {
+		fmt.Fprintln(p.w) // after globus-url-copy's last "\r"
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,6 +283,7 @@ type clientOptions struct {
 	striped bool                // the server may be striped: accept data from its movers' hosts
 	getenv  func(string) string // nil means os.Getenv
 	gsi     *gsiFlags           // GSI options for gsiftp://; nil means the defaults
+	log     *slog.Logger        // when not nil, receives the control channel records, with "server"
 }
 
 // connect dials a remote location and logs in: for gsiftp:// with GSI and
@@ -294,6 +296,9 @@ func connect(ctx context.Context, l location, o clientOptions) (*client.Conn, er
 		getenv = os.Getenv
 	}
 	cfg := &client.Config{Active: o.active, StripedServer: o.striped}
+	if o.log != nil {
+		cfg.Logger = o.log.With("server", l.addr)
+	}
 	var user, pass string
 	var err error
 	if l.gsi {

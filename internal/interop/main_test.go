@@ -61,11 +61,22 @@ func buildAndRun(m *testing.M) int {
 		// Without this each race-enabled process sleeps 1s at exit.
 		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
-	build := exec.Command("go", append(args, "./cmd/ferry")...)
-	build.Dir = filepath.Dir(gomod)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "interop: go build ./cmd/ferry: %v\n%s", err, out)
-		return 1
+	if bin := os.Getenv(ferryBinEnv); bin != "" {
+		// A parent run built it (TestGlobusURLCopyIsFerryDropIn).
+		ferryBin = bin
+	} else {
+		build := exec.Command("go", append(args, "./cmd/ferry")...)
+		build.Dir = filepath.Dir(gomod)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "interop: go build ./cmd/ferry: %v\n%s", err, out)
+			return 1
+		}
+	}
+	if gucIsFerry() {
+		if err := installGUCLink(dir, ferryBin); err != nil {
+			fmt.Fprintln(os.Stderr, "interop: installing ferry as globus-url-copy:", err)
+			return 1
+		}
 	}
 	return m.Run()
 }

@@ -518,7 +518,17 @@ func TestParseList(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	for _, bad := range []string{"one\n", "a b c\n", "\"a b\n", "\"a\"b c\n"} {
+	// A dump file of globus-url-copy: ranges and facts after the pair,
+	// directories commented out.
+	gct := "\"ftp://h/t/g\" \"file:///tmp/g\" 0,-1 size=2;modify=1795812124;mode=0644;\n" +
+		"#\"ftp://h/t/sub/\" \"file:///tmp/sub/\" 0,-1 modify=1795812124;mode=0755;\n" +
+		"ftp://h/t/f file:///tmp/f 0,-1\n"
+	got, err = ParseList(strings.NewReader(gct))
+	want = []URLPair{{"ftp://h/t/g", "file:///tmp/g", 1}, {"ftp://h/t/f", "file:///tmp/f", 3}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("globus-url-copy's dump file: %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"one\n", "a b c\n", "a b 0,-1 c\n", "a b 0,-1 x=1; d\n", "\"a b\n", "\"a\"b c\n"} {
 		if _, err := ParseList(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

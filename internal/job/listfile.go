@@ -34,6 +34,12 @@ func ParseList(r io.Reader) ([]URLPair, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
+		if len(fields) > 2 && gctDumpExtras(fields[2:]) {
+			// A line of a dump file globus-url-copy wrote (-df, -do):
+			// the pair is followed by its ranges and facts. The whole
+			// file is copied again.
+			fields = fields[:2]
+		}
 		if len(fields) != 2 {
 			return nil, fmt.Errorf("line %d: want a source and a destination URL, found %d fields", n, len(fields))
 		}
@@ -43,6 +49,16 @@ func ParseList(r io.Reader) ([]URLPair, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// gctDumpExtras reports whether the fields after a pair are those of a
+// dump file of globus-url-copy: byte ranges ("0,-1") and optionally
+// facts ("size=2;modify=1795812124;mode=0644;").
+func gctDumpExtras(extra []string) bool {
+	if len(extra) > 2 || !strings.Contains(extra[0], ",") || strings.Trim(extra[0], "0123456789,:-") != "" {
+		return false
+	}
+	return len(extra) == 1 || strings.Contains(extra[1], "=")
 }
 
 // splitQuoted splits a line at blanks, keeping double-quoted fields

@@ -1,0 +1,780 @@
+package main
+
+// The globus-url-copy drop-in: when the ferry binary runs under the name
+// globus-url-copy (a symbolic or hard link), it reads globus-url-copy's
+// options with their syntax, defaults and meaning, and runs them with
+// ferry cp's engine. gucOptions is the one table of those options; the
+// tests compare it with the help of the installed globus-url-copy.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/client"
+	hist "github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/version"
+)
+
+// gucName is the program name that turns the binary into the drop-in.
+const gucName = "globus-url-copy"
+
+// gucVersion is the globus-url-copy release whose options the drop-in
+// follows; -version reports it next to Ferry's own version.
+const gucVersion = "10.12"
+
+// gucArg is the kind of argument an option takes.
+type gucArg int
+
+const (
+	gucSwitch  gucArg = iota // no argument
+	gucInt                   // a non-negative integer
+	gucSize                  // bytes, or a number with K, M or G
+	gucSeconds               // seconds, or a Go duration
+	gucText                  // a file name, a URL, a subject, an algorithm...
+)
+
+// gucOption is one option of globus-url-copy.
+type gucOption struct {
+	names []string // every spelling, without the leading dash; the first is the short one
+	arg   gucArg
+	// refuse, when not empty, says why the option is refused: the
+	// drop-in stops with an error naming the option and this reason.
+	refuse string
+	// apply records the option's value in c; nil for refused options.
+	apply func(c *gucConfig, v string) error
+}
+
+// gucConfig is a parsed globus-url-copy command line.
+type gucConfig struct {
+	help, version, versions bool
+
+	// cp holds the ferry cp flags the options map onto, in order.
+	cp []string
+
+	quiet, verbose, perf bool
+	debug                bool          // -dbg: the control channel exchange on stderr
+	continueOnError      bool          // -c
+	timeLimit            time.Duration // -t; 0: none
+	relPaths             bool          // -rp
+	pipeline, cc, cd     bool          // -pp, -cc and -cd were given
+	stripe               bool
+	sbs                  string // -sbs, passed on only with -stripe
+	listFile             string // -f
+	tempList             bool   // listFile is a temporary file of -rp
+	dumpOnly             string // -do: write the pairs to copy to this file, copy nothing
+
+	subject, srcSubject, dstSubject string
+	cred, srcCred, dstCred          string
+
+	urls []string // the source and destination URLs
+}
+
+// Reasons of the refused options.
+const (
+	whyUDT      = "UDT is not implemented: Ferry's data channels are TCP (use -p for parallel TCP streams)"
+	whyXIO      = "Ferry has no XIO driver stacks to choose from; its data channels are TCP, secured as -dcsafe or -dcpriv say"
+	whyPipe     = "running commands on the server (the popen driver) is not implemented by Ferry, as a matter of policy"
+	whyAuthz    = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
+	whyG2       = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
+	whyModule   = "choosing the server's storage module from the client needs the server side, which Ferry does not have yet"
+	whyASCII    = "ASCII conversion (TYPE A) is not implemented by Ferry yet; files are copied as they are (-b)"
+	whyAlias    = "alias files are not implemented by Ferry yet; name the hosts in the URLs"
+	whyDataCred = "a separate data channel credential (DCSC) is not implemented by Ferry yet"
+	whyNLB      = "the bottleneck report is not implemented by Ferry yet; ferry cp -vb shows each data connection's rate"
+)
+
+// gucOptions is every option of globus-url-copy, in the order of its help.
+var gucOptions = []gucOption{
+	{names: []string{"help", "usage"}, apply: func(c *gucConfig, _ string) error { c.help = true; return nil }},
+	{names: []string{"version"}, apply: func(c *gucConfig, _ string) error { c.version = true; return nil }},
+	{names: []string{"versions"}, apply: func(c *gucConfig, _ string) error { c.versions = true; return nil }},
+	{names: []string{"c", "continue-on-error"}, apply: func(c *gucConfig, _ string) error { c.continueOnError = true; return nil }},
+	{names: []string{"a", "ascii"}, refuse: whyASCII},
+	{names: []string{"b", "binary"}, apply: noEffect},
+	{names: []string{"f"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.listFile = v; return nil }},
+	{names: []string{"cd", "create-dest"}, apply: func(c *gucConfig, _ string) error { c.cd = true; return cpSwitch("cd")(c, "") }},
+	{names: []string{"r", "recurse"}, apply: cpSwitch("r")},
+	{names: []string{"fast"}, apply: cpSwitch("fast")},
+	{names: []string{"t"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
+		d, err := parseSeconds(v)
+		c.timeLimit = d
+		return err
+	}},
+	{names: []string{"q", "quiet"}, apply: func(c *gucConfig, _ string) error { c.quiet = true; return nil }},
+	{names: []string{"v", "verbose"}, apply: func(c *gucConfig, _ string) error { c.verbose = true; return nil }},
+	{names: []string{"vb", "verbose-perf"}, apply: func(c *gucConfig, _ string) error { c.perf = true; return nil }},
+	{names: []string{"dbg", "debugftp"}, apply: func(c *gucConfig, _ string) error { c.debug = true; return nil }},
+	{names: []string{"rst", "restart"}, apply: cpSwitch("rst")},
+	{names: []string{"rst-retries"}, arg: gucInt, apply: func(c *gucConfig, v string) error {
+		if v == "0" { // globus-url-copy: no limit
+			v = strconv.Itoa(math.MaxInt32)
+		}
+		return cpValue("rst-retries")(c, v)
+	}},
+	{names: []string{"rst-interval"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
+		if d, _ := parseSeconds(v); d == 0 {
+			return nil // globus-url-copy's 0 is an exponential back-off: Ferry's default
+		}
+		return cpValue("rst-interval")(c, v)
+	}},
+	{names: []string{"rst-timeout"}, arg: gucSeconds, apply: cpValue("rst-timeout")},
+	{names: []string{"stall-timeout", "st"}, arg: gucSeconds, apply: cpValue("stall-timeout")},
+	{names: []string{"df", "dumpfile"}, arg: gucText, apply: cpValue("df")},
+	{names: []string{"do", "dump-only"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dumpOnly = v; return nil }},
+	{names: []string{"rp", "relative-paths"}, apply: func(c *gucConfig, _ string) error { c.relPaths = true; return nil }},
+	{names: []string{"s", "subject"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.subject = v; return nil }},
+	{names: []string{"ss", "source-subject"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.srcSubject = v; return nil }},
+	{names: []string{"ds", "dest-subject"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dstSubject = v; return nil }},
+	{names: []string{"tcp-bs", "tcp-buffer-size"}, arg: gucSize, apply: cpValue("tcp-bs")},
+	{names: []string{"bs", "block-size"}, arg: gucSize, apply: cpValue("bs")},
+	{names: []string{"p", "parallel"}, arg: gucInt, apply: cpValue("p")},
+	{names: []string{"notpt", "no-third-party-transfers"}, apply: cpSwitch("notpt")},
+	{names: []string{"nodcau", "no-data-channel-authentication"}, apply: cpSwitch("nodcau")},
+	{names: []string{"dcsafe", "data-channel-safe"}, apply: cpSwitch("dcsafe")},
+	{names: []string{"dcpriv", "data-channel-private"}, apply: cpSwitch("dcpriv")},
+	{names: []string{"off", "partial-offset"}, arg: gucInt, apply: cpValue("off")},
+	{names: []string{"len", "partial-length"}, arg: gucInt, apply: cpValue("len")},
+	{names: []string{"list"}, arg: gucText, apply: cpValue("list")},
+	{names: []string{"stripe"}, apply: func(c *gucConfig, _ string) error { c.stripe = true; return cpSwitch("stripe")(c, "") }},
+	{names: []string{"striped-block-size", "sbs"}, arg: gucSize, apply: func(c *gucConfig, v string) error { c.sbs = v; return nil }},
+	{names: []string{"ipv6"}, apply: noEffect}, // Ferry dials IPv6 whenever a host resolves to it
+	{names: []string{"udt"}, refuse: whyUDT},
+	{names: []string{"no-g2", "nogridftp2"}, refuse: whyG2},
+	{names: []string{"dp", "delayed-pasv"}, apply: noEffect}, // Ferry's third-party copies order PASV and PORT themselves
+	{names: []string{"mn", "module-name"}, arg: gucText, refuse: whyModule},
+	{names: []string{"mp", "module-parameters"}, arg: gucText, refuse: whyModule},
+	{names: []string{"smn", "src-module-name"}, arg: gucText, refuse: whyModule},
+	{names: []string{"smp", "src-module-parameters"}, arg: gucText, refuse: whyModule},
+	{names: []string{"dmn", "dst-module-name"}, arg: gucText, refuse: whyModule},
+	{names: []string{"dmp", "dst-module-parameters"}, arg: gucText, refuse: whyModule},
+	{names: []string{"aa", "authz-assert"}, arg: gucText, refuse: whyAuthz},
+	{names: []string{"saa", "src-authz-assert"}, arg: gucText, refuse: whyAuthz},
+	{names: []string{"daa", "dst-authz-assert"}, arg: gucText, refuse: whyAuthz},
+	{names: []string{"cache-aa", "cache-authz-assert"}, refuse: whyAuthz},
+	{names: []string{"cache-saa", "cache-src-authz-assert"}, refuse: whyAuthz},
+	{names: []string{"cache-daa", "cache-dst-authz-assert"}, refuse: whyAuthz},
+	{names: []string{"pp", "pipeline"}, apply: func(c *gucConfig, _ string) error { c.pipeline = true; return nil }},
+	{names: []string{"cc", "concurrency"}, arg: gucInt, apply: func(c *gucConfig, v string) error { c.cc = true; return cpValue("cc")(c, v) }},
+	{names: []string{"nlb", "nl-bottleneck"}, refuse: whyNLB},
+	{names: []string{"SP", "src-pipe"}, arg: gucText, refuse: whyPipe},
+	{names: []string{"DP", "dst-pipe"}, arg: gucText, refuse: whyPipe},
+	{names: []string{"pipe"}, arg: gucText, refuse: whyPipe},
+	{names: []string{"dcstack", "data-channel-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"fsstack", "file-system-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"src-dcstack", "source-data-channel-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"src-fsstack", "source-file-system-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"dst-dcstack", "dest-data-channel-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"dst-fsstack", "dest-file-system-stack"}, arg: gucText, refuse: whyXIO},
+	{names: []string{"cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.cred = v; return nil }},
+	{names: []string{"sc", "src-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.srcCred = v; return nil }},
+	{names: []string{"dc", "dst-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dstCred = v; return nil }},
+	{names: []string{"data-cred"}, arg: gucText, refuse: whyDataCred},
+	{names: []string{"af", "alias-file"}, arg: gucText, refuse: whyAlias},
+	{names: []string{"sync"}, apply: cpSwitch("sync")},
+	{names: []string{"sync-level"}, arg: gucInt, apply: cpValue("sync-level")},
+	{names: []string{"checksum-alg"}, arg: gucText, apply: cpValue("checksum-alg")},
+	{names: []string{"verify-checksum"}, apply: cpSwitch("verify-checksum")},
+}
+
+// gucLookup maps each spelling to its option.
+var gucLookup = func() map[string]*gucOption {
+	m := map[string]*gucOption{}
+	for i := range gucOptions {
+		for _, n := range gucOptions[i].names {
+			if m[n] != nil {
+				panic("guc: duplicate option -" + n)
+			}
+			m[n] = &gucOptions[i]
+		}
+	}
+	return m
+}()
+
+// cpSwitch maps an option onto the ferry cp switch name.
+func cpSwitch(name string) func(*gucConfig, string) error {
+	return func(c *gucConfig, _ string) error {
+		c.cp = append(c.cp, "-"+name)
+		return nil
+	}
+}
+
+// cpValue maps an option onto the ferry cp flag name with its value.
+func cpValue(name string) func(*gucConfig, string) error {
+	return func(c *gucConfig, v string) error {
+		c.cp = append(c.cp, "-"+name, v)
+		return nil
+	}
+}
+
+// noEffect accepts an option that changes nothing in Ferry.
+func noEffect(*gucConfig, string) error { return nil }
+
+// gucError is a bad globus-url-copy command line: argument n (1-based)
+// and what is wrong with it.
+type gucError struct {
+	n   int
+	arg string
+	msg string
+}
+
+func (e *gucError) Error() string {
+	return fmt.Sprintf("Error, argument #%d (%s) : %s", e.n, e.arg, e.msg)
+}
+
+// gucRefusal is an option the drop-in refuses, and why.
+type gucRefusal struct{ opt, why string }
+
+func (e *gucRefusal) Error() string { return e.opt + " is not supported by Ferry: " + e.why }
+
+// parseGUC parses a globus-url-copy command line (without the program
+// name). Options start with a single "-"; everything else is a URL.
+func parseGUC(args []string) (*gucConfig, error) {
+	c := &gucConfig{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			c.urls = append(c.urls, a)
+			continue
+		}
+		o := gucLookup[a[1:]]
+		if o == nil {
+			return nil, &gucError{i + 1, a, "unknown option"}
+		}
+		var v string
+		if o.arg != gucSwitch {
+			if i+1 >= len(args) {
+				return nil, &gucError{i + 1, a, "not enough arguments"}
+			}
+			i++
+			v = args[i]
+			if err := checkGUCArg(o.arg, v); err != nil {
+				return nil, &gucError{i + 1, v, err.Error()}
+			}
+		}
+		if o.refuse != "" {
+			return nil, &gucRefusal{a, o.refuse}
+		}
+		if err := o.apply(c, v); err != nil {
+			return nil, &gucError{i + 1, v, err.Error()}
+		}
+	}
+	return c, nil
+}
+
+// checkGUCArg checks an option's argument against its kind.
+func checkGUCArg(kind gucArg, v string) error {
+	switch kind {
+	case gucInt:
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			return errors.New("argument is not a positive integer")
+		}
+	case gucSize:
+		if _, err := parseSize(v); err != nil {
+			return errors.New("argument is not a size (bytes, or a number with K, M or G)")
+		}
+	case gucSeconds:
+		if d, err := parseSeconds(v); err != nil || d < 0 {
+			return errors.New("argument is not a number of seconds")
+		}
+	}
+	return nil
+}
+
+// cpArgs returns the ferry cp arguments of c, with globus-url-copy's
+// defaults where they differ from ferry cp's: no automatic tuning, no
+// pipelining and one file at a time unless asked, no transfer history
+// unless $FERRY_HISTORY names one.
+func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
+	args := []string{"-auto=false"}
+	if getenv("FERRY_HISTORY") == "" {
+		args = append(args, "-history", hist.OffDSN)
+	}
+	if !c.pipeline {
+		args = append(args, "-pp=false")
+	}
+	if !c.cc {
+		args = append(args, "-cc", "1")
+	}
+	args = append(args, c.cp...)
+	if c.stripe && c.sbs != "" {
+		args = append(args, "-sbs", c.sbs)
+	}
+	if c.quiet || !c.verbose && !c.perf {
+		// Nothing on success (a job's summary included), as
+		// globus-url-copy.
+		args = append(args, "-q")
+	}
+	if c.perf {
+		args = append(args, "-vb")
+	}
+	// A per-side option matters only for a side that authenticates.
+	srcSubject, dstSubject, srcCred, dstCred := c.srcSubject, c.dstSubject, c.srcCred, c.dstCred
+	if len(c.urls) == 2 && c.listFile == "" {
+		if !secureURL(c.urls[0]) {
+			srcSubject, srcCred = "", ""
+		}
+		if !secureURL(c.urls[1]) {
+			dstSubject, dstCred = "", ""
+		}
+	}
+	subject, err := oneOf("subject", c.subject, srcSubject, dstSubject)
+	if err != nil {
+		return nil, err
+	}
+	if subject != "" {
+		args = append(args, "-ss", subject)
+	}
+	cred, err := oneOf("credential", c.cred, srcCred, dstCred)
+	if err != nil {
+		return nil, err
+	}
+	if cred != "" {
+		args = append(args, "-cert", cred)
+	}
+	if c.listFile != "" {
+		args = append(args, "-f", c.listFile)
+	}
+	return append(args, c.urls...), nil
+}
+
+// secureURL reports whether a URL's server authenticates itself
+// (gsiftp://, ftps://).
+func secureURL(u string) bool {
+	scheme, _, _ := strings.Cut(u, "://")
+	return strings.EqualFold(scheme, "gsiftp") || strings.EqualFold(scheme, "ftps")
+}
+
+// oneOf merges the option for both sides (all) with the per-side ones:
+// the source's or the destination's wins over all; different values for
+// the two sides are refused (Ferry's client has one per run).
+func oneOf(what, all, src, dst string) (string, error) {
+	switch {
+	case src != "" && dst != "" && src != dst:
+		return "", fmt.Errorf("a different %s for the source and the destination is not supported by Ferry yet; give one for both", what)
+	case src != "":
+		return src, nil
+	case dst != "":
+		return dst, nil
+	}
+	return all, nil
+}
+
+// relativeURL rewrites the path of an ftp:// or gsiftp:// URL for -rp:
+// it is relative to the login directory (Ferry's /~/), unless it starts
+// with %2F, which makes it absolute.
+func relativeURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	switch strings.ToLower(scheme) {
+	case "ftp", "gsiftp", "ftps":
+	default:
+		return u
+	}
+	if !ok {
+		return u
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash < 0 {
+		return u
+	}
+	host, p := rest[:slash], rest[slash+1:]
+	if len(p) >= 3 && strings.EqualFold(p[:3], "%2F") {
+		return scheme + "://" + host + "/" + p[3:]
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		return u
+	}
+	return scheme + "://" + host + "/~/" + p
+}
+
+// gucUsage is the short usage line printed with a bad command line.
+const gucUsage = "usage: globus-url-copy [options] SOURCE-URL DEST-URL\n" +
+	"       globus-url-copy [options] -f LIST-FILE\n"
+
+// gucHelp is what -help and -usage print: Ferry's own summary of the
+// options (their meaning is globus-url-copy's).
+const gucHelp = gucUsage + `
+This is Ferry running as globus-url-copy: it takes globus-url-copy's
+options, with their meaning and defaults, and copies with Ferry's engine.
+See docs/migrating-from-globus-url-copy.md; "ferry cp -h" lists Ferry's own
+options. Each option below has its short and long spelling.
+
+Copying
+  -r | -recurse                 copy directories (URLs ending in /) with their contents
+  -cd | -create-dest            create missing destination directories
+  -f FILE                       read "SOURCE DEST" pairs from FILE, one a line
+  -df | -dumpfile FILE          write the pairs that failed to FILE; an existing FILE is the input
+  -do | -dump-only FILE         write the pairs a copy would make to FILE, copy nothing
+  -sync, -sync-level N          copy only what differs (0 missing, 1 size, 2 older, 3 checksum)
+  -off | -partial-offset N      start at byte N, written at the same offset
+  -len | -partial-length N      copy N bytes at most
+  -list URL                     list a directory
+  -rp | -relative-paths         URL paths are relative to the login directory (%2F: absolute)
+  -c | -continue-on-error       go on after a failed file
+  -b | -binary                  copy bytes as they are (the default)
+  -t SECONDS                    stop the transfer after SECONDS
+
+Performance
+  -p | -parallel N              N data connections (MODE E)
+  -tcp-bs | -tcp-buffer-size SIZE   TCP buffer size of the data connections (K, M, G)
+  -bs | -block-size SIZE        block size
+  -fast                         MODE E, data connections kept between files
+  -pp | -pipeline               pipeline many small files
+  -cc | -concurrency N          copy N files at once
+  -stripe, -sbs | -striped-block-size SIZE   striped transfers and their layout
+  -notpt | -no-third-party-transfers   route server-to-server bytes through this client
+  -ipv6, -dp | -delayed-pasv    accepted; nothing to change in Ferry
+
+Restart
+  -rst | -restart               retry failed transfers, resuming them
+  -rst-retries N                at most N retries (0: no limit; default 5)
+  -rst-interval SECONDS         wait between retries (0: back off exponentially; default 0)
+  -rst-timeout SECONDS          give up after SECONDS in all (0: never; default 0)
+  -stall-timeout | -st SECONDS  end an attempt that moved nothing for SECONDS (0: never; default 600)
+  A duration with a unit (90s, 2m) is accepted wherever SECONDS is.
+
+Checks
+  -verify-checksum              compare the checksums of source and destination
+  -checksum-alg NAME            the checksum algorithm (default MD5)
+
+Security (gsiftp://)
+  -s | -subject DN, -ss | -source-subject DN, -ds | -dest-subject DN   expected server subjects
+  -cred FILE, -sc | -src-cred FILE, -dc | -dst-cred FILE               credential (proxy) to use
+  -nodcau | -no-data-channel-authentication   no data channel authentication
+  -dcsafe | -data-channel-safe  integrity-protected data channels
+  -dcpriv | -data-channel-private   encrypted data channels
+
+Output
+  -q | -quiet                   print nothing when all goes well
+  -v | -verbose                 print the URLs copied
+  -vb | -verbose-perf           print the URLs and the progress
+  -dbg | -debugftp              print the control channel exchange on stderr
+  -help | -usage, -version, -versions
+
+
+Refused, with the reason: -a | -ascii, -af | -alias-file,
+-data-cred, -nlb | -nl-bottleneck, -udt, -no-g2 | -nogridftp2, the storage
+module options (-mn, -mp, -smn, -smp, -dmn, -dmp), the assertion options
+(-aa, -saa, -daa, -cache-aa, -cache-saa, -cache-daa), the pipe options
+(-SP | -src-pipe, -DP | -dst-pipe, -pipe) and the driver stack options
+(-dcstack, -fsstack, -src-dcstack, -src-fsstack, -dst-dcstack, -dst-fsstack
+and their long spellings).
+`
+
+// isGUCName reports whether the program was invoked as globus-url-copy.
+func isGUCName(argv0 string) bool { return filepath.Base(argv0) == gucName }
+
+// runGUC runs the drop-in with args (without the program name) and
+// returns the exit status: 0 on success, 1 otherwise (globus-url-copy's
+// status for bad options and failed copies alike; -help and -version
+// also end with 1, as there).
+func runGUC(ctx context.Context, e *env, args []string) int {
+	c, err := parseGUC(args)
+	var refused *gucRefusal
+	if errors.As(err, &refused) {
+		fmt.Fprintf(e.stderr, "\nerror: %s\n", err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "\n%s\n\n%s\nRun globus-url-copy -help for the options.\n", err, gucUsage)
+		return 1
+	}
+	switch {
+	case c.help:
+		fmt.Fprint(e.stderr, gucHelp)
+		return 1
+	case c.version:
+		fmt.Fprintf(e.stderr, "%s: %s (ferry %s)\n", gucName, gucVersion, version.Version)
+		return 1
+	case c.versions:
+		fmt.Fprintf(e.stderr, "%s: %s (ferry %s)\n", gucName, gucVersion, version.Version)
+		fmt.Fprintf(e.stderr, "ferry: %s (%s, %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 1
+	}
+	if !(len(c.urls) == 2 || len(c.urls) == 0 && (c.listFile != "" || c.hasList())) {
+		fmt.Fprintf(e.stderr, "\nerror: a source and a destination URL are required (or -f FILE)\n\n%s\nRun globus-url-copy -help for the options.\n", gucUsage)
+		return 1
+	}
+	if c.relPaths {
+		if err := c.makeRelative(e); err != nil {
+			fmt.Fprintf(e.stderr, "\nerror: %s\n", reason(err))
+			return 1
+		}
+		defer c.removeTemp()
+	}
+	cpArgs, err := c.cpArgs(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "\nerror: %s\n", err)
+		return 1
+	}
+	if c.timeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeLimit)
+		defer cancel()
+	}
+	// Wrapped, standard error is no terminal: no live display, as in
+	// globus-url-copy.
+	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: plainWriter{e.stderr}, gucOutput: true}
+	if c.debug {
+		ce.ctlLog = slog.New(newGUCDebugHandler(e.stderr))
+	}
+	if c.verbose && !c.quiet && c.isJob() {
+		// Ferry's line per file.
+		cpArgs = append([]string{"-v"}, cpArgs...)
+	}
+	if (c.verbose || c.perf) && !c.quiet && !c.isJob() && !c.hasList() {
+		printGUCVerbose(e.stderr, c.urls[0], c.urls[1])
+		if c.perf {
+			fmt.Fprintln(e.stderr) // then the progress lines
+		} else {
+			defer fmt.Fprintln(e.stderr)
+		}
+	}
+	switch {
+	case c.dumpOnly != "":
+		err = dumpOnly(ctx, ce, cpArgs, c.dumpOnly)
+	case c.hasList():
+		err = gucList(ctx, ce, cpArgs)
+	default:
+		err = runCopy(ctx, ce, cpArgs, false)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case c.timeLimit > 0 && ctx.Err() == context.DeadlineExceeded:
+		// -t: the time is up; globus-url-copy ends the copy and succeeds.
+		fmt.Fprintln(e.stderr, "Cancelling copy...")
+		return 0
+	}
+	var ee exitError
+	if !errors.As(err, &ee) { // a job has printed its failures already
+		fmt.Fprintf(e.stderr, "\nerror: %s\n", gucReason(err))
+	}
+	return 1
+}
+
+// gucReason renders a failure as globus-url-copy does: a server's
+// refusal ends with a line of its own holding the reply, code first.
+func gucReason(err error) string {
+	s := reason(err)
+	var re *client.ReplyError
+	if !errors.As(err, &re) {
+		return s
+	}
+	d := describe(re)
+	if i := strings.LastIndex(s, d); i >= 0 {
+		s = strings.TrimSuffix(strings.TrimSpace(s[:i]), ":") + s[i+len(d):]
+	}
+	if s != "" {
+		s += ": "
+	}
+	return s + "the server responded with an error\n" + d + "\n"
+}
+
+// gucList runs -list with globus-url-copy's layout: a space after each
+// file's name, and a blank line at the end.
+func gucList(ctx context.Context, e *env, cpArgs []string) error {
+	var out bytes.Buffer
+	le := *e
+	le.stdout = &out
+	err := runCopy(ctx, &le, cpArgs, false)
+	for i, l := range strings.SplitAfter(out.String(), "\n") {
+		if i > 0 && strings.HasPrefix(l, "    ") && !strings.HasSuffix(l, "/\n") {
+			l = strings.TrimSuffix(l, "\n") + " \n"
+		}
+		io.WriteString(e.stdout, l)
+	}
+	if out.Len() == 0 {
+		// As globus-url-copy: the URL even when it cannot be listed.
+		if i := slices.Index(cpArgs, "-list"); i >= 0 && i+1 < len(cpArgs) {
+			fmt.Fprintln(e.stdout, cpArgs[i+1])
+		}
+	}
+	fmt.Fprintln(e.stdout)
+	return err
+}
+
+// isJob reports whether c copies many files (or may): a list file, -r,
+// a directory or a wildcard as the source.
+func (c *gucConfig) isJob() bool {
+	return c.listFile != "" || len(c.urls) != 2 || strings.HasSuffix(c.urls[0], "/") ||
+		strings.ContainsAny(c.urls[0], "*?[") || slices.Contains(c.cp, "-r")
+}
+
+// hasList reports whether c lists a directory (-list) instead of copying.
+func (c *gucConfig) hasList() bool {
+	for i, a := range c.cp {
+		if a == "-list" && i+1 < len(c.cp) {
+			return true
+		}
+	}
+	return false
+}
+
+// printGUCVerbose prints what -v and -vb print before a copy, in
+// globus-url-copy's shape: the source and destination directories, then
+// the names.
+func printGUCVerbose(w io.Writer, src, dst string) {
+	sd, sn := splitURLName(src)
+	dd, dn := splitURLName(dst)
+	fmt.Fprintf(w, "Source: %s\nDest:   %s\n", sd, dd)
+	switch {
+	case sn == "" || dn == "" || sn == dn:
+		fmt.Fprintf(w, "  %s\n", sn)
+	default:
+		fmt.Fprintf(w, "  %s  ->  %s\n", sn, dn)
+	}
+}
+
+// splitURLName splits a URL after its last slash.
+func splitURLName(u string) (dir, name string) {
+	i := strings.LastIndexByte(u, '/')
+	return u[:i+1], u[i+1:]
+}
+
+// makeRelative applies -rp to the URLs of the command line and of the
+// -f list, which it rewrites to a temporary file.
+func (c *gucConfig) makeRelative(e *env) error {
+	for i := range c.urls {
+		c.urls[i] = relativeURL(c.urls[i])
+	}
+	if c.listFile == "" {
+		return nil
+	}
+	pairs, err := readListFile(e, c.listFile)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "ferry-guc-list-*")
+	if err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		fmt.Fprintf(f, "\"%s\" \"%s\"\n", relativeURL(p.Src), relativeURL(p.Dst))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	c.listFile = f.Name()
+	c.tempList = true
+	return nil
+}
+
+// removeTemp removes the list file makeRelative wrote.
+func (c *gucConfig) removeTemp() {
+	if c.tempList {
+		os.Remove(c.listFile)
+	}
+}
+
+// gucDebugHandler prints the client's control channel records (-dbg) on
+// w, in globus-url-copy's shape: a "debug:" line naming the server, then
+// the command sent or the reply received.
+type gucDebugHandler struct {
+	mu    *sync.Mutex // guards writes to w; shared by the handlers of WithAttrs; never nil
+	w     io.Writer
+	attrs []slog.Attr
+}
+
+func (h *gucDebugHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+// newGUCDebugHandler returns the -dbg handler writing to w.
+func newGUCDebugHandler(w io.Writer) *gucDebugHandler {
+	return &gucDebugHandler{mu: new(sync.Mutex), w: w}
+}
+
+func (h *gucDebugHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &gucDebugHandler{mu: h.mu, w: h.w, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], as...)}
+}
+
+func (h *gucDebugHandler) WithGroup(string) slog.Handler { return h }
+
+func (h *gucDebugHandler) Handle(_ context.Context, r slog.Record) error {
+	vals := map[string]string{}
+	var rest []string
+	add := func(a slog.Attr) bool {
+		vals[a.Key] = a.Value.String()
+		rest = append(rest, a.Key+"="+a.Value.String())
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	server := vals["server"]
+	var b strings.Builder
+	switch r.Message {
+	case "send":
+		fmt.Fprintf(&b, "debug: sending command to %s:\n%s\n", server, vals["cmd"])
+	case "reply":
+		fmt.Fprintf(&b, "debug: response from %s:\n%s %s\n", server, vals["code"], vals["text"])
+	default:
+		fmt.Fprintf(&b, "debug: %s %s\n", r.Message, strings.Join(rest, " "))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+// plainWriter hides what a writer is (a terminal) from terminal().
+type plainWriter struct{ io.Writer }
+
+// newGUCProgressPrinter reports progress (-vb) in globus-url-copy's
+// lines: bytes so far, the average and the current rate in MB/s (MiB),
+// each line ended by "\r" so that a terminal overwrites it.
+func newGUCProgressPrinter(w io.Writer) *progressPrinter {
+	now := time.Now()
+	return &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1, guc: true}
+}
+
+// dumpOnly runs -do: ferry cp -dry-run -json plans the copy, and the
+// pairs it would copy are written to name in the -f format, as URLs.
+func dumpOnly(ctx context.Context, e *env, cpArgs []string, name string) error {
+	var plan bytes.Buffer
+	pe := *e
+	pe.stdout = &plan
+	if err := runCopy(ctx, &pe, append([]string{"-dry-run", "-json"}, cpArgs...), false); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	dec := json.NewDecoder(&plan)
+	for {
+		var rec struct{ Type, Action, Src, Dst string }
+		if err := dec.Decode(&rec); err == io.EOF {
+			break
+		} else if err != nil {
+			return fmt.Errorf("-dump-only: reading the plan: %w", err)
+		}
+		if rec.Type == "plan" && rec.Action == "copy" {
+			fmt.Fprintf(&out, "%s %s\n", listURL(rec.Src), listURL(rec.Dst))
+		}
+	}
+	return os.WriteFile(name, out.Bytes(), 0o644)
+}
+
+// listURL makes a plan's location a URL for a list file: a local path
+// becomes a file:// URL, quoted when it holds blanks or "#".
+func listURL(s string) string {
+	if strings.HasPrefix(s, "/") {
+		s = "file://" + s
+	}
+	if strings.ContainsAny(s, " \t#") {
+		return `"` + s + `"`
+	}
+	return s
+}
