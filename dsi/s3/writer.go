@@ -40,6 +40,7 @@ type Writer struct {
 	mu      sync.Mutex
 	parts   map[int64]*part              // partial parts; guarded by mu
 	done    map[int64]minio.CompletePart // uploaded parts; guarded by mu
+	sent    map[int64]bool               // parts full and handed to upload; guarded by mu
 	inMem   int                          // parts of parts held in memory; guarded by mu
 	spill   *os.File                     // parts past MaxMemParts, at their offsets; guarded by mu
 	end     int64                        // the end of the furthest write; guarded by mu
@@ -59,7 +60,7 @@ type extent struct{ start, end int64 }
 
 func newWriter(ctx context.Context, f *FS, name string, meta map[string]string) *Writer {
 	return &Writer{f: f, name: name, key: f.key(name), ctx: ctx, meta: meta, ps: f.cfg.PartSize,
-		parts: map[int64]*part{}, done: map[int64]minio.CompletePart{}}
+		parts: map[int64]*part{}, done: map[int64]minio.CompletePart{}, sent: map[int64]bool{}}
 }
 
 // add records [s, e) as written and returns the number of bytes covered.
@@ -142,7 +143,7 @@ func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 // completed it.
 func (w *Writer) writePart(i, rel int64, b []byte) error {
 	w.mu.Lock()
-	if _, up := w.done[i]; up {
+	if w.sent[i] {
 		w.mu.Unlock()
 		// A full part was already sent: S3 cannot patch it.
 		return fmt.Errorf("s3: write %s at %d: part %d was already uploaded, rewrites are not supported: %w",
@@ -174,6 +175,7 @@ func (w *Writer) writePart(i, rel int64, b []byte) error {
 	full := p.add(rel, rel+int64(len(b))) == w.ps && p.writing == 0
 	if full {
 		delete(w.parts, i)
+		w.sent[i] = true
 	}
 	w.mu.Unlock()
 	if !full {
