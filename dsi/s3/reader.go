@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sync"
 
 	"github.com/minio/minio-go/v7"
@@ -106,11 +107,13 @@ func (r *Reader) fetch(i int64, c *chunk) {
 func (r *Reader) chunkAt(i int64) (*chunk, error) {
 	r.mu.Lock()
 	c, ok := r.chunks[i]
-	if ok && c.err != nil {
+	if ok {
 		select {
 		case <-c.done:
-			delete(r.chunks, i) // fetch again
-			ok = false
+			if c.err != nil {
+				delete(r.chunks, i) // fetch again
+				ok = false
+			}
 		default:
 		}
 	}
@@ -150,7 +153,7 @@ func (r *Reader) chunkAt(i int64) (*chunk, error) {
 func (r *Reader) addLocked(i int64) *chunk {
 	c := &chunk{done: make(chan struct{})}
 	r.chunks[i] = c
-	r.order = append(r.order, i)
+	r.order = append(slices.DeleteFunc(r.order, func(j int64) bool { return j == i }), i)
 	for len(r.order) > cachedChunks {
 		delete(r.chunks, r.order[0])
 		r.order = r.order[1:]
