@@ -29,10 +29,12 @@
 // half object is ever visible under the name.
 //
 // Rename is a server-side copy and a delete (per object, for a
-// directory: not atomic). Permissions and modification times set by
-// Chmod and Chtimes are kept as user metadata (x-amz-meta-ferry-mode,
-// x-amz-meta-ferry-mtime) and shown by Stat; a listing shows what the
-// store lists (size, LastModified, the default mode).
+// directory: not atomic). A file's permission bits are kept as user
+// metadata (x-amz-meta-ferry-mode, from CreateOptions.Perm) and shown by
+// Stat, as is x-amz-meta-ferry-mtime when another tool set it; a listing
+// shows what the store lists (size, LastModified, the default mode).
+// There is no Chmod or Chtimes: S3 cannot change an object's metadata
+// without copying it, and some stores keep none on directories.
 package s3
 
 import (
@@ -534,14 +536,14 @@ func (f *FS) keepParent(ctx context.Context, name string) error {
 	if isRoot(dir) {
 		return nil
 	}
-	_, err := f.c.StatObject(ctx, f.bucket, f.dirKey(dir), minio.StatObjectOptions{})
+	// Always written: some stores (SeaweedFS) answer a HEAD of "dir/"
+	// for a directory they keep only while it has entries.
+	oi, err := f.c.StatObject(ctx, f.bucket, f.dirKey(dir), minio.StatObjectOptions{})
+	var meta map[string]string
 	if err == nil {
-		return nil
+		meta = userMeta(oi)
 	}
-	if err = mapErr(err); !errors.Is(err, dsi.ErrNotExist) {
-		return opErr("keep directory", dir, err)
-	}
-	return f.putMarker(ctx, dir, nil)
+	return f.putMarker(ctx, dir, meta)
 }
 
 // Remove implements dsi.Storage.
@@ -688,7 +690,18 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 		if oi.Key == srcPrefix {
 			hasMarker = true
 		}
-		if err := f.copyObject(ctx, oi.Key, dstPrefix+strings.TrimPrefix(oi.Key, srcPrefix), oi.Size); err != nil {
+		dstKey := dstPrefix + strings.TrimPrefix(oi.Key, srcPrefix)
+		if strings.HasSuffix(oi.Key, "/") {
+			// A marker: written anew (some stores cannot copy them).
+			var meta map[string]string
+			if m, err := f.c.StatObject(ctx, f.bucket, oi.Key, minio.StatObjectOptions{}); err == nil {
+				meta = userMeta(m)
+			}
+			if _, err := f.c.PutObject(ctx, f.bucket, dstKey, strings.NewReader(""), 0,
+				minio.PutObjectOptions{UserMetadata: meta, DisableMultipart: true}); err != nil {
+				return opErr("rename", from, mapErr(err))
+			}
+		} else if err := f.copyObject(ctx, oi.Key, dstKey, oi.Size); err != nil {
 			return opErr("rename", from, err)
 		}
 		moved = append(moved, oi.Key)
@@ -698,6 +711,9 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 			return err
 		}
 	}
+	// Deepest first: a store with real directories (SeaweedFS) keeps one
+	// whose marker is removed while it still has entries.
+	slices.Reverse(moved)
 	for _, k := range moved {
 		if err := f.c.RemoveObject(ctx, f.bucket, k, minio.RemoveObjectOptions{}); err != nil {
 			return opErr("rename", from, mapErr(err))
@@ -706,58 +722,14 @@ func (f *FS) Rename(ctx context.Context, from, to string) error {
 	return nil
 }
 
-// replaceMeta rewrites the metadata of name (a file, or a directory's
-// marker, made when missing) with the keys of set changed.
-func (f *FS) replaceMeta(ctx context.Context, op, name string, set map[string]string) error {
-	if isRoot(name) {
-		return opErr(op, name, dsi.ErrPermission)
-	}
-	key := f.key(name)
-	oi, err := f.c.StatObject(ctx, f.bucket, key, minio.StatObjectOptions{})
-	if err = mapErr(err); errors.Is(err, dsi.ErrNotExist) {
-		fi, serr := f.Stat(ctx, name)
-		if serr != nil {
-			return serr
-		}
-		if !fi.IsDir() {
-			return opErr(op, name, dsi.ErrNotExist)
-		}
-		key = f.dirKey(name)
-		oi, err = f.c.StatObject(ctx, f.bucket, key, minio.StatObjectOptions{})
-		if err = mapErr(err); errors.Is(err, dsi.ErrNotExist) {
-			return f.putMarker(ctx, name, set)
-		}
-	}
-	if err != nil {
-		return opErr(op, name, err)
-	}
+// userMeta returns the user metadata of an object, keys without the
+// x-amz-meta- prefix.
+func userMeta(oi minio.ObjectInfo) map[string]string {
 	meta := map[string]string{}
 	for k, v := range oi.UserMetadata {
 		meta[strings.TrimPrefix(http.CanonicalHeaderKey(k), "X-Amz-Meta-")] = v
 	}
-	for k, v := range set {
-		meta[k] = v
-	}
-	if oi.Size > maxCopy {
-		return opErr(op, name, dsi.ErrNotSupported)
-	}
-	_, err = f.c.CopyObject(ctx,
-		minio.CopyDestOptions{Bucket: f.bucket, Object: key, UserMetadata: meta, ReplaceMetadata: true},
-		minio.CopySrcOptions{Bucket: f.bucket, Object: key})
-	if err != nil {
-		return opErr(op, name, mapErr(err))
-	}
-	return nil
-}
-
-// Chmod implements dsi.Chmoder: the bits are kept as metadata.
-func (f *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
-	return f.replaceMeta(ctx, "chmod", name, map[string]string{metaMode: fmt.Sprintf("%04o", mode.Perm())})
-}
-
-// Chtimes implements dsi.Chtimeser: the time is kept as metadata.
-func (f *FS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
-	return f.replaceMeta(ctx, "chtimes", name, map[string]string{metaMtime: mtime.UTC().Format(time.RFC3339Nano)})
+	return meta
 }
 
 // Checksum returns the store's own checksum of name for alg when the
@@ -786,7 +758,5 @@ func (f *FS) WritesInPlace() bool { return false }
 
 var (
 	_ dsi.Storage       = (*FS)(nil)
-	_ dsi.Chmoder       = (*FS)(nil)
-	_ dsi.Chtimeser     = (*FS)(nil)
 	_ dsi.InPlaceWriter = (*FS)(nil)
 )
