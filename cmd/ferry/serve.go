@@ -231,6 +231,11 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	case "null":
 		cfg.Storage = null.New()
 	case "s3":
+		if f.movers != "" {
+			// Each mover would complete an upload of its own stripes
+			// only: striping over one multipart upload is not done yet.
+			return cfg, usagef("-storage s3 cannot be striped yet: drop -movers")
+		}
 		st, err := s3.New(context.Background(), s3.Config{
 			Endpoint: f.s3.endpoint, Bucket: f.s3.bucket, Prefix: f.s3.prefix, Region: f.s3.region,
 			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize,
