@@ -62,3 +62,21 @@ else
 fi
 
 go mod download
+
+# SeaweedFS's weed, the real S3 server of the S3 back-end's tests
+# (internal/testutil/s3server), built once per machine from its Go module
+# into the cache directory the tests look in. Debian packages no S3
+# server, and "go install" refuses the module (its go.mod has replace
+# directives), so it is built inside the downloaded module.
+weed_version=$(sed -n 's/^const Version = "\(.*\)"/\1/p' internal/testutil/s3server/s3server.go)
+weed_dir="${XDG_CACHE_HOME:-$HOME/.cache}/ferry-test/weed-$weed_version"
+if [ -n "${FERRY_WEED:-}" ] || [ -x "$weed_dir/weed" ]; then
+	echo "deps: weed (SeaweedFS $weed_version) is built"
+else
+	echo "deps: building weed (SeaweedFS $weed_version) into $weed_dir; several minutes"
+	weed_src=$(cd "${TMPDIR:-/tmp}" && GO111MODULE=on GOFLAGS= go mod download -json "github.com/seaweedfs/seaweedfs@$weed_version" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	mkdir -p "$weed_dir"
+	(cd "$weed_src" && go build -o "$weed_dir/weed.tmp" ./weed)
+	mv "$weed_dir/weed.tmp" "$weed_dir/weed"
+fi

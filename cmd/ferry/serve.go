@@ -24,6 +24,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/null"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/dsi/privsep"
+	"github.com/ferrygrid/ferry/dsi/s3"
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/server"
 )
@@ -66,12 +67,29 @@ type serveFlags struct {
 	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
 	keytab, krbMap, krbService                                            string // Kerberos (AUTH GSSAPI with krb5)
+	s3                                                                    s3Flags
+}
+
+// s3Flags are the settings of -storage s3; unset ones come from the
+// standard AWS variables (s3.ConfigFromEnv).
+type s3Flags struct {
+	endpoint, bucket, prefix, region, accessKey, secretKey string
+	pathStyle                                              bool
+	partSize                                               int64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", ":2811", "control channel address `HOST:PORT` (port 0 picks a free port)")
 	fs.StringVar(&f.root, "root", ".", "served `DIR` (posix storage)")
-	fs.StringVar(&f.storage, "storage", "posix", "storage back-end `NAME`: posix, memory, or null (paths like /1G read as zeros; writes are discarded)")
+	fs.StringVar(&f.storage, "storage", "posix", "storage back-end `NAME`: posix, memory, null (paths like /1G read as zeros; writes are discarded), or s3 (a bucket of an S3 store: see -s3-endpoint)")
+	fs.StringVar(&f.s3.endpoint, "s3-endpoint", "", "-storage s3: the store's `URL` (http://HOST:PORT or https://...; default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL)")
+	fs.StringVar(&f.s3.bucket, "s3-bucket", "", "-storage s3: the `BUCKET` served (it must exist)")
+	fs.StringVar(&f.s3.prefix, "s3-prefix", "", "-storage s3: serve only the keys under `PREFIX` (default: the whole bucket)")
+	fs.StringVar(&f.s3.region, "s3-region", "", "-storage s3: the bucket's `REGION` (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
+	fs.StringVar(&f.s3.accessKey, "s3-access-key", "", "-storage s3: the access key `ID` (default: $AWS_ACCESS_KEY_ID); keep it and s3-secret-key in the -config file, not on the command line")
+	fs.StringVar(&f.s3.secretKey, "s3-secret-key", "", "-storage s3: the secret `KEY` (default: $AWS_SECRET_ACCESS_KEY); best in the -config file")
+	fs.BoolVar(&f.s3.pathStyle, "s3-path-style", false, "-storage s3: path-style requests (http://HOST/BUCKET/KEY), which most stores other than AWS want; default: the client's choice")
+	fs.Int64Var(&f.s3.partSize, "s3-part-size", s3.DefaultPartSize, "-storage s3: multipart upload part `BYTES` (at least 5 MiB); MODE E blocks are buffered per part until it is whole")
 	fs.BoolVar(&f.anonymous, "anonymous", false, "allow anonymous logins (user anonymous or ftp), read-only")
 	fs.BoolVar(&f.anonWrite, "anonymous-write", false, "let anonymous users write too")
 	fs.StringVar(&f.passwd, "passwd", "", "password `FILE` written by 'ferry passwd'")
@@ -212,8 +230,22 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		cfg.Storage = memory.New()
 	case "null":
 		cfg.Storage = null.New()
+	case "s3":
+		if f.movers != "" {
+			// Each mover would complete an upload of its own stripes
+			// only: striping over one multipart upload is not done yet.
+			return cfg, usagef("-storage s3 cannot be striped yet: drop -movers")
+		}
+		st, err := s3.New(context.Background(), s3.Config{
+			Endpoint: f.s3.endpoint, Bucket: f.s3.bucket, Prefix: f.s3.prefix, Region: f.s3.region,
+			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize,
+		})
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Storage = st
 	default:
-		return cfg, usagef("unknown -storage %q (posix, memory, null)", f.storage)
+		return cfg, usagef("unknown -storage %q (posix, memory, null, s3)", f.storage)
 	}
 	cfg.Anonymous, cfg.AnonymousWrite = f.anonymous || f.anonWrite, f.anonWrite
 	if f.passwd != "" {
