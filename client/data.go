@@ -60,6 +60,13 @@ func (c *Conn) controlPeer() netip.Addr {
 	return netip.Addr{}
 }
 
+// SameHost reports whether the server is on this host: its end of the
+// control connection is a loopback address or ours.
+func (c *Conn) SameHost() bool {
+	peer := c.controlPeer()
+	return peer.IsValid() && (peer.IsLoopback() || peer == c.controlLocal())
+}
+
 // controlLocal is the IP address of our end of the control connection.
 func (c *Conn) controlLocal() netip.Addr {
 	if a, ok := c.nc.LocalAddr().(*net.TCPAddr); ok {

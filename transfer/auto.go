@@ -248,7 +248,11 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 		Records: base.records, Probes: base.probes, Kernel: base.kernel}
 	in.ClientHost, _ = ClientIdentity()
 	a := advisor.Advise(in)
-	ch.Why = wanDefault(&a, ch.RTT, size)
+	local := false
+	for _, conn := range conns {
+		local = local || conn.SameHost()
+	}
+	ch.Why = wanDefault(&a, ch.RTT, size, local)
 	ch.PredictedRate, ch.ETA, ch.ETALow, ch.ETAHigh = a.PredictedRate, a.ETA, a.ETALow, a.ETAHigh
 	ch.Basis, ch.Reason, ch.BufferCap, ch.Records = string(a.Basis), a.Reason, a.BufferCap, len(a.Records)
 	c.autoParams(ch, a.Params, src, dst, size, modeE)
@@ -270,7 +274,8 @@ func (c *copier) chooseAuto(ctx context.Context, src, dst Location, size int64) 
 // came within about 10 % of the best hand-tuned setting, where the
 // advisor's four fell to a fifth on lossy links (docs/bench/wan); a
 // re-tuned transfer then checks fewer, and the history learns the link.
-// On a LAN (loopback, a disk-bound server) the advisor's default stays.
+// On a LAN or this host (a disk-bound server; a loaded loopback can take
+// milliseconds too) the advisor's default stays.
 const (
 	wanRTT     = time.Millisecond
 	wanStreams = 32
@@ -278,10 +283,11 @@ const (
 )
 
 // wanDefault raises a's streams to wanStreams when a rests on nothing
-// (advisor.Default) and the link and the file are wide and large, and
-// says why; "" when it leaves a alone.
-func wanDefault(a *advisor.Advice, rtt time.Duration, size int64) string {
-	if a.Basis != advisor.Default || rtt < wanRTT || size < wanMinSize {
+// (advisor.Default), the server is not on this host (local) and the link
+// and the file are wide and large, and says why; "" when it leaves a
+// alone.
+func wanDefault(a *advisor.Advice, rtt time.Duration, size int64, local bool) string {
+	if a.Basis != advisor.Default || local || rtt < wanRTT || size < wanMinSize {
 		return ""
 	}
 	a.Params.Mode, a.Params.Parallel = "E", wanStreams

@@ -92,18 +92,20 @@ func TestWANDefault(t *testing.T) {
 		basis advisor.Basis
 		rtt   time.Duration
 		size  int64
+		local bool
 		want  int
 	}{
-		{"wide, large, nothing known", advisor.Default, 20 * time.Millisecond, 1 << 30, wanStreams},
-		{"at the threshold", advisor.Default, wanRTT, wanMinSize, wanStreams},
-		{"LAN", advisor.Default, 200 * time.Microsecond, 1 << 30, 4},
-		{"RTT unknown", advisor.Default, 0, 1 << 30, 4},
-		{"small", advisor.Default, 20 * time.Millisecond, wanMinSize - 1, 4},
-		{"history", advisor.HostPair, 20 * time.Millisecond, 1 << 30, 4},
-		{"a probe", advisor.Model, 20 * time.Millisecond, 1 << 30, 4},
+		{"wide, large, nothing known", advisor.Default, 20 * time.Millisecond, 1 << 30, false, wanStreams},
+		{"at the threshold", advisor.Default, wanRTT, wanMinSize, false, wanStreams},
+		{"this host, slow loopback", advisor.Default, 20 * time.Millisecond, 1 << 30, true, 4},
+		{"LAN", advisor.Default, 200 * time.Microsecond, 1 << 30, false, 4},
+		{"RTT unknown", advisor.Default, 0, 1 << 30, false, 4},
+		{"small", advisor.Default, 20 * time.Millisecond, wanMinSize - 1, false, 4},
+		{"history", advisor.HostPair, 20 * time.Millisecond, 1 << 30, false, 4},
+		{"a probe", advisor.Model, 20 * time.Millisecond, 1 << 30, false, 4},
 	} {
 		a := advisor.Advice{Basis: tc.basis, Params: history.Params{Mode: "E", Parallel: 4}}
-		why := wanDefault(&a, tc.rtt, tc.size)
+		why := wanDefault(&a, tc.rtt, tc.size, tc.local)
 		if a.Params.Parallel != tc.want || (why != "") != (tc.want == wanStreams) {
 			t.Errorf("%s: -p %d (%q), want -p %d", tc.name, a.Params.Parallel, why, tc.want)
 		}

@@ -116,6 +116,10 @@ const (
 	// allows is held back by loss, and more streams add rate nearly in
 	// proportion.
 	starvedShare = 0.05
+	// lanRTT: under a millisecond (a LAN, this host) a window allows
+	// more than any stream moves, and a slow stream is held back by the
+	// hosts, not by loss.
+	lanRTT = 1e-3
 )
 
 type phase int
@@ -225,7 +229,7 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		c.rates[c.cur] = rate
 	}
 	c.pickBest()
-	if w, rtt := c.window(), c.rtt.Seconds(); w > 0 && rtt > 0 {
+	if w, rtt := c.window(), c.rtt.Seconds(); w > 0 && rtt >= lanRTT {
 		c.starved = rate/float64(c.cur.Streams) < starvedShare*w/rtt
 	}
 	switch c.phase {
@@ -288,7 +292,7 @@ func (c *Controller) raise(s Sample, rate float64) (Setting, string) {
 			mbit(per), int(w), s.RTT.Round(time.Millisecond/10), c.cur.Buffer, next.Buffer)
 	}
 	factor, why := 2, "more streams may help"
-	if w := c.window(); rtt > 0 && w > 0 && per < starvedShare*w/rtt {
+	if w := c.window(); rtt >= lanRTT && w > 0 && per < starvedShare*w/rtt {
 		// Far below what the window allows: loss holds each stream
 		// back, and each stream adds about as much as the others; on a
 		// long link every step costs the new streams' start, so go to
