@@ -33,7 +33,9 @@ func TestStripedUploadResumeAfterServerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const size = 256 << 20
+	// Large enough that an idle machine's loopback cannot finish it
+	// before the first 111 marker (a second in) and the kill after it.
+	const size = 1 << 30
 	src := filepath.Join(scratch, "src.bin")
 	want, err := writeRandom(src, size, 9)
 	if err != nil {
