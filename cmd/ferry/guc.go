@@ -321,24 +321,20 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 	if c.perf {
 		args = append(args, "-vb")
 	}
-	// A per-side option matters only for a side that authenticates.
-	srcSubject, dstSubject, srcCred, dstCred := c.srcSubject, c.dstSubject, c.srcCred, c.dstCred
+	// A per-side option matters only for a side that authenticates;
+	// with a list file the sides of each pair are not known here.
+	sides := sidesUnknown
 	if len(c.urls) == 2 && c.listFile == "" {
-		if !secureURL(c.urls[0]) {
-			srcSubject, srcCred = "", ""
-		}
-		if !secureURL(c.urls[1]) {
-			dstSubject, dstCred = "", ""
-		}
+		sides = sidesOf(secureURL(c.urls[0]), secureURL(c.urls[1]))
 	}
-	subject, err := oneOf("subject", c.subject, srcSubject, dstSubject)
+	subject, err := oneOf("subject", c.subject, c.srcSubject, c.dstSubject, sides)
 	if err != nil {
 		return nil, err
 	}
 	if subject != "" {
 		args = append(args, "-ss", subject)
 	}
-	cred, err := oneOf("credential", c.cred, srcCred, dstCred)
+	cred, err := oneOf("credential", c.cred, c.srcCred, c.dstCred, sides)
 	if err != nil {
 		return nil, err
 	}
@@ -358,19 +354,56 @@ func secureURL(u string) bool {
 	return strings.EqualFold(scheme, "gsiftp") || strings.EqualFold(scheme, "ftps")
 }
 
-// oneOf merges the option for both sides (all) with the per-side ones:
-// the source's or the destination's wins over all; different values for
-// the two sides are refused (Ferry's client has one per run).
-func oneOf(what, all, src, dst string) (string, error) {
+// Which sides of a copy authenticate (gsiftp://, ftps://).
+type secureSides int
+
+const (
+	sidesUnknown secureSides = iota // a list file: any pair may have either
+	sidesNone
+	sidesSrc
+	sidesDst
+	sidesBoth
+)
+
+func sidesOf(src, dst bool) secureSides {
 	switch {
-	case src != "" && dst != "" && src != dst:
-		return "", fmt.Errorf("a different %s for the source and the destination is not supported by Ferry yet; give one for both", what)
-	case src != "":
-		return src, nil
-	case dst != "":
-		return dst, nil
+	case src && dst:
+		return sidesBoth
+	case src:
+		return sidesSrc
+	case dst:
+		return sidesDst
 	}
-	return all, nil
+	return sidesNone
+}
+
+// oneOf is the one value of an option Ferry's client uses for every
+// session of the run, from the value for both sides (all) and the
+// per-side ones (each side's wins over all for that side). A side's
+// credential or subject must never reach the other side's server (a
+// credential shown, and delegated, to the wrong server is given away):
+// when both sides (or, with a list file, any pair's) would authenticate
+// with different values, it is refused.
+func oneOf(what, all, src, dst string, sides secureSides) (string, error) {
+	s, d := all, all
+	if src != "" {
+		s = src
+	}
+	if dst != "" {
+		d = dst
+	}
+	switch sides {
+	case sidesNone:
+		return all, nil
+	case sidesSrc:
+		return s, nil
+	case sidesDst:
+		return d, nil
+	}
+	if s != d {
+		return "", fmt.Errorf("a %s for one side only would reach the other side's server too (Ferry's client has one per run); give the same for both, or use -cred", what)
+	}
+	return s, nil
 }
 
 // relativeURL rewrites the path of an ftp:// or gsiftp:// URL for -rp:
