@@ -461,11 +461,13 @@ func (s *session) uploadBusy(ctx context.Context, p, arg string) wire.Reply {
 // bytes with err: also one that ended early in stream mode, or whose
 // client went away.
 func (s *session) checkStored(up *storePlan, n int64, err error) error {
-	if err == nil && s.mode == xfer.ModeStream && up.kind == storePlain && !up.hasRest && up.allo >= 0 && n < up.allo {
+	if err == nil && s.mode == xfer.ModeStream && up.kind == storePlain && up.allo >= 0 && up.req.StoreOffset+n < up.allo {
 		// In stream mode the end of the data is a closed connection,
 		// which a client that dies also produces: the size it announced
-		// tells the two apart.
-		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, up.allo)}
+		// tells the two apart. A restart (REST n) writes from n: the
+		// file ends at n plus what came (were ALLO the bytes still to
+		// come, that is at least ALLO, and nothing is refused wrongly).
+		err = &xfer.DataError{Err: fmt.Errorf("the data ended at %d of the %d bytes announced (ALLO)", up.req.StoreOffset+n, up.allo)}
 	}
 	if err == nil && s.mode == xfer.ModeEBlock && (up.kind == storePlain || up.part != nil) && up.req.Size >= 0 && n < up.req.Missing() {
 		// MODE E ends with EOD counts, which a dying client does not
