@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferrygrid/ferry/internal/history"
 	"github.com/jackc/pgx/v5"
@@ -443,8 +444,10 @@ func (c *Catalogue) List(ctx context.Context, prefix string) ([]Entry, error) {
 	if prefix == "/" || prefix == "" {
 		return c.list(ctx, "1 = 1")
 	}
-	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix)
-	return c.list(ctx, `(lfn = ? OR lfn LIKE ? ESCAPE '\')`, prefix, esc+"/%")
+	// A comparison of the leading characters, not LIKE: SQLite's LIKE
+	// ignores ASCII case, and /Data would take in /data's files.
+	below := prefix + "/"
+	return c.list(ctx, `(lfn = ? OR substr(lfn, 1, ?) = ?)`, prefix, utf8.RuneCountInString(below), below)
 }
 
 func (c *Catalogue) list(ctx context.Context, where string, args ...any) ([]Entry, error) {
