@@ -71,7 +71,7 @@ func runReplica(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(&command{name: "replica " + verb, usage: c0.usage, summary: c0.summary, help: c0.help}, e)
 	var f replicaFlags
 	fs.StringVar(&f.history, "history", "", "the `DSN` of the database holding the catalogue (the transfer history's): an SQLite file or postgres://...; \"\": $FERRY_HISTORY, else the default file")
-	fs.StringVar(&f.alg, "checksum-alg", "ADLER32", "the checksum algorithm `NAME` of new names (add, register): MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C; known names keep theirs")
+	fs.StringVar(&f.alg, "checksum-alg", "SHA256", "the checksum algorithm `NAME` of new names (add, register): MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C; known names keep theirs. The catalogue's checksum is what tells a replica from a forgery: a 32-bit sum (ADLER32, CRC32C) can be matched by a hostile server")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ func TestReplicaCLI(t *testing.T) {
 		t.Errorf("add printed %q", r.stdout)
 	}
 	en := lookup(t, "/cms/run1/f.root")
-	if en.Size != int64(len(data)) || en.Alg != "ADLER32" || len(en.Replicas) != 3 {
+	if en.Size != int64(len(data)) || en.Alg != "SHA256" || len(en.Replicas) != 3 {
 		t.Fatalf("entry %+v", en)
 	}
 	for _, u := range urls {
