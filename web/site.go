@@ -603,24 +603,27 @@ var errLost = errors.New("lease lost")
 // errCancelAsked is the cause of a run's end when its user cancelled it.
 var errCancelAsked = errors.New("cancelled")
 
-// heartbeat renews this instance's lease on job id and writes its
-// progress document; it reports whether a cancel was asked, or errLost.
-func (st *site) heartbeat(ctx context.Context, id string, doc []byte) (bool, error) {
+// heartbeat renews this instance's lease on job id, claimed as its
+// attempt-th run, and writes its progress document; it reports whether a
+// cancel was asked, or errLost. The attempt tells this run from a later
+// claim of the same job by the same instance (after its lease ran out).
+func (st *site) heartbeat(ctx context.Context, id string, attempt int, doc []byte) (bool, error) {
 	var cancel bool
 	err := st.db.QueryRowContext(ctx, `UPDATE web_jobs SET lease_until = now() + $3 * interval '1 millisecond', doc = $4
-		WHERE id = $1 AND claimed_by = $2 AND state = 'running' RETURNING cancel_requested`,
-		id, st.instance, st.lease.Milliseconds(), string(doc)).Scan(&cancel)
+		WHERE id = $1 AND claimed_by = $2 AND state = 'running' AND attempts = $5 RETURNING cancel_requested`,
+		id, st.instance, st.lease.Milliseconds(), string(doc), attempt).Scan(&cancel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, errLost
 	}
 	return cancel, err
 }
 
-// finish writes the result of job id, if this instance still has it.
-func (st *site) finish(ctx context.Context, j job) error {
+// finish writes the result of job j, if this instance still has it as
+// its attempt-th run.
+func (st *site) finish(ctx context.Context, j job, attempt int) error {
 	doc, _ := json.Marshal(j)
 	_, err := st.db.ExecContext(ctx, `UPDATE web_jobs SET state = $3, error = $4, doc = $5, ended = now(), lease_until = NULL
-		WHERE id = $1 AND claimed_by = $2 AND state = 'running'`, j.ID, st.instance, j.State, j.Error, string(doc))
+		WHERE id = $1 AND claimed_by = $2 AND state = 'running' AND attempts = $6`, j.ID, st.instance, j.State, j.Error, string(doc), attempt)
 	return err
 }
 
@@ -683,7 +686,7 @@ func (a *App) runClaimed(r *jobRow) {
 	fail := func(msg string) {
 		j := r.toJob()
 		j.State, j.Error, j.Ended = stateFailed, sanitize(msg), time.Now().UTC()
-		if err := st.finish(context.Background(), j); err != nil {
+		if err := st.finish(context.Background(), j, r.attempts); err != nil {
 			a.cfg.Log.Warn("web: site: writing a job's result", "job", r.id, "err", err)
 		}
 	}
@@ -741,7 +744,7 @@ func (a *App) runClaimed(r *jobRow) {
 			doc, _ := json.Marshal(j)
 			u.mu.Unlock()
 			hctx, hcancel := context.WithTimeout(a.ctx, st.lease)
-			asked, err := st.heartbeat(hctx, r.id, doc)
+			asked, err := st.heartbeat(hctx, r.id, r.attempts, doc)
 			hcancel()
 			switch {
 			case errors.Is(err, errLost):
@@ -767,7 +770,7 @@ func (a *App) runClaimed(r *jobRow) {
 	u.mu.Lock()
 	snap := j
 	u.mu.Unlock()
-	if err := st.finish(context.Background(), snap); err != nil {
+	if err := st.finish(context.Background(), snap, r.attempts); err != nil {
 		a.cfg.Log.Warn("web: site: writing a job's result", "job", r.id, "err", err)
 	}
 }
