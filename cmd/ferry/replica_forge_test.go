@@ -7,7 +7,6 @@ import (
 	"testing"
 )
 
-
 // forgeAdler32 returns a copy of orig that starts with payload and has
 // orig's size and ADLER32: the last 4096 bytes are chosen to fix the
 // two 16-bit sums (ADLER32 is no integrity check against an adversary).

@@ -43,7 +43,6 @@ func sizeOf(c *ctl, p string) string {
 	return strings.TrimSpace(r.Text())
 }
 
-
 // TestStreamRestartCutShortKeepsFile: a restarted stream-mode STOR
 // of an existing file continues the part file of the upload replacing
 // it (commit 67d0789). checkStored skips its ALLO check for every
@@ -79,4 +78,3 @@ func TestStreamRestartCutShortKeepsFile(t *testing.T) {
 		t.Errorf("a restarted upload cut short at 30 of the 100 bytes announced: %d %q, and SIZE /x is now %s (the old 100-byte file is gone)", final.Code, final.Text(), s)
 	}
 }
-
