@@ -444,6 +444,7 @@ func TestStraysDropped(t *testing.T) {
 		func(c net.Conn) { raw(c, Header{Count: 5, Offset: uint64(len(data))}, []byte("xxxxx")) }, // past ALLO
 		func(c net.Conn) { raw(c, Header{Desc: DescEOF | DescEOD, Offset: 9999}) },                // EOD count too high
 		func(c net.Conn) { raw(c, Header{Desc: 0xff, Count: 1}) },                                 // bad descriptor
+		func(c net.Conn) { raw(c, Header{Count: 1 << 40, Offset: 3}) },                            // random bytes that parse (no ALLO below)
 	}
 	s, r := pairs(t, len(strays)+real)
 	dst := &memFile{}
@@ -550,5 +551,33 @@ func TestFailureAfterFirstHeader(t *testing.T) {
 	var de *xfer.DataError
 	if !errors.As(err, &de) {
 		t.Fatalf("got %v, want a data error", err)
+	}
+}
+
+// TestStrayWithoutSize: with no size to check against (no ALLO), random
+// bytes from a stranger that parse as a huge first block are dropped,
+// not taken as a connection that then fails the transfer (CI,
+// TestScanOwnHostBrief).
+func TestStrayWithoutSize(t *testing.T) {
+	s, r := pairs(t, 2)
+	var dropped atomic.Int64
+	rcv := NewReceiver(&memFile{}, ReceiveConfig{Limit: -1, MaxConns: 1, Dropped: func(net.Conn) { dropped.Add(1) }})
+	if !rcv.Add(r[0]) {
+		t.Fatal("stray refused as a candidate")
+	}
+	raw(s[0], Header{Count: 1 << 40, Offset: 12345})
+	s[0].Close()
+	for k := 0; dropped.Load() == 0; k++ {
+		if k > 10000 {
+			t.Fatal("the stray was never dropped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !rcv.Add(r[1]) {
+		t.Fatal("the peer's connection refused after the stray")
+	}
+	raw(s[1], Header{Count: 2}, []byte("ok"), Header{Desc: DescEOD | DescEOF, Offset: 1})
+	if n, err := rcv.Wait(ctx(t)); err != nil || n != 2 {
+		t.Fatalf("the transfer: %d bytes, %v", n, err)
 	}
 }

@@ -60,6 +60,10 @@ type ReceiveConfig struct {
 	Dropped func(c net.Conn)
 }
 
+// maxFirstBlock is the largest block a connection's first header may
+// announce (see firstInvalidLocked).
+const maxFirstBlock = 4 << 30
+
 // ErrProtocol reports a sender that broke the MODE E rules.
 var ErrProtocol = errors.New("eblock: protocol violation")
 
@@ -344,6 +348,11 @@ func (r *Receiver) firstInvalidLocked(h Header) error {
 	}
 	rg := xfer.Range{Start: int64(h.Offset), End: int64(h.Offset) + int64(h.Count)}
 	switch {
+	case h.Count > maxFirstBlock:
+		// Without a size to check against (no ALLO), random bytes
+		// from a stranger parse as a block about one time in ten; a
+		// first block this large is sent by no sender.
+		return fmt.Errorf("%w: a first block of %d bytes", ErrProtocol, h.Count)
 	case r.cfg.Limit >= 0 && rg.End > r.cfg.Limit:
 		return fmt.Errorf("%w: block %d-%d runs past the announced size %d", ErrProtocol, rg.Start, rg.End, r.cfg.Limit)
 	case r.cfg.Base+rg.End < r.cfg.Base:
