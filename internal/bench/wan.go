@@ -104,6 +104,12 @@ type WANResult struct {
 	Theory      Theory
 	Fidelity    wan.Fidelity
 	Load1       float64 // the host's 1-minute load average before the cell
+	// BusyBefore is how many cores the machine kept busy in a quiet
+	// window just before the cell, while the bench itself ran nothing:
+	// other work on the host. The load average cannot tell that apart
+	// from the previous cell's own client, server and forwarder (about
+	// 1.5 cores at 1 Gbit/s on two cores). NaN when unknown.
+	BusyBefore float64
 	ClientCPU   time.Duration
 	ServerCPU   time.Duration
 	Published   float64 // Mbit/s, NaN when none (filled in by the report)
@@ -286,6 +292,7 @@ func (r *wanRunner) runCell(ctx context.Context, i int, c WANCell) (res WANResul
 	res = WANResult{Cell: c, Ended: EndFailed, Published: math.NaN(), BufferAsked: c.clampedBuffer()}
 	res.BufferEff = EffectiveBuffer(res.BufferAsked, r.rmemMax)
 	res.Load1 = loadAverage()
+	res.BusyBefore = busyCores(ctx, quietWindow)
 	// Calibrate: the emulator takes its own latency off the delay, so that
 	// the idle RTT is 2 × Latency, as the papers' emulators set it.
 	link, err := r.cfg.start(ctx, wan.Config{Delay: c.Latency, Loss: c.Loss / 100, LossDir: wan.ToClient, Rate: c.Rate,
@@ -772,6 +779,34 @@ func readSysctlInt(name string) int64 {
 	return n
 }
 
+// quietWindow is how long runCell samples the host's CPUs before a cell.
+const quietWindow = 2 * time.Second
+
+// busyOthers is the doubt threshold for BusyBefore: a third of a core kept
+// busy by something else while the bench rests is work that competes with
+// the cell's forwarder, client and server.
+const busyOthers = 0.33
+
+// busyCores returns the cores the machine kept busy over d, NaN if unknown.
+func busyCores(ctx context.Context, d time.Duration) float64 {
+	before, err := readMachineCPU()
+	if err != nil {
+		return math.NaN()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return math.NaN()
+	case <-t.C:
+	}
+	after, err := readMachineCPU()
+	if err != nil {
+		return math.NaN()
+	}
+	return shareSince(before, after, onlineCPUs()).Busy
+}
+
 // loadAverage returns the host's 1-minute load average, NaN if unknown.
 func loadAverage() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -791,7 +826,8 @@ func loadAverage() float64 {
 
 // Validity returns what makes the cell's emulation doubtful, by the
 // checks of /work/shared/wan.md: a delay error p99 over 0.5 ms, packets
-// dropped at a queue, measured loss far from the setting, a busy host.
+// dropped at a queue, measured loss far from the setting, a busy host
+// (other work using more than a third of a core while the bench rested).
 func (res WANResult) Validity() []string {
 	var out []string
 	f := res.Fidelity
@@ -811,7 +847,10 @@ func (res WANResult) Validity() []string {
 	case res.Cell.Loss > 0 && n >= 10000 && math.Abs(got-res.Cell.Loss) > 0.25*res.Cell.Loss:
 		out = append(out, fmt.Sprintf("loss %.3f%% for %g%%", got, res.Cell.Loss))
 	}
-	if res.Load1 > 1.5 {
+	switch {
+	case !math.IsNaN(res.BusyBefore) && res.BusyBefore > busyOthers:
+		out = append(out, fmt.Sprintf("host busy %.2f cores before", res.BusyBefore))
+	case math.IsNaN(res.BusyBefore) && res.Load1 > 1.5:
 		out = append(out, fmt.Sprintf("load %.2f before", res.Load1))
 	}
 	return out

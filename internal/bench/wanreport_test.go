@@ -435,3 +435,22 @@ func TestWriteWANMarkdownList(t *testing.T) {
 		t.Error("a plot link for a grid of two configurations")
 	}
 }
+
+// The idle-host check looks at what else ran while the bench rested, not
+// at the load average that the previous cell itself left behind.
+func TestValidityBusyHost(t *testing.T) {
+	for _, tc := range []struct {
+		load1, busy float64
+		want        string
+	}{
+		{load1: 1.9, busy: 0.05, want: ""},
+		{load1: 0.3, busy: 0.8, want: "host busy 0.80 cores before"},
+		{load1: 1.9, busy: math.NaN(), want: "load 1.90 before"},
+		{load1: 0.4, busy: math.NaN(), want: ""},
+	} {
+		r := WANResult{Ended: EndComplete, Load1: tc.load1, BusyBefore: tc.busy}
+		if got := strings.Join(r.Validity(), "; "); got != tc.want {
+			t.Errorf("load1 %.2f, busy %.2f: checks %q, want %q", tc.load1, tc.busy, got, tc.want)
+		}
+	}
+}
