@@ -110,9 +110,9 @@ type WANResult struct {
 	// from the previous cell's own client, server and forwarder (about
 	// 1.5 cores at 1 Gbit/s on two cores). NaN when unknown.
 	BusyBefore float64
-	ClientCPU   time.Duration
-	ServerCPU   time.Duration
-	Published   float64 // Mbit/s, NaN when none (filled in by the report)
+	ClientCPU  time.Duration
+	ServerCPU  time.Duration
+	Published  float64 // Mbit/s, NaN when none (filled in by the report)
 }
 
 // network is the emulated link a cell runs over; *wan.Link is one.
