@@ -563,7 +563,11 @@ func (w *writer) WriteAt(p []byte, off int64) (int, error) {
 		}
 		n.data = grow(n.data, end, fsys.limits.MaxFileSize)
 		// The gap before off reads as zeros, whatever the capacity held.
-		clear(n.data[old:min(off, end)])
+		// A write that starts inside the file and runs past its end
+		// (off < old) leaves no gap.
+		if off > old {
+			clear(n.data[old:off])
+		}
 		fsys.used += end - old
 	}
 	copy(n.data[off:], p)
