@@ -6,6 +6,7 @@ package pi
 import (
 	"errors"
 	"runtime/debug"
+	"strings"
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/internal/wire"
@@ -39,9 +40,19 @@ func fsError(s *session, err error, name string) wire.Reply {
 		return ok(553, "%s: File name not allowed.", name)
 	case errors.Is(err, dsi.ErrNotSupported):
 		return ok(502, "%s: Operation not supported by this storage.", name)
+	// Refusals of an upload in parts (parts.go).
+	case errors.Is(err, errPartOther):
+		return ok(450, "%s: %s; try again later.", name, partText(err))
+	case errors.Is(err, errPartSize):
+		return ok(554, "%s: %s.", name, partText(err))
+	case errors.Is(err, errPartNone), errors.Is(err, errPartNotHeld), errors.Is(err, errPartChanged):
+		return ok(550, "%s: %s; send the file again from its start.", name, partText(err))
 	}
 	s.log.Error("storage error", "path", name, "err", err)
 	return ok(451, "%s: Local error in processing.", name)
 }
+
+// partText is the text of a refusal of an upload in parts, for a reply.
+func partText(err error) string { return strings.TrimPrefix(err.Error(), "pi: ") }
 
 func stack() string { return string(debug.Stack()) }

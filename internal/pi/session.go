@@ -65,6 +65,7 @@ type session struct {
 	hasRest    bool
 	part       xfer.Range // pending PART (parts.go), one-shot
 	hasPart    bool
+	ownParts   partLedger // uploads in parts without Config.Uploads (parts.go)
 	renameFrom string
 	allo       int64 // pending ALLO size, -1 none
 	facts      wire.FactSet

@@ -300,10 +300,14 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	defer up.done()
 	w, err := s.fs.Create(ctx, up.target, up.opts)
 	if err != nil {
+		if up.prevPart != nil {
+			s.parts().put(*up.prevPart) // untouched: the upload may go on
+		}
 		return fsError(s, err, arg), false
 	}
+	var pw *partWriter
 	if up.part != nil {
-		w = limitToPart(w, *up.part)
+		w, pw = limitToPart(w, *up.part)
 	}
 	if s.sum.path == up.p {
 		s.sum.path, s.sum.value = "", "" // the checksum is of the old content
@@ -313,8 +317,12 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Receive(ctx, up.req, w, notify)
 	})
-	if cerr := w.Close(); cerr != nil && err == nil {
+	cerr := w.Close()
+	if cerr != nil && err == nil {
 		err = &xfer.StorageError{Err: cerr}
+	}
+	if pw != nil {
+		err = s.settlePart(up, pw, cerr, err)
 	}
 	err = s.checkStored(up, n, err)
 	reply := s.finishStore(ctx, arg, up, n, start, started, err)
@@ -331,10 +339,14 @@ type storePlan struct {
 	allo          int64  // the size the client announced (ALLO); -1: none
 	req           *xfer.Request
 	opts          dsi.CreateOptions
-	targetExisted bool        // target existed before the upload
-	part          *xfer.Range // PART: the range this STOR brings; nil: the whole file
-	partial       bool        // PART: the parts so far do not cover the file yet
-	done          func()      // ends its record in Config.Uploads
+	targetExisted bool          // target existed before the upload
+	part          *xfer.Range   // PART: the range this STOR brings; nil: the whole file
+	partial       bool          // PART: the part file does not hold the whole file yet (settlePart)
+	rest          xfer.RangeSet // PART: the ranges REST named
+	partKeys      []string      // PART: the part file's keys in the ledger (parts.go)
+	held          xfer.RangeSet // PART: the ranges the server stored in the part file
+	prevPart      *partRecord   // PART: the ledger's record this upload continues, or nil
+	done          func()        // ends its record in Config.Uploads
 }
 
 // planStore takes the upload's REST and ALLO and decides where and how
@@ -380,13 +392,6 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 			}
 		}
 	}
-	if hasPart && hasRest && target != p {
-		if _, err := s.fs.Stat(ctx, target); err != nil {
-			// REST claims bytes the part file would hold: without it,
-			// the file would be completed from ranges never stored.
-			return nil, ok(550, "%s: no upload in parts to continue (no part file); send the file again from its start.", arg)
-		}
-	}
 	req := s.newRequest(target)
 	req.Size = allo
 	if s.mode == xfer.ModeEBlock {
@@ -422,12 +427,22 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		}
 	}
 	keys := s.uploadKeys(ctx, p, true)
+	targetKeys := keys.files
 	if target != p {
-		keys.files = append(keys.files, s.uploadKeys(ctx, target, false).files...)
+		targetKeys = s.uploadKeys(ctx, target, false).files
+		keys.files = append(keys.files, targetKeys...)
 	}
 	done, free := s.cfg.Uploads.begin(keys)
 	if !free {
 		return nil, ok(450, "%s: another upload to this file is in progress; try again later.", arg)
+	}
+	// The ledger of uploads in parts says whether this one may write
+	// target, and what a continued part file holds (parts.go).
+	pkeys := partKeys(targetKeys)
+	prev, err := s.planPart(ctx, pkeys, target, hasPart, hasRest, rest, allo)
+	if err != nil {
+		done()
+		return nil, fsError(s, err, arg)
 	}
 	targetExisted := existed
 	if target != p {
@@ -442,8 +457,10 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	}
 	up := &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}
 	if hasPart {
-		up.part = &part
-		up.partial = !partCompletes(rest, part, allo)
+		up.part, up.rest, up.partKeys, up.prevPart = &part, rest, pkeys, prev
+		if prev != nil {
+			up.held = prev.held.Clone()
+		}
 	}
 	return up, wire.Reply{}
 }
@@ -490,12 +507,16 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 	target, p := up.target, up.p
 	if err == nil && up.partial {
 		// A part of a file the parts do not cover yet: it stays aside.
+		s.keepPart(ctx, up)
 		s.logTransfer("STOR", p, n, start, err)
 		return ok(226, "Part %d-%d stored; %s is complete when its parts cover its %d bytes.", up.part.Start, up.part.End, arg, up.allo)
 	}
 	if err == nil && target != p {
 		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
 			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)
+			if up.part != nil {
+				s.keepPart(ctx, up)
+			}
 			return fsError(s, rerr, arg)
 		}
 	}
@@ -506,6 +527,10 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 			s.log.Warn("could not remove empty file after failed STOR", "path", target, "err", rerr)
 		}
 		return s.transferReply(err, "")
+	}
+	if err != nil && up.part != nil {
+		// What this part wrote stays, for a continuation with REST.
+		s.keepPart(ctx, up)
 	}
 	if target != p {
 		return s.transferReply(err, fmt.Sprintf(" %d bytes of %s are kept aside; restart (REST) to complete it, or DELE %s to drop them.", n, arg, path.Base(target)))

@@ -20,6 +20,8 @@ type Uploads struct {
 	mu     sync.Mutex
 	files  map[string]int // keys of the files being written; guarded by mu
 	parent map[string]int // keys of the directories above them; guarded by mu
+
+	parts partLedger // the uploads in parts of the server's sessions (parts.go)
 }
 
 // uploadKeys are an upload's, or a command's, keys.
