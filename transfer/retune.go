@@ -105,74 +105,137 @@ func (c *copier) retuneLimits(ctx context.Context, src, dst Location) tune.Limit
 	return lim
 }
 
+// retunePart is one part of a transfer in re-tuned parts, as runParts
+// hands it to the step of a kind of transfer.
+type retunePart struct {
+	off, n int64
+	set    tune.Setting
+	// reuse: connections kept from the part before may serve this one
+	// (the same setting, or the first part).
+	reuse   bool
+	restart client.RangeSet // every range stored so far
+	// stored is to be told the ranges stored whenever the part reports
+	// them (the resume state), progress the part's progress.
+	stored   func(client.RangeSet)
+	progress func(client.Progress)
+}
+
+// partRun is a transfer of [start, end) in re-tuned parts, for runParts.
+type partRun struct {
+	start, end int64
+	have       client.RangeSet // the ranges stored before (a resumed transfer)
+	// sendLast: the part ending at end is moved even when every byte of
+	// it is stored already: its STOR is the one that puts the file in
+	// place.
+	sendLast bool
+	// acked: a part that succeeded is stored whole (its server answered
+	// 226, whatever its last marker said) and joins the ranges stored.
+	acked bool
+	// stored, progress and report, when not nil, are told the ranges
+	// stored as the parts report them, the progress over the whole
+	// transfer, and every range stored after each part that succeeded.
+	stored   func(client.RangeSet)
+	progress func(client.Progress)
+	report   func(client.RangeSet)
+	// step moves one part; it returns the bytes moved and what the
+	// part's data connections did (nil when they are not this host's).
+	step func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error)
+}
+
+// runParts moves r's range in parts, each part's setting chosen by
+// internal/tune from the automatic choice and what the parts before it
+// measured (the limits of a transfer from src to dst). It returns the
+// bytes moved and the tuning summary for the record.
+func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (int64, string, error) {
+	ch := c.auto
+	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
+	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
+	var (
+		mu    sync.Mutex
+		have  = r.have.Clone() // every range stored so far; guarded by mu
+		moved int64            // bytes of the parts before this one
+		parts int
+		prev  tune.Setting
+	)
+	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
+		mu.Lock()
+		restart := have.Clone()
+		mu.Unlock()
+		if covered(restart, off, off+n) == n && (!r.sendLast || off+n < r.end) {
+			// Stored already (a resumed transfer): nothing to move.
+			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
+		}
+		// Connections kept from the part before serve this one only
+		// when the setting is the same; a new setting starts afresh.
+		reuse := set == prev || parts == 0
+		prev = set
+		parts++
+		base := moved
+		p := retunePart{off: off, n: n, set: set, reuse: reuse, restart: restart}
+		p.stored = func(rs client.RangeSet) {
+			mu.Lock()
+			have = rs.Clone()
+			mu.Unlock()
+			if r.stored != nil {
+				r.stored(rs)
+			}
+		}
+		p.progress = func(pr client.Progress) {
+			if r.progress != nil {
+				pr.Bytes += base
+				r.progress(pr)
+			}
+		}
+		t := time.Now()
+		k, conns, err := r.step(ctx, p)
+		el := time.Since(t)
+		moved += k
+		if err != nil {
+			return tune.Sample{Bytes: k, Elapsed: el}, err
+		}
+		if r.acked {
+			mu.Lock()
+			have.Add(client.Range{Start: off, End: off + n})
+			all := have.Clone()
+			mu.Unlock()
+			if r.report != nil {
+				r.report(all)
+			}
+		}
+		// A part partly stored already (a resumed transfer) moved fewer
+		// bytes than its length: it is complete all the same.
+		smp := tune.Sample{Bytes: n, Elapsed: el}
+		if k > 0 && k < n {
+			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
+		}
+		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(conns)
+		return smp, nil
+	}
+	res, err := tune.Run(ctx, r.start, r.end, ctl, move)
+	return moved, tuningSummary(res), err
+}
+
 // retuneDownload downloads [start, end) of src into w in re-tuned parts
 // on the session s. opts are the download's options (Restart: the ranges
 // already here; Committed: the resume state; Progress: the display),
 // used for every part with the part's range and setting. It returns the
 // bytes moved and the tuning summary for the record.
 func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst Location, w io.WriterAt, start, end int64, opts client.RetrieveOptions) (int64, string, error) {
-	ch := c.auto
-	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
-	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
-	var (
-		mu    sync.Mutex
-		have  = opts.Restart // every range stored so far; guarded by mu
-		moved int64          // bytes of the parts before this one
-		parts int
-		prev  tune.Setting
-	)
-	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
-		mu.Lock()
-		restart := have
-		mu.Unlock()
-		if covered(restart, off, off+n) == n {
-			// Here already (a resumed copy): nothing to move.
-			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
-		}
-		var last client.Progress
-		po := opts
-		po.Offset, po.Length = off, n
-		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
-		// Connections kept from the part before serve this one only
-		// when the setting is the same; a new setting starts afresh.
-		po.Reuse = set == prev || parts == 0
-		prev = set
-		parts++
-		po.Restart = restart
-		po.Committed = func(rs client.RangeSet) {
-			mu.Lock()
-			have = rs
-			mu.Unlock()
-			if opts.Committed != nil {
-				opts.Committed(rs)
-			}
-		}
-		base := moved
-		po.Progress = func(p client.Progress) {
-			last = p
-			if opts.Progress != nil {
-				p.Bytes += base
-				opts.Progress(p)
-			}
-		}
-		t := time.Now()
-		k, err := s.Download(ctx, src.Path, w, &po)
-		el := time.Since(t)
-		moved += k
-		if err != nil {
-			return tune.Sample{Bytes: k, Elapsed: el}, err
-		}
-		// A part partly here already (a resumed copy) moved fewer bytes
-		// than its length: it is complete all the same.
-		smp := tune.Sample{Bytes: n, Elapsed: el}
-		if k > 0 && k < n {
-			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
-		}
-		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(last.Conns)
-		return smp, nil
-	}
-	res, err := tune.Run(ctx, start, end, ctl, move)
-	return moved, tuningSummary(res), err
+	return c.runParts(ctx, src, dst, partRun{
+		start: start, end: end, have: opts.Restart,
+		stored: opts.Committed, progress: opts.Progress,
+		step: func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error) {
+			var last client.Progress
+			po := opts
+			po.Offset, po.Length = p.off, p.n
+			po.Parallel, po.TCPBuffer, po.ModeE = p.set.Streams, p.set.Buffer, true
+			po.Reuse = p.reuse
+			po.Restart, po.Committed = p.restart, p.stored
+			po.Progress = func(pr client.Progress) { last = pr; p.progress(pr) }
+			k, err := s.Download(ctx, src.Path, w, &po)
+			return k, last.Conns, err
+		},
+	})
 }
 
 // retuneUploadWanted reports whether the upload of a whole local file of
@@ -200,75 +263,21 @@ func (c *copier) retuneUploadWanted(ctx context.Context, s *client.Session, off,
 // one that puts the file in place. It returns the bytes moved and the
 // tuning summary for the record.
 func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst Location, r io.ReaderAt, size int64, opts client.StoreOptions) (int64, string, error) {
-	ch := c.auto
-	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
-	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
-	var (
-		mu    sync.Mutex
-		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
-		moved int64                  // bytes of the parts before this one
-		parts int
-		prev  tune.Setting
-	)
-	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
-		mu.Lock()
-		restart := have.Clone()
-		mu.Unlock()
-		if covered(restart, off, off+n) == n && off+n < size {
-			// On the server already (a resumed upload): nothing to move.
-			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
-		}
-		var last client.Progress
-		po := opts
-		po.Offset, po.Part = 0, client.Range{Start: off, End: off + n}
-		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
-		// As for downloads: connections kept from the part before serve
-		// this one only when the setting is the same.
-		po.Reuse = set == prev || parts == 0
-		prev = set
-		parts++
-		po.Restart = restart
-		po.Acknowledged = func(rs client.RangeSet) {
-			mu.Lock()
-			have = rs.Clone()
-			mu.Unlock()
-			if opts.Acknowledged != nil {
-				opts.Acknowledged(rs)
-			}
-		}
-		base := moved
-		po.Progress = func(p client.Progress) {
-			last = p
-			if opts.Progress != nil {
-				p.Bytes += base
-				opts.Progress(p)
-			}
-		}
-		t := time.Now()
-		k, err := s.Upload(ctx, r, size, dst.Path, &po)
-		el := time.Since(t)
-		moved += k
-		if err != nil {
-			return tune.Sample{Bytes: k, Elapsed: el}, err
-		}
-		// The server answered 226: the whole part is stored, whatever
-		// its last marker said.
-		mu.Lock()
-		have.Add(po.Part)
-		all := have.Clone()
-		mu.Unlock()
-		if opts.Acknowledged != nil {
-			opts.Acknowledged(all)
-		}
-		smp := tune.Sample{Bytes: n, Elapsed: el}
-		if k > 0 && k < n {
-			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
-		}
-		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(last.Conns)
-		return smp, nil
-	}
-	res, err := tune.Run(ctx, 0, size, ctl, move)
-	return moved, tuningSummary(res), err
+	return c.runParts(ctx, src, dst, partRun{
+		start: 0, end: size, have: opts.Restart, sendLast: true, acked: true,
+		stored: opts.Acknowledged, progress: opts.Progress, report: opts.Acknowledged,
+		step: func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error) {
+			var last client.Progress
+			po := opts
+			po.Offset, po.Part = 0, client.Range{Start: p.off, End: p.off + p.n}
+			po.Parallel, po.TCPBuffer, po.ModeE = p.set.Streams, p.set.Buffer, true
+			po.Reuse = p.reuse
+			po.Restart, po.Acknowledged = p.restart, p.stored
+			po.Progress = func(pr client.Progress) { last = pr; p.progress(pr) }
+			k, err := s.Upload(ctx, r, size, dst.Path, &po)
+			return k, last.Conns, err
+		},
+	})
 }
 
 // retuneThirdPartySize returns the size of the source of a third-party
@@ -314,59 +323,19 @@ func (c *copier) retuneThirdPartySize(ctx context.Context, ss, ds *client.Sessio
 // loss or round-trip time of the data connections. It returns the bytes
 // moved and the tuning summary for the record.
 func (c *copier) retuneThirdParty(ctx context.Context, ss, ds *client.Session, src, dst Location, size int64, opts client.ThirdPartyOptions) (int64, string, error) {
-	ch := c.auto
-	first := tune.Setting{Streams: max(ch.Parallel, 1), Buffer: int(ch.TCPBuffer)}
-	ctl := tune.NewController(first, ch.PredictedRate, c.retuneLimits(ctx, src, dst))
-	var (
-		mu    sync.Mutex
-		have  = opts.Restart.Clone() // every range acknowledged so far; guarded by mu
-		moved int64                  // bytes of the parts before this one
-	)
-	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
-		mu.Lock()
-		restart := have.Clone()
-		mu.Unlock()
-		if covered(restart, off, off+n) == n && off+n < size {
-			return tune.Sample{Bytes: n, Elapsed: time.Microsecond}, nil
-		}
-		po := opts
-		po.Offset, po.Length, po.PartOf = off, n, size
-		po.Size, po.KnownSize = size, true
-		po.Parallel, po.TCPBuffer, po.ModeE = set.Streams, set.Buffer, true
-		po.Restart = restart
-		po.Acknowledged = func(rs client.RangeSet) {
-			mu.Lock()
-			have = rs.Clone()
-			mu.Unlock()
-			if opts.Acknowledged != nil {
-				opts.Acknowledged(rs)
-			}
-		}
-		base := moved
-		po.Progress = func(p client.Progress) {
-			if opts.Progress != nil {
-				p.Bytes += base
-				opts.Progress(p)
-			}
-		}
-		t := time.Now()
-		k, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, &po)
-		el := time.Since(t)
-		moved += k
-		if err != nil {
-			return tune.Sample{Bytes: k, Elapsed: el}, err
-		}
-		mu.Lock()
-		have.Add(client.Range{Start: off, End: off + n})
-		mu.Unlock()
-		smp := tune.Sample{Bytes: n, Elapsed: el}
-		if k > 0 && k < n {
-			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
-		}
-		return smp, nil
-	}
-	res, err := tune.Run(ctx, 0, size, ctl, move)
-	return moved, tuningSummary(res), err
+	return c.runParts(ctx, src, dst, partRun{
+		start: 0, end: size, have: opts.Restart, sendLast: true, acked: true,
+		stored: opts.Acknowledged, progress: opts.Progress,
+		step: func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error) {
+			po := opts
+			po.Offset, po.Length, po.PartOf = p.off, p.n, size
+			po.Size, po.KnownSize = size, true
+			po.Parallel, po.TCPBuffer, po.ModeE = p.set.Streams, p.set.Buffer, true
+			po.Restart, po.Acknowledged, po.Progress = p.restart, p.stored, p.progress
+			k, err := ss.ThirdParty(ctx, src.Path, ds, dst.Path, &po)
+			return k, nil, err
+		},
+	})
 }
 
 // covered is the number of bytes of [start, end) in rs.
