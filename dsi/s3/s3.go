@@ -18,12 +18,16 @@
 //
 // Writes arrive at offsets (MODE E delivers blocks out of order over
 // many streams). A Writer maps them onto one multipart upload: part i
-// holds bytes [i*PartSize, (i+1)*PartSize). A part is buffered (in memory,
-// or in a temporary file past MaxMemParts) until every byte of it has
-// arrived, then uploaded at once from the WriteAt that completed it.
-// Close fills what is still missing (gaps are zeros, or, when the file
-// was opened without Truncate, the old object's bytes), uploads the
-// rest and completes the upload: only then does the object appear, whole.
+// holds bytes [i*PartSize, (i+1)*PartSize). A part is buffered (in memory
+// pages of 256 KiB within the Writer's and the storage's budgets, or in a
+// temporary file past them) until every byte of it has arrived, then
+// uploaded at once from the WriteAt that completed it. Close fills what
+// is still missing from the old object (when the file was opened without
+// Truncate), uploads the rest and completes the upload: only then does
+// the object appear, whole. A file with holes (bytes below its end that
+// neither a write nor the old object provides) is not stored: Close
+// aborts and fails (Config.MaxZeroFill). Writes past the declared size
+// or the largest object fail at once.
 // A Writer whose Create context is cancelled before Close, or which saw
 // an error, aborts its upload instead, and so does [Writer.Abort]: no
 // half object is ever visible under the name.
