@@ -233,3 +233,24 @@ func TestCat(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSpec: any argument parses or fails with ErrSyntax, and what
+// parses formats back to an argument that parses the same.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{`gzip="" /a`, `tar,zstd="|3" d`, `cat="a,b" /x y`, `="" /`, `a="`, `P 0 1 /a`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arg string) {
+		sp, err := ParseSpec(arg)
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("ParseSpec(%q): %v, not ErrSyntax", arg, err)
+			}
+			return
+		}
+		again, err := ParseSpec(FormatSpec(sp.Names, sp.Params, sp.Path))
+		if err != nil || !slices.Equal(again.Names, sp.Names) || !slices.Equal(again.Params, sp.Params) || again.Path != sp.Path {
+			t.Fatalf("ParseSpec(%q) = %+v; formatted and parsed again: %+v, %v", arg, sp, again, err)
+		}
+	})
+}
