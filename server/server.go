@@ -157,6 +157,10 @@ type Config struct {
 	// renamed over it once complete, so that an interrupted upload never
 	// looks complete and never spoils the file it would replace.
 	UploadInPlace bool
+	// AllowedModules names the ERET/ESTO processing modules clients may
+	// use (package internal/dpm: gzip, zstd, tar, cat, cksum); nil
+	// allows none.
+	AllowedModules []string
 	// Banner replaces the 220 greeting text.
 	Banner string
 	// UserStorage, when set, gives the storage for an account with a
@@ -298,6 +302,7 @@ func New(cfg Config) (*Server, error) {
 		OnLogin:                 s.loggedIn,
 		OnLoginStep:             s.loginStep,
 		UploadInPlace:           cfg.UploadInPlace,
+		AllowedModules:          cfg.AllowedModules,
 		Uploads:                 &pi.Uploads{},
 		Abort:                   abortCtx,
 		Logger:                  s.log,

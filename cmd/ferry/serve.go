@@ -26,6 +26,7 @@ import (
 	"github.com/ferrygrid/ferry/dsi/privsep"
 	"github.com/ferrygrid/ferry/dsi/s3"
 	"github.com/ferrygrid/ferry/internal/auth"
+	"github.com/ferrygrid/ferry/internal/dpm"
 	"github.com/ferrygrid/ferry/server"
 )
 
@@ -63,6 +64,7 @@ type serveFlags struct {
 	metrics, transferLog                                                  string
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
+	allowedModules                                                        string
 	idle, stall                                                           time.Duration
 	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
@@ -99,6 +101,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.stall, "stall-timeout", 10*time.Minute, "fail a transfer whose data connections move nothing for this long (`DURATION`)")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "refuse sessions beyond `N` (421; 0: no limit)")
 	fs.IntVar(&f.maxPerSource, "max-sessions-per-source", server.DefaultMaxSessionsPerSource, "refuse a client address more than `N` sessions at once (421; 0: no limit)")
+	fs.StringVar(&f.allowedModules, "allowed-modules", "", "ERET/ESTO processing `MODULES` clients may use, comma-separated: "+strings.Join(dpm.Names(), ", ")+" (default: none; see docs/modules.md)")
 	fs.BoolVar(&f.inPlace, "upload-in-place", false, "write uploads straight into their target, as GCT does (default: a hidden part file, renamed over the target once complete)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -236,10 +239,19 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 			// only: striping over one multipart upload is not done yet.
 			return cfg, usagef("-storage s3 cannot be striped yet: drop -movers")
 		}
-		st, err := s3.New(context.Background(), s3.Config{
+		s3cfg := s3.ConfigFromEnv(s3.Config{
 			Endpoint: f.s3.endpoint, Bucket: f.s3.bucket, Prefix: f.s3.prefix, Region: f.s3.region,
 			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize,
 		})
+		switch {
+		case s3cfg.Endpoint == "" && s3cfg.Bucket == "":
+			return cfg, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL) and -s3-bucket NAME")
+		case s3cfg.Endpoint == "":
+			return cfg, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL)")
+		case s3cfg.Bucket == "":
+			return cfg, usagef("-storage s3 needs -s3-bucket NAME")
+		}
+		st, err := s3.New(context.Background(), s3cfg)
 		if err != nil {
 			return cfg, err
 		}
@@ -293,6 +305,15 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessionsPerSource = noLimit(f.maxPerSource)
 	cfg.AllowForeignDataAddress = f.allowForeign
 	cfg.UploadInPlace = f.inPlace
+	for _, m := range strings.Split(f.allowedModules, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if _, known := dpm.Lookup(m); !known {
+			return cfg, usagef("-allowed-modules: unknown module %q (known: %s)", m, strings.Join(dpm.Names(), ", "))
+		}
+		cfg.AllowedModules = append(cfg.AllowedModules, m)
+	}
 	if f.movers != "" {
 		var err error
 		if cfg.Movers, err = parseMovers(f.movers); err != nil {

@@ -199,3 +199,39 @@ func TestConfigFileTruncated(t *testing.T) {
 		})
 	}
 }
+
+// TestServeS3NeedsEndpointAndBucket: -storage s3 without an endpoint
+// or a bucket is refused with a message naming the flag to set.
+func TestServeS3NeedsEndpointAndBucket(t *testing.T) {
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		t.Setenv(k, "")
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"-s3-endpoint", "-s3-bucket"}},
+		{[]string{"-s3-bucket", "b"}, []string{"-s3-endpoint"}},
+		{[]string{"-s3-endpoint", "http://127.0.0.1:1"}, []string{"-s3-bucket"}},
+	} {
+		var stderr strings.Builder
+		args := append([]string{"serve", "-listen", "127.0.0.1:0", "-anonymous", "-storage", "s3"}, c.args...)
+		code := runMain(context.Background(), &env{stdout: io.Discard, stderr: &stderr}, args)
+		for _, w := range c.want {
+			if code != 2 || !strings.Contains(stderr.String(), w) {
+				t.Errorf("serve %v exited %d: %s; want 2 naming %s", c.args, code, stderr.String(), w)
+			}
+		}
+	}
+}
+
+// TestServeAllowedModules: an unknown module in -allowed-modules is
+// refused, naming it.
+func TestServeAllowedModules(t *testing.T) {
+	var stderr strings.Builder
+	code := runMain(context.Background(), &env{stdout: io.Discard, stderr: &stderr},
+		[]string{"serve", "-listen", "127.0.0.1:0", "-anonymous", "-root", t.TempDir(), "-allowed-modules", "gzip,rot13"})
+	if code != 2 || !strings.Contains(stderr.String(), "rot13") {
+		t.Fatalf("serve -allowed-modules gzip,rot13 exited %d: %s", code, stderr.String())
+	}
+}

@@ -18,12 +18,16 @@
 //
 // Writes arrive at offsets (MODE E delivers blocks out of order over
 // many streams). A Writer maps them onto one multipart upload: part i
-// holds bytes [i*PartSize, (i+1)*PartSize). A part is buffered (in memory,
-// or in a temporary file past MaxMemParts) until every byte of it has
-// arrived, then uploaded at once from the WriteAt that completed it.
-// Close fills what is still missing (gaps are zeros, or, when the file
-// was opened without Truncate, the old object's bytes), uploads the
-// rest and completes the upload: only then does the object appear, whole.
+// holds bytes [i*PartSize, (i+1)*PartSize). A part is buffered (in memory
+// pages of 256 KiB within the Writer's and the storage's budgets, or in a
+// temporary file past them) until every byte of it has arrived, then
+// uploaded at once from the WriteAt that completed it. Close fills what
+// is still missing from the old object (when the file was opened without
+// Truncate), uploads the rest and completes the upload: only then does
+// the object appear, whole. A file with holes (bytes below its end that
+// neither a write nor the old object provides) is not stored: Close
+// aborts and fails (Config.MaxZeroFill). Writes past the declared size
+// or the largest object fail at once.
 // A Writer whose Create context is cancelled before Close, or which saw
 // an error, aborts its upload instead, and so does [Writer.Abort]: no
 // half object is ever visible under the name.
@@ -38,7 +42,10 @@
 package s3
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,6 +56,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -65,9 +73,16 @@ const (
 	MinPartSize = 5 << 20
 	// DefaultReadChunk is the size of one ranged GET of a Reader.
 	DefaultReadChunk = 8 << 20
-	// DefaultMaxMemParts is how many partial parts a Writer keeps in
-	// memory before it buffers further ones in a temporary file.
+	// DefaultMaxMemParts is how many parts' worth of memory a Writer
+	// takes before it buffers further bytes in a temporary file.
 	DefaultMaxMemParts = 32
+	// DefaultMaxMemory bounds the memory all the Writers of a storage
+	// take together.
+	DefaultMaxMemory = 1 << 30
+	// MaxObjectSize is the largest object S3 stores (5 TiB).
+	MaxObjectSize = 5 << 40
+	// maxParts is the most parts of one multipart upload.
+	maxParts int64 = 10000
 )
 
 // Metadata keys (x-amz-meta-…).
@@ -105,10 +120,27 @@ type Config struct {
 	// ReadChunk is the size of a Reader's ranged GETs; 0 means
 	// DefaultReadChunk.
 	ReadChunk int64
-	// MaxMemParts bounds the partial parts one Writer holds in memory;
-	// further ones go to a temporary file in TempDir. 0 means
-	// DefaultMaxMemParts.
+	// MaxMemParts bounds the memory one Writer takes for the parts it
+	// is filling, in parts (MaxMemParts*PartSize bytes); further bytes
+	// go to a temporary file in TempDir. Memory is taken in pages of
+	// 256 KiB as writes touch them. 0 means DefaultMaxMemParts.
 	MaxMemParts int
+	// MaxMemory bounds the memory all Writers of the storage take
+	// together, in bytes; past it they buffer in their temporary files.
+	// 0 means DefaultMaxMemory.
+	MaxMemory int64
+	// MaxObjectSize is the largest file a Writer accepts: a write ending
+	// past it fails (dsi.ErrNoSpace). It is further bounded by what one
+	// multipart upload can hold (10000 parts of PartSize). 0 means
+	// MaxObjectSize, S3's 5 TiB.
+	MaxObjectSize int64
+	// MaxZeroFill is how many bytes of holes (ranges below a file's end
+	// that no write covered and no old content fills) Close fills with
+	// zeros. A file with more is not stored: Close aborts its upload and
+	// fails (dsi.ErrInvalid). 0, the default, stores no file with holes:
+	// zeros the client never sent would cost uploads and storage, and
+	// an object cannot be patched afterwards.
+	MaxZeroFill int64
 	// TempDir is where Writers spill parts; "" means os.TempDir().
 	TempDir string
 	// Transport is the HTTP transport; nil means minio-go's default.
@@ -150,6 +182,36 @@ type FS struct {
 	bucket string
 	prefix string // "" or ends in "/"
 	cfg    Config
+	mem    atomic.Int64 // bytes of memory the Writers hold (Config.MaxMemory)
+}
+
+// takeMem reserves n bytes of the Writers' memory, or reports false.
+func (f *FS) takeMem(n int64) bool {
+	limit := cmp.Or(f.cfg.MaxMemory, DefaultMaxMemory)
+	for {
+		cur := f.mem.Load()
+		if cur+n > limit {
+			return false
+		}
+		if f.mem.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// giveMem returns n bytes taken with takeMem.
+func (f *FS) giveMem(n int64) { f.mem.Add(-n) }
+
+// maxObject is the largest file a Writer accepts.
+func (f *FS) maxObject() int64 {
+	limit := int64(MaxObjectSize)
+	if f.cfg.MaxObjectSize > 0 {
+		limit = min(limit, f.cfg.MaxObjectSize)
+	}
+	if f.cfg.PartSize > 0 && f.cfg.PartSize <= limit/maxParts {
+		limit = min(limit, maxParts*f.cfg.PartSize)
+	}
+	return limit
 }
 
 // New connects to the store that cfg names and checks that the bucket
@@ -498,6 +560,10 @@ func (f *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (d
 	if exists && !opts.Truncate {
 		w.base, w.baseETag = oi.Size, oi.ETag
 	}
+	if opts.Truncate && opts.Size >= 0 {
+		// The file's size is declared (ALLO): nothing is written past it.
+		w.limit = min(w.limit, opts.Size)
+	}
 	return w, nil
 }
 
@@ -732,22 +798,57 @@ func userMeta(oi minio.ObjectInfo) map[string]string {
 	return meta
 }
 
-// Checksum returns the store's own checksum of name for alg when the
-// store has it: "MD5" from the ETag of an object uploaded in one piece.
-// Otherwise it fails with dsi.ErrNotSupported and the caller computes
-// the checksum from the bytes (the PI's CKSM does that through Open).
+// Checksum returns the store's own checksum of the whole of name for
+// alg (a CKSM algorithm name) when the store has it, without reading the
+// object: "MD5" from the ETag of an object uploaded in one piece, and
+// "MD5", "SHA1", "SHA256", "SHA512" or "CRC32C" from the full-object
+// checksum the store keeps when the uploader sent one
+// (x-amz-checksum-*; a multipart upload's composite checksum is not the
+// file's and is not used). Otherwise it fails with dsi.ErrNotSupported,
+// and the caller computes the checksum from the bytes.
 func (f *FS) Checksum(ctx context.Context, name, alg string) (string, error) {
-	oi, err := f.head(ctx, name)
-	if err != nil {
-		return "", opErr("checksum", name, err)
+	if isRoot(name) {
+		return "", opErr("checksum", name, dsi.ErrIsDir)
 	}
-	etag := strings.Trim(oi.ETag, `"`)
-	if strings.EqualFold(alg, "MD5") && len(etag) == 32 && !strings.Contains(etag, "-") {
-		if _, err := strconv.ParseUint(etag[:16], 16, 64); err == nil {
-			return strings.ToLower(etag), nil
-		}
+	oi, err := f.c.StatObject(ctx, f.bucket, f.key(name), minio.StatObjectOptions{Checksum: true})
+	if err != nil {
+		return "", opErr("checksum", name, mapErr(err))
+	}
+	if sum, ok := storeChecksum(oi, alg); ok {
+		return sum, nil
 	}
 	return "", opErr("checksum", name, dsi.ErrNotSupported)
+}
+
+// storeChecksum is the checksum for alg that oi carries, in lowercase hex.
+func storeChecksum(oi minio.ObjectInfo, alg string) (string, bool) {
+	var b64 string
+	switch strings.ToUpper(alg) {
+	case "MD5":
+		etag := strings.Trim(oi.ETag, `"`)
+		if len(etag) == 32 {
+			if _, err := hex.DecodeString(etag); err == nil {
+				return strings.ToLower(etag), true
+			}
+		}
+		b64 = oi.ChecksumMD5
+	case "SHA1":
+		b64 = oi.ChecksumSHA1
+	case "SHA256":
+		b64 = oi.ChecksumSHA256
+	case "SHA512":
+		b64 = oi.ChecksumSHA512
+	case "CRC32C":
+		b64 = oi.ChecksumCRC32C
+	}
+	if b64 == "" || strings.Contains(b64, "-") || strings.EqualFold(oi.ChecksumMode, "COMPOSITE") {
+		return "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(raw) == 0 {
+		return "", false
+	}
+	return hex.EncodeToString(raw), true
 }
 
 // WritesInPlace reports false: a Writer's object appears only whole, but

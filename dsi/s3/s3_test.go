@@ -60,7 +60,12 @@ func newFS(t *testing.T, tune func(*s3.Config)) *s3.FS {
 }
 
 func TestConformance(t *testing.T) {
-	dsitest.Run(t, func(t *testing.T) dsi.Storage { return newFS(t, nil) })
+	// The suite's gap steps write at 5 and at 100 into empty files and
+	// expect zeros before: a few bytes of zero fill, which the default
+	// (no file with holes is stored) refuses; TestHolesRefused checks that.
+	dsitest.Run(t, func(t *testing.T) dsi.Storage {
+		return newFS(t, func(c *s3.Config) { c.MaxZeroFill = 1 << 10 })
+	})
 }
 
 // random returns n random bytes.
@@ -289,5 +294,89 @@ func TestChecksum(t *testing.T) {
 	}
 	if _, err := fsys.Checksum(t.Context(), "/c", "ADLER32"); !errors.Is(err, dsi.ErrNotSupported) {
 		t.Errorf("Checksum(ADLER32) error %v; want ErrNotSupported", err)
+	}
+}
+
+// TestHolesRefused: a file whose writes leave a hole is not stored
+// (Close fails with ErrInvalid, the upload is aborted, the old object
+// stays); one whose holes are old content is.
+func TestHolesRefused(t *testing.T) {
+	fsys := newFS(t, nil)
+	ctx := t.Context()
+	data := random(2*s3.MinPartSize + 100)
+	w, err := fsys.Create(ctx, "/h", dsi.CreateOptions{Truncate: true, Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first part whole (uploaded at once), then a hole, then the tail.
+	if _, err := w.WriteAt(data[:s3.MinPartSize], 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt(data[len(data)-100:], int64(len(data)-100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, dsi.ErrInvalid) {
+		t.Fatalf("Close of a file with a hole: %v; want ErrInvalid", err)
+	}
+	if _, err := fsys.Stat(ctx, "/h"); !errors.Is(err, dsi.ErrNotExist) {
+		t.Errorf("Stat after a refused Close: %v; want ErrNotExist", err)
+	}
+	if u := uploads(t, fsys); len(u) != 0 {
+		t.Errorf("uploads left: %v", u)
+	}
+	// Past the end of an old object, the same write is a hole; below
+	// it, the old bytes fill it.
+	put := func(b []byte) {
+		w, err := fsys.Create(ctx, "/h", dsi.CreateOptions{Truncate: true, Size: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(data)
+	w, err = fsys.Create(ctx, "/h", dsi.CreateOptions{Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("XY"), 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close of a rewrite inside the old object: %v", err)
+	}
+	want := bytes.Clone(data)
+	copy(want[10:], "XY")
+	if got := readAll(t, fsys, "/h"); !bytes.Equal(got, want) {
+		t.Error("a rewrite inside the old object changed other bytes")
+	}
+}
+
+// TestDeclaredSize: a truncating Create with a size refuses writes past
+// it; one past the largest object is refused too, before any request.
+func TestDeclaredSize(t *testing.T) {
+	fsys := newFS(t, func(c *s3.Config) { c.MaxObjectSize = 1 << 30 })
+	w, err := fsys.Create(t.Context(), "/d", dsi.CreateOptions{Truncate: true, Size: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.(*s3.Writer).Abort()
+	if _, err := w.WriteAt([]byte("0123456789"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("x"), 10); !errors.Is(err, dsi.ErrInvalid) {
+		t.Errorf("write past the declared size: %v; want ErrInvalid", err)
+	}
+	w2, err := fsys.Create(t.Context(), "/e", dsi.CreateOptions{Truncate: true, Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.(*s3.Writer).Abort()
+	if _, err := w2.WriteAt([]byte("x"), 1<<30); !errors.Is(err, dsi.ErrNoSpace) {
+		t.Errorf("write past MaxObjectSize: %v; want ErrNoSpace", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 
 	"github.com/minio/minio-go/v7"
@@ -20,13 +19,22 @@ import (
 // for disjoint ranges, mapped onto the parts of one multipart upload
 // (see the package doc). Close completes the upload; Abort, an error, or
 // the Create context's end discards it.
+//
+// What a peer can make a Writer hold is bounded whatever the writes look
+// like: offsets end at the Writer's limit (the store's largest object,
+// Config.MaxObjectSize, and the declared size of a truncating Create),
+// memory is taken page by page (a one-byte write pins one page, not a
+// part) within a Writer's share and the storage's Config.MaxMemory,
+// and the bookkeeping of what arrived is a sorted set whose operations
+// do not grow with its size, capped at maxExtents separate ranges.
 type Writer struct {
-	f    *FS
-	name string
-	key  string
-	ctx  context.Context // Create's: its end aborts the upload
-	meta map[string]string
-	ps   int64 // part size
+	f     *FS
+	name  string
+	key   string
+	ctx   context.Context // Create's: its end aborts the upload
+	meta  map[string]string
+	ps    int64 // part size
+	limit int64 // no write may end past it
 
 	// base is the size of the old content kept (Create without
 	// Truncate), read back for what the writes do not cover; baseETag
@@ -38,66 +46,44 @@ type Writer struct {
 	uploadID string     // set once under upMu, then read-only
 
 	mu      sync.Mutex
+	have    extentSet                    // the ranges written, file offsets; guarded by mu
 	parts   map[int64]*part              // partial parts; guarded by mu
 	done    map[int64]minio.CompletePart // uploaded parts; guarded by mu
 	sent    map[int64]bool               // parts full and handed to upload; guarded by mu
-	inMem   int                          // parts of parts held in memory; guarded by mu
-	spill   *os.File                     // parts past MaxMemParts, at their offsets; guarded by mu
+	mem     int64                        // bytes of pages held in memory; guarded by mu
+	spill   *os.File                     // pages not held in memory, at their file offsets; guarded by mu
 	end     int64                        // the end of the furthest write; guarded by mu
 	err     error                        // the first failure; guarded by mu
 	closed  bool                         // guarded by mu
 	writers sync.WaitGroup               // WriteAt calls in progress
 }
 
+// pageSize is the unit in which a part's buffer is allocated: a write
+// pins the pages it touches, not the whole part.
+const pageSize = 256 << 10
+
+// maxExtents bounds the separate ranges a Writer keeps track of (16
+// bytes each): a peer sending tiny blocks with gaps between them gets an
+// error past it, not an ever larger set.
+const maxExtents = 1 << 18
+
 // part is a part being filled.
 type part struct {
-	buf     []byte   // in memory, or nil when it lives in the spill file
-	have    []extent // the ranges written, relative to the part, sorted and merged
-	writing int      // WriteAt calls copying into it
+	pages   []page // pageSize each (the last maybe shorter); made on first write
+	writing int    // WriteAt calls copying into it
 }
 
-type extent struct{ start, end int64 }
+// page is a piece of a part: in memory (buf), in the spill file (disk),
+// or neither when nothing was written to it.
+type page struct {
+	buf  []byte
+	disk bool
+}
 
 func newWriter(ctx context.Context, f *FS, name string, meta map[string]string) *Writer {
 	return &Writer{f: f, name: name, key: f.key(name), ctx: ctx, meta: meta, ps: f.cfg.PartSize,
+		limit: f.maxObject(),
 		parts: map[int64]*part{}, done: map[int64]minio.CompletePart{}, sent: map[int64]bool{}}
-}
-
-// add records [s, e) as written and returns the number of bytes covered.
-func (p *part) add(s, e int64) int64 {
-	p.have = append(p.have, extent{s, e})
-	slices.SortFunc(p.have, func(a, b extent) int { return int(a.start - b.start) })
-	merged := p.have[:1]
-	for _, x := range p.have[1:] {
-		last := &merged[len(merged)-1]
-		if x.start <= last.end {
-			last.end = max(last.end, x.end)
-		} else {
-			merged = append(merged, x)
-		}
-	}
-	p.have = merged
-	var n int64
-	for _, x := range merged {
-		n += x.end - x.start
-	}
-	return n
-}
-
-// gaps returns the ranges of [0, n) not written.
-func (p *part) gaps(n int64) []extent {
-	var g []extent
-	pos := int64(0)
-	for _, x := range p.have {
-		if x.start > pos {
-			g = append(g, extent{pos, min(x.start, n)})
-		}
-		pos = max(pos, x.end)
-	}
-	if pos < n {
-		g = append(g, extent{pos, n})
-	}
-	return slices.DeleteFunc(g, func(x extent) bool { return x.start >= x.end })
 }
 
 func (w *Writer) failLocked(err error) error {
@@ -111,6 +97,9 @@ func (w *Writer) failLocked(err error) error {
 func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("s3: write %s at %d: %w", w.name, off, dsi.ErrInvalid)
+	}
+	if off > w.limit || int64(len(b)) > w.limit-off {
+		return 0, w.pastLimit(off, int64(len(b)))
 	}
 	w.mu.Lock()
 	if w.closed {
@@ -139,9 +128,23 @@ func (w *Writer) WriteAt(b []byte, off int64) (int, error) {
 	return written, nil
 }
 
+// pastLimit is the error of a write of n bytes at off that would end
+// past the Writer's limit.
+func (w *Writer) pastLimit(off, n int64) error {
+	if w.limit < w.f.maxObject() {
+		return fmt.Errorf("s3: write %s: %d bytes at %d end past the size declared for the file (%d bytes): %w",
+			w.name, n, off, w.limit, dsi.ErrInvalid)
+	}
+	return fmt.Errorf("s3: write %s: %d bytes at %d end past the largest object this storage stores (%d bytes: %d parts of %d): %w",
+		w.name, n, off, w.limit, maxParts, w.ps, dsi.ErrNoSpace)
+}
+
 // writePart copies b into part i at rel, and uploads the part when that
 // completed it.
 func (w *Writer) writePart(i, rel int64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
 	w.mu.Lock()
 	if w.sent[i] {
 		w.mu.Unlock()
@@ -149,7 +152,12 @@ func (w *Writer) writePart(i, rel int64, b []byte) error {
 		return fmt.Errorf("s3: write %s at %d: part %d was already uploaded, rewrites are not supported: %w",
 			w.name, i*w.ps+rel, i+1, dsi.ErrNotSupported)
 	}
-	p, err := w.partLocked(i)
+	if w.have.n >= maxExtents && !w.have.covers(i*w.ps+rel, i*w.ps+rel+1) {
+		err := w.failLocked(fmt.Errorf("s3: write %s: more than %d separate ranges written: %w", w.name, maxExtents, dsi.ErrInvalid))
+		w.mu.Unlock()
+		return err
+	}
+	p, err := w.pagesLocked(i, rel, int64(len(b)))
 	if err != nil {
 		w.mu.Unlock()
 		return err
@@ -157,10 +165,9 @@ func (w *Writer) writePart(i, rel int64, b []byte) error {
 	p.writing++
 	spill := w.spill
 	w.mu.Unlock()
-	// Copy without the lock: ranges of concurrent writers are disjoint.
-	if p.buf != nil {
-		copy(p.buf[rel:], b)
-	} else if _, err := spill.WriteAt(b, i*w.ps+rel); err != nil {
+	// Copy without the lock: ranges of concurrent writers are disjoint,
+	// and the pages they touch exist.
+	if err := w.copyIn(p, spill, i, rel, b); err != nil {
 		w.mu.Lock()
 		p.writing--
 		err = w.failLocked(fmt.Errorf("s3: write %s: buffer: %w", w.name, err))
@@ -169,10 +176,10 @@ func (w *Writer) writePart(i, rel int64, b []byte) error {
 	}
 	w.mu.Lock()
 	p.writing--
-	if e := i*w.ps + rel + int64(len(b)); e > w.end {
-		w.end = e
-	}
-	full := p.add(rel, rel+int64(len(b))) == w.ps && p.writing == 0
+	s, e := i*w.ps+rel, i*w.ps+rel+int64(len(b))
+	w.end = max(w.end, e)
+	w.have.add(s, e)
+	full := p.writing == 0 && w.have.covers(i*w.ps, (i+1)*w.ps)
 	if full {
 		delete(w.parts, i)
 		w.sent[i] = true
@@ -184,16 +191,30 @@ func (w *Writer) writePart(i, rel int64, b []byte) error {
 	return w.upload(i, p, w.ps)
 }
 
-// partLocked returns part i, making it if needed.
-func (w *Writer) partLocked(i int64) (*part, error) {
-	if p, ok := w.parts[i]; ok {
-		return p, nil
+// pageLen is the length of page j of a part.
+func (w *Writer) pageLen(j int64) int64 { return min(pageSize, w.ps-j*pageSize) }
+
+// pagesLocked returns part i, making it if needed, with the pages that
+// [rel, rel+n) touches made: in memory while the Writer's share
+// (MaxMemParts parts) and the storage's MaxMemory allow, else in the
+// spill file.
+func (w *Writer) pagesLocked(i, rel, n int64) (*part, error) {
+	p, ok := w.parts[i]
+	if !ok {
+		p = &part{pages: make([]page, (w.ps+pageSize-1)/pageSize)}
+		w.parts[i] = p
 	}
-	p := &part{}
-	if w.inMem < w.f.cfg.MaxMemParts {
-		p.buf = make([]byte, w.ps)
-		w.inMem++
-	} else {
+	for j := rel / pageSize; j <= (rel+n-1)/pageSize; j++ {
+		pg := &p.pages[j]
+		if pg.buf != nil || pg.disk {
+			continue
+		}
+		size := w.pageLen(j)
+		if w.mem+size <= int64(w.f.cfg.MaxMemParts)*w.ps && w.f.takeMem(size) {
+			pg.buf = make([]byte, size)
+			w.mem += size
+			continue
+		}
 		if w.spill == nil {
 			f, err := os.CreateTemp(w.f.cfg.TempDir, "ferry-s3-*")
 			if err != nil {
@@ -202,17 +223,79 @@ func (w *Writer) partLocked(i int64) (*part, error) {
 			os.Remove(f.Name())
 			w.spill = f
 		}
+		pg.disk = true
 	}
-	w.parts[i] = p
 	return p, nil
 }
 
-// reader returns the first n bytes of part p (part i).
-func (w *Writer) partReader(i int64, p *part, n int64) io.ReadSeeker {
-	if p.buf != nil {
-		return bytes.NewReader(p.buf[:n])
+// copyIn copies b into part p (part i) at rel.
+func (w *Writer) copyIn(p *part, spill *os.File, i, rel int64, b []byte) error {
+	for len(b) > 0 {
+		j := rel / pageSize
+		in := rel - j*pageSize
+		n := min(int64(len(b)), w.pageLen(j)-in)
+		if pg := p.pages[j]; pg.buf != nil {
+			copy(pg.buf[in:], b[:n])
+		} else if _, err := spill.WriteAt(b[:n], i*w.ps+rel); err != nil {
+			return err
+		}
+		b, rel = b[n:], rel+n
 	}
-	return io.NewSectionReader(w.spill, i*w.ps, n)
+	return nil
+}
+
+// freeLocked drops the memory pages of p.
+func (w *Writer) freeLocked(p *part) {
+	for j := range p.pages {
+		if b := p.pages[j].buf; b != nil {
+			w.mem -= int64(len(b))
+			w.f.giveMem(int64(len(b)))
+			p.pages[j].buf = nil
+		}
+	}
+}
+
+// partReaderAt reads part p (part i) from its pages; bytes of pages
+// never written read as zeros.
+type partReaderAt struct {
+	w     *Writer
+	p     *part
+	i     int64
+	spill *os.File
+}
+
+func (r partReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		if off >= r.w.ps {
+			return n, io.EOF
+		}
+		j := off / pageSize
+		in := off - j*pageSize
+		k := int(min(int64(len(b)-n), r.w.pageLen(j)-in))
+		pg := r.p.pages[j]
+		switch {
+		case pg.buf != nil:
+			copy(b[n:n+k], pg.buf[in:])
+		case pg.disk:
+			if _, err := r.spill.ReadAt(b[n:n+k], r.i*r.w.ps+off); err != nil && !errors.Is(err, io.EOF) {
+				return n, err
+			}
+		default:
+			clear(b[n : n+k])
+		}
+		n += k
+		off += int64(k)
+	}
+	return n, nil
+}
+
+// partReader returns the first n bytes of part p (part i).
+func (w *Writer) partReader(i int64, p *part, n int64) io.ReadSeeker {
+	w.mu.Lock()
+	spill := w.spill
+	w.mu.Unlock()
+	return io.NewSectionReader(partReaderAt{w, p, i, spill}, 0, n)
 }
 
 // start begins the multipart upload once.
@@ -235,10 +318,7 @@ func (w *Writer) upload(i int64, p *part, n int64) error {
 	err := w.sendPart(i, w.partReader(i, p, n), n)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p.buf != nil {
-		p.buf = nil
-		w.inMem--
-	}
+	w.freeLocked(p)
 	if err != nil {
 		return w.failLocked(err)
 	}
@@ -291,23 +371,42 @@ func (w *Writer) fillBase(ctx context.Context, b []byte, off int64, gaps []exten
 // was written, the old content under what was not, zeros elsewhere.
 func (w *Writer) material(ctx context.Context, i int64, p *part, n int64) ([]byte, error) {
 	b := make([]byte, n)
-	var gaps []extent
-	switch {
-	case p == nil:
-		gaps = []extent{{0, n}}
-	case p.buf != nil:
-		copy(b, p.buf[:n])
-		gaps = p.gaps(n)
-	default:
-		if _, err := w.spill.ReadAt(b, i*w.ps); err != nil && !errors.Is(err, io.EOF) {
+	if p != nil {
+		if _, err := io.ReadFull(w.partReader(i, p, n), b); err != nil {
 			return nil, fmt.Errorf("s3: write %s: buffer: %w", w.name, err)
 		}
-		gaps = p.gaps(n)
+	}
+	w.mu.Lock()
+	gaps := w.have.gaps(i*w.ps, i*w.ps+n)
+	w.mu.Unlock()
+	for k := range gaps {
+		gaps[k].start -= i * w.ps
+		gaps[k].end -= i * w.ps
 	}
 	if err := w.fillBase(ctx, b, i*w.ps, gaps); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkHoles fails when the file would have holes (ranges past the old
+// content that no write covered) of more than MaxZeroFill bytes: such a
+// file is not stored, rather than stored with zeros the client never
+// sent (see Config.MaxZeroFill).
+func (w *Writer) checkHoles(size int64) error {
+	w.mu.Lock()
+	gaps := w.have.gaps(w.base, size)
+	w.mu.Unlock()
+	var total int64
+	for _, g := range gaps {
+		total += g.len()
+	}
+	if total == 0 || total <= w.f.cfg.MaxZeroFill {
+		return nil
+	}
+	g := gaps[0]
+	return fmt.Errorf("s3: write %s: %d bytes of the file never arrived (%d ranges, the first %d-%d); a file with holes is not stored: %w",
+		w.name, total, len(gaps), g.start, g.end, dsi.ErrInvalid)
 }
 
 // Abort discards the upload: nothing is stored, the old content (if any)
@@ -342,8 +441,10 @@ func (w *Writer) abort() error {
 func (w *Writer) release() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, p := range w.parts {
+		w.freeLocked(p)
+	}
 	w.parts = map[int64]*part{}
-	w.inMem = 0
 	if w.spill != nil {
 		w.spill.Close()
 		w.spill = nil
@@ -385,6 +486,9 @@ func (w *Writer) Close() error {
 func (w *Writer) commit() error {
 	ctx := context.WithoutCancel(w.ctx)
 	size := max(w.end, w.base)
+	if err := w.checkHoles(size); err != nil {
+		return err
+	}
 	w.upMu.Lock()
 	started := w.uploadID != ""
 	w.upMu.Unlock()
@@ -402,6 +506,9 @@ func (w *Writer) commit() error {
 		return nil
 	}
 	nparts := (size + w.ps - 1) / w.ps
+	if nparts > maxParts {
+		return w.pastLimit(0, size)
+	}
 	w.mu.Lock()
 	todo := map[int64]*part{}
 	for i := range nparts {

@@ -177,6 +177,13 @@ func cmdRNTO(ctx context.Context, s *session, arg string) wire.Reply {
 	return ok(250, "OK.")
 }
 
+// storeChecksummer is an optional Storage capability: the whole-file
+// checksum the store keeps for an algorithm (a CKSM name, lowercase hex
+// result), or an error (dsi.ErrNotSupported) when it keeps none.
+type storeChecksummer interface {
+	Checksum(ctx context.Context, name, alg string) (string, error)
+}
+
 // cmdCKSM: CKSM <alg> <offset> <length> <path>; length -1 means to the end.
 func cmdCKSM(ctx context.Context, s *session, arg string) wire.Reply {
 	f := wire.SplitArgs(arg, 4)
@@ -192,6 +199,14 @@ func cmdCKSM(ctx context.Context, s *session, arg string) wire.Reply {
 		return ok(504, "Unknown checksum algorithm requested.")
 	}
 	p := s.abs(f[3])
+	if cs, isCS := s.fs.(storeChecksummer); isCS && off == 0 && length == -1 {
+		// The store's own checksum, when it keeps one for alg (dsi/s3:
+		// an ETag, an x-amz-checksum-*), spares reading the file.
+		if sum, err := cs.Checksum(ctx, p, f[0]); err == nil {
+			s.sum.path, s.sum.value = p, strings.ToUpper(f[0])+":"+sum
+			return ok(213, "%s", sum)
+		}
+	}
 	r, err := s.fs.Open(ctx, p)
 	if err != nil {
 		return fsError(s, err, f[3])

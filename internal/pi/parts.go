@@ -446,6 +446,10 @@ func (s *session) planPart(ctx context.Context, keys []string, target string, ha
 	return &rec, nil
 }
 
+// errAbortedUpload stands for Close when the storage discarded a failed
+// upload (writerAborter): nothing of it was stored.
+var errAbortedUpload = errors.New("the storage discarded the failed upload")
+
 // settlePart accounts for the bytes a part's STOR wrote (w) when it ended
 // with err (closeErr: closing its writer): they join the ranges the part
 // file holds, and the part is stored only when REST and they cover it.

@@ -179,6 +179,10 @@ type Config struct {
 	// once complete; an interrupted upload then leaves a truncated file
 	// under the target's name.
 	UploadInPlace bool
+	// AllowedModules names the processing modules (package dpm) that
+	// ERET and ESTO may use (ERET NAME="PARAMS" PATH); others are
+	// refused with 504. Nil allows none.
+	AllowedModules []string
 	// Abort, when done, aborts running transfers (426, "server shutting
 	// down"); the session then ends with 421 as on Serve's ctx. A server
 	// cancels Serve's ctx to stop after the running commands, and Abort

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dpm"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -131,6 +132,11 @@ func (s *session) transferReply(err error, incomplete string) wire.Reply {
 		return ok(426, "Data connection failed: %s; transfer incomplete.%s", dataErrorText(de.Err), incomplete)
 	case errors.As(err, &se) && errors.Is(err, dsi.ErrNoSpace):
 		return ok(452, "Insufficient storage space; transfer incomplete.%s", incomplete)
+	case errors.As(err, &se) && errors.Is(err, dsi.ErrInvalid):
+		// The storage refused what the client sent (dsi/s3: an offset
+		// past the declared size, a file with holes): say why.
+		s.log.Info("storage refused the upload", "err", err)
+		return ok(451, "Refused by the storage: %s; transfer incomplete.%s", reason(se.Err), incomplete)
 	case errors.As(err, &se):
 		s.log.Error("storage failed during transfer", "err", err)
 		return ok(451, "Local error in processing; transfer incomplete.%s", incomplete)
@@ -187,6 +193,9 @@ func cmdRETR(ctx context.Context, s *session, arg string) wire.Reply {
 // cmdERET: ERET P <offset> <length> <path> sends a window of the file as a
 // virtual file starting at 0 (protocol.md §8.1).
 func cmdERET(ctx context.Context, s *session, arg string) wire.Reply {
+	if dpm.IsSpec(arg) {
+		return s.retrieveModule(ctx, arg)
+	}
 	f := wire.SplitArgs(arg, 4)
 	if len(f) != 4 || !strings.EqualFold(f[0], "P") {
 		return ok(501, "Syntax: ERET P <offset> <length> <path>.")
@@ -210,14 +219,20 @@ func (s *session) retrieve(ctx context.Context, arg string, off, length int64) w
 		return fsError(s, err, arg)
 	}
 	defer r.Close()
-	req := s.newRequest(p)
-	req.Offset, req.Length = off, length
-	req.Restart = rest
-	req.PerfInterval = s.retrMarks
 	op := "RETR"
 	if off != 0 || length >= 0 {
 		op = "ERET"
 	}
+	return s.sendFile(ctx, op, p, r, off, length, rest)
+}
+
+// sendFile sends the window [off, off+length) of r (length < 0: to the
+// end), the content of p, as op did.
+func (s *session) sendFile(ctx context.Context, op, p string, r dsi.Reader, off, length int64, rest xfer.RangeSet) wire.Reply {
+	req := s.newRequest(p)
+	req.Offset, req.Length = off, length
+	req.Restart = rest
+	req.PerfInterval = s.retrMarks
 	sum := s.beginSummary(op, false, p, req)
 	start := time.Now()
 	n, _, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
@@ -240,6 +255,14 @@ func cmdAPPE(ctx context.Context, s *session, arg string) wire.Reply {
 // cmdESTO: ESTO A <offset> <path> stores incoming byte 0 at file offset
 // <offset>, without truncating (protocol.md §8.2).
 func cmdESTO(ctx context.Context, s *session, arg string) wire.Reply {
+	if dpm.IsSpec(arg) {
+		allo := s.allo
+		r, started := s.storeModule(ctx, arg)
+		if !started {
+			s.drainRefused(ctx, allo)
+		}
+		return r
+	}
 	f := wire.SplitArgs(arg, 3)
 	var off int64
 	var err error
@@ -317,14 +340,28 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Receive(ctx, up.req, w, notify)
 	})
-	cerr := w.Close()
-	if cerr != nil && err == nil {
-		err = &xfer.StorageError{Err: cerr}
-	}
-	if pw != nil {
-		err = s.settlePart(up, pw, cerr, err)
-	}
+	// Checked before Close: an upload found short must not be stored.
 	err = s.checkStored(up, n, err)
+	if a, isAborter := writerAborter(w); isAborter && err != nil {
+		// A storage that discards a failed upload (dsi/s3: the
+		// multipart upload is aborted) keeps nothing of it.
+		if aerr := a.Abort(); aerr != nil {
+			s.log.Warn("could not abort a failed upload", "path", up.target, "err", aerr)
+		}
+		up.aborted = true
+		if pw != nil {
+			err = s.settlePart(up, pw, errAbortedUpload, err)
+		}
+	} else {
+		cerr := w.Close()
+		if cerr != nil && err == nil {
+			err = &xfer.StorageError{Err: cerr}
+			up.aborted = isAborter // such a Writer's failed Close discards the upload
+		}
+		if pw != nil {
+			err = s.settlePart(up, pw, cerr, err)
+		}
+	}
 	reply := s.finishStore(ctx, arg, up, n, start, started, err)
 	s.endSummary(sum, n, reply.Code)
 	return reply, started
@@ -346,7 +383,26 @@ type storePlan struct {
 	partKeys      []string      // PART: the part file's keys in the ledger (parts.go)
 	held          xfer.RangeSet // PART: the ranges the server stored in the part file
 	prevPart      *partRecord   // PART: the ledger's record this upload continues, or nil
+	aborted       bool          // the storage discarded the upload (writerAborter)
 	done          func()        // ends its record in Config.Uploads
+}
+
+// aborter is an optional dsi.Writer capability: Abort discards what was
+// written, leaving the file as it was (dsi/s3 aborts its multipart
+// upload), where Close would store it. A failed Close of such a Writer
+// discards the upload too.
+type aborter interface{ Abort() error }
+
+// writerAborter returns w's Abort, looking through the PI's own wrappers.
+func writerAborter(w dsi.Writer) (aborter, bool) {
+	switch pw := w.(type) {
+	case *partWriter:
+		w = pw.Writer
+	case partRangeWriter:
+		w = pw.Writer
+	}
+	a, ok := w.(aborter)
+	return a, ok
 }
 
 // planStore takes the upload's REST and ALLO and decides where and how
@@ -521,6 +577,9 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 		}
 	}
 	s.logTransfer("STOR", p, n, start, err)
+	if err != nil && up.aborted {
+		return s.transferReply(err, fmt.Sprintf(" The storage keeps nothing of a failed upload: %s is as it was before it.", arg))
+	}
 	if err != nil && !started && !up.targetExisted {
 		// Nothing arrived into a file we created: leave no trace.
 		if rerr := s.fs.Remove(context.WithoutCancel(ctx), target); rerr != nil {

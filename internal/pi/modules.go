@@ -1,0 +1,216 @@
+package pi
+
+// ERET and ESTO with processing modules (package dpm):
+//
+//	ERET NAME="PARAMS" PATH   the module chain's output for PATH
+//	ESTO NAME="PARAMS" PATH   the data, run back through the chain, stored at PATH
+//
+// The output of an ERET chain has no size until it is made, and MODE E
+// sends ranges of a file of known size, so the chain writes it to a
+// temporary file first, which is then sent like any file (REST ranges
+// apply to it). An ESTO likewise receives the data into a temporary file
+// (MODE E blocks arrive out of order) and runs the chain over it once
+// all of it is there.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dpm"
+	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
+)
+
+// moduleRefusal is the reply refusing a module chain that Resolve or
+// ParseSpec rejected.
+func moduleRefusal(verb string, err error) wire.Reply {
+	var me *dpm.ModuleError
+	switch {
+	case errors.As(err, &me) && errors.Is(err, dpm.ErrNotAllowed):
+		return ok(504, "%s module %s is not allowed on this server.", verb, me.Name)
+	case errors.As(err, &me) && errors.Is(err, dpm.ErrUnknown):
+		return ok(504, "%s module %s is not known to this server.", verb, me.Name)
+	case errors.As(err, &me):
+		return ok(504, "%s module %s cannot be used here: %s.", verb, me.Name, reason(err))
+	}
+	return ok(501, "Syntax: %s <module>=\"<parameters>\" <path>.", verb)
+}
+
+// moduleFailure is the reply to a module chain that failed on the data.
+func moduleFailure(s *session, verb string, err error, arg string) wire.Reply {
+	var me *dpm.ModuleError
+	switch {
+	case errors.Is(err, xfer.ErrAborted):
+		return ok(426, "Transfer aborted.")
+	case errors.Is(err, ErrShuttingDown):
+		return ok(426, "Transfer aborted: server shutting down.")
+	case errors.Is(err, dpm.ErrUnsafe), errors.Is(err, dpm.ErrLimit), errors.Is(err, dpm.ErrCorrupt), errors.Is(err, dpm.ErrSyntax):
+		name := ""
+		if errors.As(err, &me) {
+			name = me.Name + " "
+		}
+		s.log.Info("module refused the data", "verb", verb, "path", arg, "err", err)
+		return ok(553, "%s module %srefused: %s.", verb, name, reason(err))
+	case errors.As(err, &me) && !errors.Is(err, dsi.ErrNotExist) && !errors.Is(err, dsi.ErrPermission) &&
+		!errors.Is(err, dsi.ErrReadOnly) && !errors.Is(err, dsi.ErrNotDir) && !errors.Is(err, dsi.ErrIsDir) && !errors.Is(err, dsi.ErrExist):
+		s.log.Error("module failed", "verb", verb, "path", arg, "err", err)
+		return ok(451, "%s module %s failed; local error in processing.", verb, me.Name)
+	}
+	return fsError(s, err, arg)
+}
+
+// retrieveModule runs ERET NAME="PARAMS" PATH.
+func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
+	rest, hasRest := s.takeRest()
+	sp, err := dpm.ParseSpec(arg)
+	if err != nil {
+		return moduleRefusal("ERET", err)
+	}
+	chain, err := dpm.Resolve(sp, s.cfg.AllowedModules, false)
+	if err != nil {
+		return moduleRefusal("ERET", err)
+	}
+	if hasRest && s.mode == xfer.ModeStream && !streamRestart(rest) {
+		return restNeedsModeE
+	}
+	p := s.abs(sp.Path)
+	spool, err := os.CreateTemp("", "ferry-eret-*")
+	if err != nil {
+		s.log.Error("cannot make a temporary file for ERET", "err", err)
+		return ok(451, "Local error in processing.")
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	start := time.Now()
+	err = s.runCancellable(ctx, func(ctx context.Context) error {
+		return chain.Retrieve(ctx, dpm.Env{Storage: s.fs, Path: p}, spool)
+	})
+	if err != nil {
+		return moduleFailure(s, "ERET", err, sp.Path)
+	}
+	size, err := spool.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ok(451, "Local error in processing.")
+	}
+	s.log.Debug("module output ready", "modules", chain.Names(), "path", p, "bytes", size, "duration", time.Since(start).Round(time.Millisecond))
+	return s.sendFile(ctx, "ERET", p, &spoolReader{File: spool, size: size}, 0, -1, rest)
+}
+
+// spoolReader serves a temporary file as a dsi.Reader; the caller
+// closes the file.
+type spoolReader struct {
+	*os.File
+	size int64
+}
+
+func (r *spoolReader) Size() int64  { return r.size }
+func (r *spoolReader) Close() error { return nil }
+
+// storeModule runs ESTO NAME="PARAMS" PATH and reports whether its data
+// channel started.
+func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool) {
+	rest, hasRest := s.takeRest()
+	allo := s.allo
+	s.allo = -1
+	sp, err := dpm.ParseSpec(arg)
+	if err != nil {
+		return moduleRefusal("ESTO", err), false
+	}
+	chain, err := dpm.Resolve(sp, s.cfg.AllowedModules, true)
+	if err != nil {
+		return moduleRefusal("ESTO", err), false
+	}
+	if hasRest && len(rest.Ranges()) > 0 {
+		return ok(554, "REST is not supported with ESTO modules: send the data again from its start."), false
+	}
+	p := s.abs(sp.Path)
+	if xfer.IsPartName(p) {
+		return partNameRefused(sp.Path), false
+	}
+	done, free := s.cfg.Uploads.begin(s.uploadKeys(ctx, p, true))
+	if !free {
+		return ok(450, "%s: another upload to this file is in progress; try again later.", sp.Path), false
+	}
+	defer done()
+	spool, err := os.CreateTemp("", "ferry-esto-*")
+	if err != nil {
+		s.log.Error("cannot make a temporary file for ESTO", "err", err)
+		return ok(451, "Local error in processing."), false
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	limits := dpm.Limits{}
+	sw := &spoolWriter{f: spool, limit: dpm.DefaultMaxBytes}
+	req := s.newRequest(p)
+	req.Size = allo
+	if s.mode == xfer.ModeEBlock {
+		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
+	}
+	sum := s.beginSummary("ESTO", true, p, req)
+	start := time.Now()
+	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+		return s.dtp.Receive(ctx, req, sw, notify)
+	})
+	if err == nil && sw.end() != n {
+		err = &xfer.DataError{Err: fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, sw.end())}
+	}
+	if err == nil && allo >= 0 && n != allo {
+		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, allo)}
+	}
+	if err == nil && s.lost.Load() {
+		err = errControlLost
+	}
+	s.logTransfer("ESTO", p, n, start, err)
+	if err != nil {
+		reply := s.transferReply(err, fmt.Sprintf(" Nothing was stored at %s.", sp.Path))
+		s.endSummary(sum, n, reply.Code)
+		return reply, started
+	}
+	err = s.runCancellable(ctx, func(ctx context.Context) error {
+		return chain.Store(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: limits}, io.NewSectionReader(spool, 0, n))
+	})
+	reply := ok(226, "Transfer Complete.")
+	if err != nil {
+		reply = moduleFailure(s, "ESTO", err, sp.Path)
+	}
+	s.endSummary(sum, n, reply.Code)
+	return reply, started
+}
+
+// spoolWriter receives an ESTO's data into a temporary file.
+type spoolWriter struct {
+	f     *os.File
+	limit int64
+	mu    sync.Mutex
+	max   int64 // the end of the furthest write; guarded by mu
+}
+
+func (w *spoolWriter) WriteAt(b []byte, off int64) (int, error) {
+	if off < 0 || off > w.limit || int64(len(b)) > w.limit-off {
+		return 0, fmt.Errorf("pi: ESTO data at %d passes the %d bytes a module may take: %w", off, w.limit, dsi.ErrInvalid)
+	}
+	n, err := w.f.WriteAt(b, off)
+	w.mu.Lock()
+	w.max = max(w.max, off+int64(n))
+	w.mu.Unlock()
+	return n, err
+}
+
+func (w *spoolWriter) end() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.max
+}
+
+func (w *spoolWriter) Close() error { return nil }
+
+var (
+	_ dsi.Reader = (*spoolReader)(nil)
+	_ dsi.Writer = (*spoolWriter)(nil)
+)
