@@ -27,6 +27,50 @@ func (g *gsiState) dataSecurity(handshakeTimeout time.Duration) *dcsec.Config {
 	}
 }
 
+// plainPeerDCAU prepares a third-party transfer between src and dst
+// when one has GSI with authenticated data channels and asks for
+// GSIConfig.PlainPeerNoDCAU, and the other has no GSI: it sends DCAU N
+// to the GSI side and returns the function that sets DCAU A back once
+// the transfer is over (nil when nothing changed). That function closes
+// the Conn when it cannot, so that no later transfer runs with DCAU N.
+// DCAU makes a server forget its cached data connections, so both
+// changes forget them here too.
+func plainPeerDCAU(ctx context.Context, src, dst *Conn) (restore func(), err error) {
+	c, peer := src, dst
+	if c.gsi == nil {
+		c, peer = dst, src
+	}
+	if c.gsi == nil || peer.gsi != nil {
+		return nil, nil
+	}
+	g := c.gsi
+	if !g.cfg.PlainPeerNoDCAU || !g.dcau || g.prot == ProtSafe || g.prot == ProtPrivate {
+		return nil, nil
+	}
+	if _, err := c.expect(ctx, 2, "DCAU N"); err != nil {
+		return nil, fmt.Errorf("client: DCAU N for a third party with a server without GSI: %w", err)
+	}
+	c.log.Debug("third party with a server without GSI: DCAU N for this transfer")
+	g.dcau, c.dsec = false, nil
+	c.dropCache()
+	return func() {
+		if c.err != nil {
+			return
+		}
+		c.dropCache()
+		err := context.Cause(ctx)
+		if err == nil {
+			if _, err = c.expect(ctx, 2, "DCAU A"); err == nil {
+				g.dcau = true
+				c.dsec = g.dataSecurity(c.dialTimeout())
+				return
+			}
+		}
+		c.log.Debug("DCAU A after a third party with a server without GSI: not set back, closing", "err", err)
+		c.close()
+	}, nil
+}
+
 // secureData runs data channel authentication (DCAU A, with PROT C, S or
 // P) on a new data connection, as its TLS client when connector (we
 // dialed it) or its TLS server, when the session has DCAU; with FTPS

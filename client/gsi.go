@@ -178,6 +178,18 @@ type GSIConfig struct {
 	// DCAU A.
 	DataAuth DataAuth
 
+	// PlainPeerNoDCAU makes each third-party transfer between this Conn
+	// and a server without GSI (ftp://) run with DCAU N on this Conn:
+	// that server has no credential, so it cannot authenticate a data
+	// connection. DCAU N goes to this server before the transfer and
+	// DCAU A after it, so the transfers before and after keep DataAuth;
+	// if DCAU A cannot be set back, the Conn is closed. Other pairs are
+	// not affected. It does nothing with DataAuthNone, or with
+	// Protection ProtSafe or ProtPrivate (they need DCAU). False: such a
+	// transfer fails in the data channel's TLS handshake, as
+	// globus-url-copy's does.
+	PlainPeerNoDCAU bool
+
 	// Protection selects PROT for authenticated data channels; zero
 	// means ProtClear without sending PROT. ProtSafe and ProtPrivate are
 	// sent after PBSZ, at Login.

@@ -39,9 +39,11 @@ package client
 // (about eight round trips). Anything else that could have changed the
 // servers' data channel state forgets it: a failed file, a closed Conn,
 // any other transfer on either Conn (dropCache), MODE S, a raw command
-// (Do), or a batch between another pair. DCAU and PROT are only sent at
-// login. Both GCT and Ferry keep cached connections across transfers in
-// one direction until the next PASV/PORT/DCAU (protocol.md §5.5).
+// (Do), or a batch between another pair. DCAU and PROT are sent at
+// login, and DCAU around a transfer with a server without GSI
+// (GSIConfig.PlainPeerNoDCAU). Both GCT and Ferry keep cached
+// connections across transfers in one direction until the next
+// PASV/PORT/DCAU (protocol.md §5.5).
 
 import (
 	"context"
@@ -92,6 +94,13 @@ func ThirdPartyFiles(ctx context.Context, src, dst *Conn, files []ThirdPartyFile
 	}
 	if err := checkThirdPartyFTPS(src, dst); err != nil {
 		return fillErrs(errs, 0, err, o.Done)
+	}
+	restore, err := plainPeerDCAU(ctx, src, dst)
+	if err != nil {
+		return fillErrs(errs, 0, err, o.Done)
+	}
+	if restore != nil {
+		defer restore()
 	}
 	var progress *batchProgress
 	if o.StallTimeout > 0 {

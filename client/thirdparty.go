@@ -142,6 +142,13 @@ func ThirdParty(ctx context.Context, src *Conn, srcPath string, dst *Conn, dstPa
 	if ctx.Err() != nil {
 		return 0, fmt.Errorf("client: third party: %w", context.Cause(ctx))
 	}
+	restore, err := plainPeerDCAU(ctx, src, dst)
+	if err != nil {
+		return 0, err
+	}
+	if restore != nil {
+		defer restore()
+	}
 	t := &thirdParty{ctx: ctx, src: src, dst: dst, o: &o, srcPath: srcPath, dstPath: dstPath}
 	return t.run()
 }

@@ -48,6 +48,10 @@ type gsiFlags struct {
 	noDelegate             bool
 	cert, key              string
 
+	// plainPeer: third-party copies between a gsiftp:// server and one
+	// without GSI run with DCAU N on the gsiftp:// side (mixedThirdParty).
+	plainPeer bool
+
 	once sync.Once
 	cfg  *client.GSIConfig
 	err  error
@@ -102,6 +106,7 @@ func (g *gsiFlags) config() (*client.GSIConfig, error) {
 		return nil, g.err
 	}
 	c := *g.cfg
+	c.PlainPeerNoDCAU = g.plainPeer
 	return &c, nil
 }
 
@@ -145,13 +150,17 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 // gsiftp:// server cannot authenticate its data connection (DCAU A would
 // fail in the TLS handshake): as globus-url-copy sets DCAU only on the
 // gsiftp:// side, where it then breaks, a user of either expects the copy
-// to work with the one setting that can. So DCAU is dropped (DCAU N) for
-// the gsiftp:// sessions of the run, and w hears about it. -dcsafe and
-// -dcpriv need DCAU: they are refused.
+// to work with the one setting that can. So those copies, and only
+// those, run with DCAU N on their gsiftp:// side (the client sends DCAU N
+// before each and DCAU A after it: client.GSIConfig.PlainPeerNoDCAU); the
+// other pairs of the run keep data channel authentication, and w hears
+// about it. -dcsafe and -dcpriv need DCAU: they are refused.
 func (g *gsiFlags) mixedThirdParty(w io.Writer, pairs []job.URLPair, noTPT bool) error {
 	if g == nil || g.noDCAU || noTPT {
 		return nil
 	}
+	var first string
+	n := 0
 	for _, p := range pairs {
 		src, err1 := parseLocation(p.Src)
 		dst, err2 := parseLocation(p.Dst)
@@ -161,9 +170,19 @@ func (g *gsiFlags) mixedThirdParty(w io.Writer, pairs []job.URLPair, noTPT bool)
 		if g.dcSafe || g.dcPriv {
 			return usagef("%s to %s: -dcsafe and -dcpriv need data channel authentication, which a server without GSI cannot do", src, dst)
 		}
-		g.noDCAU = true
-		fmt.Fprintf(w, "ferry: note: %s to %s is between a gsiftp:// server and one without GSI: data channels are not authenticated (DCAU N, as with -nodcau)\n", src, dst)
+		if n == 0 {
+			first = fmt.Sprintf("%s to %s", src, dst)
+		}
+		n++
+	}
+	if n == 0 {
 		return nil
 	}
+	g.plainPeer = true
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (and %d more such pairs)", n-1)
+	}
+	fmt.Fprintf(w, "ferry: note: %s%s is between a gsiftp:// server and one without GSI: its data channels are not authenticated (DCAU N, as with -nodcau); the other copies keep DCAU\n", first, more)
 	return nil
 }

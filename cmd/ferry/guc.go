@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,7 +27,9 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	hist "github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/job"
 	"github.com/ferrygrid/ferry/internal/version"
+	"github.com/ferrygrid/ferry/internal/wire"
 )
 
 // gucName is the program name that turns the binary into the drop-in.
@@ -76,6 +79,9 @@ type gucConfig struct {
 	listFile             string // -f
 	tempList             bool   // listFile is a temporary file of -rp
 	dumpOnly             string // -do: write the pairs to copy to this file, copy nothing
+	ascii, binary        bool   // -a and -b were given
+	aliasFile            string // -af
+	ccN                  int    // -cc's value; 0: not given
 
 	subject, srcSubject, dstSubject string
 	cred, srcCred, dstCred          string
@@ -91,10 +97,8 @@ const (
 	whyAuthz    = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
 	whyG2       = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
 	whyModule   = "choosing the server's storage module from the client needs the server side, which Ferry does not have yet"
-	whyASCII    = "ASCII conversion (TYPE A) is not implemented by Ferry yet; files are copied as they are (-b)"
-	whyAlias    = "alias files are not implemented by Ferry yet; name the hosts in the URLs"
-	whyDataCred = "a separate data channel credential (DCSC) is not implemented by Ferry yet"
-	whyNLB      = "the bottleneck report is not implemented by Ferry yet; ferry cp -vb shows each data connection's rate"
+	whyDataCred = "a separate data channel credential (DCSC P, or a generated one for auto) is not implemented by Ferry's client yet"
+	whyNLB      = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
 )
 
 // gucOptions is every option of globus-url-copy, in the order of its help.
@@ -103,8 +107,11 @@ var gucOptions = []gucOption{
 	{names: []string{"version"}, apply: func(c *gucConfig, _ string) error { c.version = true; return nil }},
 	{names: []string{"versions"}, apply: func(c *gucConfig, _ string) error { c.versions = true; return nil }},
 	{names: []string{"c", "continue-on-error"}, apply: func(c *gucConfig, _ string) error { c.continueOnError = true; return nil }},
-	{names: []string{"a", "ascii"}, refuse: whyASCII},
-	{names: []string{"b", "binary"}, apply: noEffect},
+	// -a changes only http:// and https:// copies in globus-url-copy
+	// (GASS text mode); Ferry has none, so nothing changes, as for -b.
+	// Both together are refused (gucConfig.check).
+	{names: []string{"a", "ascii"}, apply: func(c *gucConfig, _ string) error { c.ascii = true; return nil }},
+	{names: []string{"b", "binary"}, apply: func(c *gucConfig, _ string) error { c.binary = true; return nil }},
 	{names: []string{"f"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.listFile = v; return nil }},
 	{names: []string{"cd", "create-dest"}, apply: func(c *gucConfig, _ string) error { c.cd = true; return cpSwitch("cd")(c, "") }},
 	{names: []string{"r", "recurse"}, apply: cpSwitch("r")},
@@ -168,7 +175,11 @@ var gucOptions = []gucOption{
 	{names: []string{"cache-saa", "cache-src-authz-assert"}, refuse: whyAuthz},
 	{names: []string{"cache-daa", "cache-dst-authz-assert"}, refuse: whyAuthz},
 	{names: []string{"pp", "pipeline"}, apply: func(c *gucConfig, _ string) error { c.pipeline = true; return nil }},
-	{names: []string{"cc", "concurrency"}, arg: gucInt, apply: func(c *gucConfig, v string) error { c.cc = true; return cpValue("cc")(c, v) }},
+	{names: []string{"cc", "concurrency"}, arg: gucInt, apply: func(c *gucConfig, v string) error {
+		c.cc = true
+		c.ccN, _ = strconv.Atoi(v)
+		return cpValue("cc")(c, v)
+	}},
 	{names: []string{"nlb", "nl-bottleneck"}, refuse: whyNLB},
 	{names: []string{"SP", "src-pipe"}, arg: gucText, refuse: whyPipe},
 	{names: []string{"DP", "dst-pipe"}, arg: gucText, refuse: whyPipe},
@@ -183,7 +194,7 @@ var gucOptions = []gucOption{
 	{names: []string{"sc", "src-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.srcCred = v; return nil }},
 	{names: []string{"dc", "dst-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dstCred = v; return nil }},
 	{names: []string{"data-cred"}, arg: gucText, refuse: whyDataCred},
-	{names: []string{"af", "alias-file"}, arg: gucText, refuse: whyAlias},
+	{names: []string{"af", "alias-file"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.aliasFile = v; return nil }},
 	{names: []string{"sync"}, apply: cpSwitch("sync")},
 	{names: []string{"sync-level"}, arg: gucInt, apply: cpValue("sync-level")},
 	{names: []string{"checksum-alg"}, arg: gucText, apply: cpValue("checksum-alg")},
@@ -456,8 +467,9 @@ Copying
   -len | -partial-length N      copy N bytes at most
   -list URL                     list a directory
   -rp | -relative-paths         URL paths are relative to the login directory (%2F: absolute)
-  -c | -continue-on-error       go on after a failed file
-  -b | -binary                  copy bytes as they are (the default)
+  -c | -continue-on-error       go on after a failed file (without it: stop at the first)
+  -a | -ascii, -b | -binary     accepted (-a converts only http:// copies in globus-url-copy)
+  -af | -alias-file FILE        hosts for @source and @destination, one per connection (-cc)
   -t SECONDS                    stop the transfer after SECONDS
 
 Performance
@@ -498,9 +510,9 @@ Output
   -help | -usage, -version, -versions
 
 
-Refused, with the reason: -a | -ascii, -af | -alias-file,
--data-cred, -nlb | -nl-bottleneck, -udt, -no-g2 | -nogridftp2, the storage
-module options (-mn, -mp, -smn, -smp, -dmn, -dmp), the assertion options
+Refused, with the reason: -data-cred, -nlb | -nl-bottleneck, -udt,
+-no-g2 | -nogridftp2, the storage module options (-mn, -mp, -smn, -smp,
+-dmn, -dmp), the assertion options
 (-aa, -saa, -daa, -cache-aa, -cache-saa, -cache-daa), the pipe options
 (-SP | -src-pipe, -DP | -dst-pipe, -pipe) and the driver stack options
 (-dcstack, -fsstack, -src-dcstack, -src-fsstack, -dst-dcstack, -dst-fsstack
@@ -537,17 +549,25 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "ferry: %s (%s, %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 1
 	}
+	if c.ascii && c.binary {
+		gucArgsError(e.stderr, "option -ascii and -binary are mutually exclusive")
+		return 1
+	}
 	if !(len(c.urls) == 2 || len(c.urls) == 0 && (c.listFile != "" || c.hasList())) {
 		fmt.Fprintf(e.stderr, "\nerror: a source and a destination URL are required (or -f FILE)\n\n%s\nRun globus-url-copy -help for the options.\n", gucUsage)
 		return 1
 	}
-	if c.relPaths {
-		if err := c.makeRelative(e); err != nil {
-			fmt.Fprintf(e.stderr, "\nerror: %s\n", reason(err))
-			return 1
-		}
-		defer c.removeTemp()
+	if len(c.urls) == 2 && strings.HasSuffix(c.urls[0], "/") && !slices.Contains(c.cp, "-r") {
+		// globus-url-copy copies the files of a source directory
+		// without -r (its subdirectories are left out): so do Ferry's
+		// wildcards.
+		c.urls[0] += "*"
 	}
+	if err := c.rewriteURLs(e); err != nil {
+		fmt.Fprintf(e.stderr, "\nerror: %s\n", reason(err))
+		return 1
+	}
+	defer c.removeTemp()
 	cpArgs, err := c.cpArgs(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "\nerror: %s\n", err)
@@ -560,29 +580,52 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 	}
 	// Wrapped, standard error is no terminal: no live display, as in
 	// globus-url-copy.
-	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: plainWriter{e.stderr}, gucOutput: true}
+	// Without -c globus-url-copy stops at the first failure: a source
+	// that cannot be listed or found stops it before any copy, and the
+	// first failed file ends the copies.
+	ce := &env{stdin: e.stdin, stdout: e.stdout, stderr: plainWriter{e.stderr, e.stdout}, gucOutput: true, stopAtFailure: !c.continueOnError}
 	if c.debug {
-		ce.ctlLog = slog.New(newGUCDebugHandler(e.stderr))
+		h := newGUCDebugHandler(e.stderr)
+		h.urls = c.serverURLs(e)
+		ce.ctlLog = slog.New(h)
 	}
-	if c.verbose && !c.quiet && c.isJob() {
-		// Ferry's line per file.
-		cpArgs = append([]string{"-v"}, cpArgs...)
-	}
-	if (c.verbose || c.perf) && !c.quiet && !c.isJob() && !c.hasList() {
-		printGUCVerbose(e.stderr, c.urls[0], c.urls[1])
+	// -v and -vb print on standard output, as globus-url-copy: the
+	// names of each file as it starts; with -vb its progress lines and
+	// a newline after it.
+	verbose := (c.verbose || c.perf) && !c.quiet && !c.hasList() && c.dumpOnly == ""
+	jctx := ctx
+	switch {
+	case c.isJob() && !c.hasList() && c.dumpOnly == "":
+		// The lines per file come from gucFiles; Ferry's own (its
+		// total progress, its summary) are left out.
+		cpArgs = slices.DeleteFunc(cpArgs, func(a string) bool { return a == "-vb" })
+		if !slices.Contains(cpArgs, "-q") {
+			cpArgs = append([]string{"-q"}, cpArgs...) // before the URLs
+		}
+		files := &gucFiles{perf: c.perf, running: map[runKey]*progressPrinter{}}
+		if verbose {
+			files.w = e.stdout
+		}
+		if !c.continueOnError {
+			var cancel context.CancelCauseFunc
+			jctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			files.stop = func() { cancel(errStoppedAtFailure) }
+		}
+		ce.jobFiles = files
+	case verbose:
+		printGUCVerbose(e.stdout, c.urls[0], c.urls[1])
 		if c.perf {
-			fmt.Fprintln(e.stderr) // then the progress lines
-		} else {
-			defer fmt.Fprintln(e.stderr)
+			defer fmt.Fprintln(e.stdout) // after the progress lines
 		}
 	}
 	switch {
 	case c.dumpOnly != "":
-		err = dumpOnly(ctx, ce, cpArgs, c.dumpOnly)
+		err = c.dumpOnlyRun(ctx, ce, cpArgs)
 	case c.hasList():
 		err = gucList(ctx, ce, cpArgs)
 	default:
-		err = runCopy(ctx, ce, cpArgs, false)
+		err = runCopy(jctx, ce, cpArgs, false)
 	}
 	switch {
 	case err == nil:
@@ -678,11 +721,31 @@ func splitURLName(u string) (dir, name string) {
 	return u[:i+1], u[i+1:]
 }
 
-// makeRelative applies -rp to the URLs of the command line and of the
-// -f list, which it rewrites to a temporary file.
-func (c *gucConfig) makeRelative(e *env) error {
-	for i := range c.urls {
-		c.urls[i] = relativeURL(c.urls[i])
+// rewriteURLs applies -rp and then -af to the URLs of the command line
+// and of the -f list, which it rewrites to a temporary file, in that
+// order as globus-url-copy (which makes the paths relative as it reads
+// the pairs, and applies the aliases as it hands each pair to a
+// connection).
+func (c *gucConfig) rewriteURLs(e *env) error {
+	var al *gucAliases
+	if c.aliasFile != "" {
+		al = loadAliasFile(e.stderr, c.aliasFile)
+	}
+	if !c.relPaths && al == nil {
+		return nil
+	}
+	rewrite := func(i int, p job.URLPair) job.URLPair {
+		if c.relPaths {
+			p.Src, p.Dst = relativeURL(p.Src), relativeURL(p.Dst)
+		}
+		if al != nil {
+			p = al.apply(p, c.connection(i))
+		}
+		return p
+	}
+	if len(c.urls) == 2 {
+		p := rewrite(0, job.URLPair{Src: c.urls[0], Dst: c.urls[1]})
+		c.urls[0], c.urls[1] = p.Src, p.Dst
 	}
 	if c.listFile == "" {
 		return nil
@@ -695,8 +758,9 @@ func (c *gucConfig) makeRelative(e *env) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range pairs {
-		fmt.Fprintf(f, "\"%s\" \"%s\"\n", relativeURL(p.Src), relativeURL(p.Dst))
+	for i, p := range pairs {
+		p = rewrite(i, p)
+		fmt.Fprintf(f, "\"%s\" \"%s\"\n", p.Src, p.Dst)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
@@ -707,7 +771,114 @@ func (c *gucConfig) makeRelative(e *env) error {
 	return nil
 }
 
-// removeTemp removes the list file makeRelative wrote.
+// connection is the number (from 0) of the connection that copies the
+// pair numbered i of a list: globus-url-copy hands each pair to its next
+// free connection (of -cc); Ferry's workers take the pairs in turn, so
+// pair i goes to connection i mod -cc.
+func (c *gucConfig) connection(i int) int {
+	return i % max(c.ccN, 1)
+}
+
+// gucAliases is an alias file (-af): the hosts that stand for the
+// source's and the destination's.
+type gucAliases struct {
+	src, dst []string // hosts, as host[:port]
+}
+
+// loadAliasFile reads an alias file in globus-url-copy's format: a line
+// "@NAME" starts an alias, each following line's first word is one of
+// its hosts (host[:port]); blank lines and lines starting with # are
+// skipped. Only @source and @destination mean something. A host before
+// any alias, an empty or repeated alias name is reported on w with its
+// line, as globus-url-copy does, and so is a file that cannot be read
+// (globus-url-copy says nothing then); either way the copy goes on with
+// the URLs' own hosts (nil).
+func loadAliasFile(w io.Writer, name string) *gucAliases {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		fmt.Fprintf(w, "Problem reading alias file %s: %v\n", name, errors.Unwrap(err))
+		return nil
+	}
+	al, line := parseAliases(string(b))
+	if line > 0 {
+		fmt.Fprintf(w, "Problem parsing alias file %s: line %d\n", name, line)
+		return nil
+	}
+	return al
+}
+
+// parseAliases parses the text of an alias file; line is the number of
+// the first bad line, 0 when there is none.
+func parseAliases(text string) (al *gucAliases, line int) {
+	hosts := map[string][]string{}
+	cur := ""
+	for i, l := range strings.Split(text, "\n") {
+		l = strings.TrimLeft(l, " \t\r\v\f")
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		f := strings.Fields(l)
+		if name, ok := strings.CutPrefix(f[0], "@"); ok {
+			if name == "" && len(f) > 1 {
+				name = f[1] // "@ source": the word after the blanks
+			}
+			if _, dup := hosts[name]; dup || name == "" {
+				return nil, i + 1
+			}
+			hosts[name], cur = []string{}, name
+			continue
+		}
+		if cur == "" {
+			return nil, i + 1
+		}
+		hosts[cur] = append(hosts[cur], f[0])
+	}
+	return &gucAliases{src: hosts["source"], dst: hosts["destination"]}, 0
+}
+
+// apply gives the pair the hosts of connection n: the source's and the
+// destination's n-th (modulo their number), for the URLs of FTP schemes.
+func (a *gucAliases) apply(p job.URLPair, n int) job.URLPair {
+	if len(a.src) > 0 {
+		p.Src = replaceHost(p.Src, a.src[n%len(a.src)])
+	}
+	if len(a.dst) > 0 {
+		p.Dst = replaceHost(p.Dst, a.dst[n%len(a.dst)])
+	}
+	return p
+}
+
+// replaceHost replaces the part of an ftp://, gsiftp:// (any "ftp://")
+// URL between the scheme and the path with host, as globus-url-copy's
+// aliases do: a user or password there goes too. Other URLs, and one
+// without a path, stay as they are.
+func replaceHost(u, host string) string {
+	i := strings.Index(u, "ftp://")
+	if i < 0 {
+		return u
+	}
+	rest := u[i+len("ftp://"):]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return u
+	}
+	return u[:i+len("ftp://")] + host + rest[j:]
+}
+
+// gucArgsError prints a bad command line as globus-url-copy's argument
+// check does.
+func gucArgsError(w io.Writer, msg string) {
+	fmt.Fprintf(w, "\nERROR: %s\n\nSyntax: %s\n\nUse -help to display full usage\n", msg, gucOneLineUsage)
+}
+
+// gucOneLineUsage is globus-url-copy's short syntax, printed with an
+// argument error.
+const gucOneLineUsage = `globus-url-copy [-help] [-vb] [-dbg] [-r] [-rst] [-s <subject>]
+                        [-p <parallelism>] [-tcp-bs <size>] [-bs <size>]
+                        -f <filename> | <sourceURL> <destURL>
+`
+
+// removeTemp removes the list file rewriteURLs wrote.
 func (c *gucConfig) removeTemp() {
 	if c.tempList {
 		os.Remove(c.listFile)
@@ -715,11 +886,14 @@ func (c *gucConfig) removeTemp() {
 }
 
 // gucDebugHandler prints the client's control channel records (-dbg) on
-// w, in globus-url-copy's shape: a "debug:" line naming the server, then
-// the command sent or the reply received.
+// w, in globus-url-copy's shape: a "debug:" line naming the server by
+// its URL, then the command sent or the reply received as on the wire
+// (lines ended by CRLF, a reply's continuation lines included), then an
+// empty line.
 type gucDebugHandler struct {
 	mu    *sync.Mutex // guards writes to w; shared by the handlers of WithAttrs; never nil
 	w     io.Writer
+	urls  map[string]string // a server's address to the URL that names it; read-only
 	attrs []slog.Attr
 }
 
@@ -731,7 +905,7 @@ func newGUCDebugHandler(w io.Writer) *gucDebugHandler {
 }
 
 func (h *gucDebugHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &gucDebugHandler{mu: h.mu, w: h.w, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], as...)}
+	return &gucDebugHandler{mu: h.mu, w: h.w, urls: h.urls, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], as...)}
 }
 
 func (h *gucDebugHandler) WithGroup(string) slog.Handler { return h }
@@ -749,12 +923,17 @@ func (h *gucDebugHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(add)
 	server := vals["server"]
+	if u := h.urls[server]; u != "" {
+		server = u
+	}
 	var b strings.Builder
 	switch r.Message {
 	case "send":
-		fmt.Fprintf(&b, "debug: sending command to %s:\n%s\n", server, vals["cmd"])
+		fmt.Fprintf(&b, "debug: sending command to %s:\n%s\r\n\n", server, vals["cmd"])
 	case "reply":
-		fmt.Fprintf(&b, "debug: response from %s:\n%s %s\n", server, vals["code"], vals["text"])
+		code, _ := strconv.Atoi(vals["code"])
+		reply := wire.Reply{Code: code, Lines: strings.Split(vals["text"], "\n")}
+		fmt.Fprintf(&b, "debug: response from %s:\n%s\n", server, reply.AppendWire(nil))
 	default:
 		fmt.Fprintf(&b, "debug: %s %s\n", r.Message, strings.Join(rest, " "))
 	}
@@ -764,50 +943,184 @@ func (h *gucDebugHandler) Handle(_ context.Context, r slog.Record) error {
 	return err
 }
 
-// plainWriter hides what a writer is (a terminal) from terminal().
-type plainWriter struct{ io.Writer }
+// serverURLs maps the address (host:port) of each server that the URLs
+// of the command line or of the -f list name to the first such URL
+// (without its password), by which -dbg names the server, as
+// globus-url-copy names it by the URL of the transfer.
+func (c *gucConfig) serverURLs(e *env) map[string]string {
+	m := map[string]string{}
+	add := func(u string) {
+		l, err := parseLocation(u)
+		if err != nil || l.kind != locRemote || m[l.addr] != "" {
+			return
+		}
+		if pu, err := url.Parse(u); err == nil {
+			u = pu.Redacted()
+		}
+		m[l.addr] = u
+	}
+	for _, u := range c.urls {
+		add(u)
+	}
+	if i := slices.Index(c.cp, "-list"); i >= 0 && i+1 < len(c.cp) {
+		add(c.cp[i+1])
+	}
+	if c.listFile != "" && c.listFile != "-" {
+		pairs, _ := readListFile(e, c.listFile)
+		for _, p := range pairs {
+			add(p.Src)
+			add(p.Dst)
+		}
+	}
+	return m
+}
+
+// plainWriter hides what a writer is (a terminal) from terminal(). out,
+// when not nil, is standard output, where globus-url-copy prints its
+// progress lines (newGUCProgressPrinter).
+type plainWriter struct {
+	io.Writer
+	out io.Writer
+}
 
 // newGUCProgressPrinter reports progress (-vb) in globus-url-copy's
 // lines: bytes so far, the average and the current rate in MB/s (MiB),
-// each line ended by "\r" so that a terminal overwrites it.
+// each line ended by "\r" so that a terminal overwrites it. Given the
+// drop-in's standard error (a plainWriter), it prints on standard output,
+// as globus-url-copy does.
 func newGUCProgressPrinter(w io.Writer) *progressPrinter {
+	if pw, ok := w.(plainWriter); ok && pw.out != nil {
+		w = pw.out
+	}
 	now := time.Now()
 	return &progressPrinter{w: w, now: time.Now, start: now, lastT: now, size: -1, guc: true}
 }
 
-// dumpOnly runs -do: ferry cp -dry-run -json plans the copy, and the
-// pairs it would copy are written to name in the -f format, as URLs.
-func dumpOnly(ctx context.Context, e *env, cpArgs []string, name string) error {
+// dumpOnlyRun runs -do: ferry cp -dry-run -json plans the copy, and the
+// pairs it would copy are written to the file (or standard output for
+// "-") as globus-url-copy writes them: each URL in double quotes, and
+// for a file found in a directory or by a wildcard (not named by the
+// user) "0,-1" and its facts, "size=N;modify=UNIX-TIME;mode=0644;".
+// globus-url-copy also writes a commented line per directory of -r;
+// Ferry does not (the -f reader skips them anyway).
+func (c *gucConfig) dumpOnlyRun(ctx context.Context, e *env, cpArgs []string) error {
+	named := map[string]bool{}
+	if len(c.urls) == 2 {
+		named[listURL(c.urls[0])] = true
+	}
+	if c.listFile != "" {
+		pairs, err := readListFile(e, c.listFile)
+		if err != nil {
+			return err
+		}
+		for _, p := range pairs {
+			named[listURL(p.Src)] = true
+		}
+	}
 	var plan bytes.Buffer
 	pe := *e
 	pe.stdout = &plan
-	if err := runCopy(ctx, &pe, append([]string{"-dry-run", "-json"}, cpArgs...), false); err != nil {
+	// -cd: a destination directory that does not exist yet is no
+	// reason not to write the pairs, as in globus-url-copy.
+	if err := runCopy(ctx, &pe, append([]string{"-dry-run", "-json", "-cd"}, cpArgs...), false); err != nil {
 		return err
 	}
 	var out bytes.Buffer
 	dec := json.NewDecoder(&plan)
 	for {
-		var rec struct{ Type, Action, Src, Dst string }
+		var rec struct {
+			Type, Action, Src, Dst string
+			Bytes                  *int64
+			Modify                 *int64
+			Mode                   string
+		}
 		if err := dec.Decode(&rec); err == io.EOF {
 			break
 		} else if err != nil {
 			return fmt.Errorf("-dump-only: reading the plan: %w", err)
 		}
-		if rec.Type == "plan" && rec.Action == "copy" {
-			fmt.Fprintf(&out, "%s %s\n", listURL(rec.Src), listURL(rec.Dst))
+		if rec.Type != "plan" || rec.Action != "copy" {
+			continue
 		}
+		src, dst := listURL(rec.Src), listURL(rec.Dst)
+		fmt.Fprintf(&out, "\"%s\" \"%s\"", src, dst)
+		if !named[src] {
+			var facts string
+			if rec.Bytes != nil {
+				facts += fmt.Sprintf("size=%d;", *rec.Bytes)
+			}
+			if rec.Modify != nil {
+				facts += fmt.Sprintf("modify=%d;", *rec.Modify)
+			}
+			if rec.Mode != "" {
+				facts += "mode=" + rec.Mode + ";"
+			}
+			if facts != "" {
+				out.WriteString(" 0,-1 " + facts)
+			}
+		}
+		out.WriteByte('\n')
 	}
-	return os.WriteFile(name, out.Bytes(), 0o644)
+	if c.dumpOnly == "-" {
+		_, err := e.stdout.Write(out.Bytes())
+		return err
+	}
+	return os.WriteFile(c.dumpOnly, out.Bytes(), 0o644)
 }
 
 // listURL makes a plan's location a URL for a list file: a local path
-// becomes a file:// URL, quoted when it holds blanks or "#".
+// becomes a file:// URL.
 func listURL(s string) string {
 	if strings.HasPrefix(s, "/") {
 		s = "file://" + s
 	}
-	if strings.ContainsAny(s, " \t#") {
-		return `"` + s + `"`
-	}
 	return s
+}
+
+// gucFiles follows the files of a job for the drop-in (env.jobFiles):
+// with -v and -vb it prints globus-url-copy's lines for each file on w
+// (Source, Dest and the name as it starts; with -vb its progress lines,
+// at most one a second, and a newline after it), and without -c the
+// first file that fails stops the job (stop).
+type gucFiles struct {
+	w    io.Writer // nil: no lines
+	perf bool
+	stop func() // nil with -c
+
+	mu      sync.Mutex
+	running map[runKey]*progressPrinter // guarded by mu; the files of -vb under way
+}
+
+func (g *gucFiles) FileStarted(p job.Pair, _ int64) {
+	if g.w == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	printGUCVerbose(g.w, listURL(p.Src.String()), listURL(p.Dst.String()))
+	if g.perf {
+		g.running[pairKey(p)] = newGUCProgressPrinter(g.w)
+	}
+}
+
+func (g *gucFiles) FileProgress(p job.Pair, bytes int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pp := g.running[pairKey(p)]
+	if pp != nil && pp.now().Sub(pp.lastT) >= time.Second {
+		pp.update(client.Progress{Bytes: bytes})
+	}
+}
+
+func (g *gucFiles) FileDone(p job.Pair, _ int64, err error) {
+	if err != nil && g.stop != nil {
+		g.stop()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pp := g.running[pairKey(p)]; pp != nil {
+		pp.done()
+		fmt.Fprintln(g.w)
+		delete(g.running, pairKey(p))
+	}
 }

@@ -19,6 +19,8 @@ import (
 	"sort"
 
 	"syscall"
+
+	"github.com/ferrygrid/ferry/internal/job"
 )
 
 // command is one subcommand of the ferry binary.
@@ -40,6 +42,13 @@ type env struct {
 	stdout, stderr io.Writer
 	ctlLog         *slog.Logger // when not nil, the client's control channel records (globus-url-copy -dbg)
 	gucOutput      bool         // globus-url-copy's progress lines instead of Ferry's (guc.go)
+	// stopAtFailure makes a job whose plan has a failure copy nothing
+	// (globus-url-copy without -c, guc.go).
+	stopAtFailure bool
+	// jobFiles, when not nil, also sees the files of a job as they
+	// start, progress and end (globus-url-copy's lines per file, and its
+	// stop at the first failure, guc.go).
+	jobFiles job.Observer
 }
 
 var commands = map[string]*command{}

@@ -126,7 +126,15 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	obs := newJobObserver(e, f, jf, len(plan.Pairs), plan.Bytes())
 	defer obs.stop()
 	jr.OnAuto = obs.onAuto
-	sum := jr.Run(ctx, obs)
+	var sum *job.Summary
+	if e.stopAtFailure && len(plan.Failed) > 0 {
+		sum = &job.Summary{Failed: plan.Failed}
+		for _, p := range plan.Pairs {
+			sum.Failed = append(sum.Failed, job.Result{Pair: p, Err: errStoppedAtFailure})
+		}
+	} else {
+		sum = jr.Run(ctx, obs)
+	}
 	obs.stop()
 	if jf.dumpFile != "" {
 		if err := writeDumpFile(jf.dumpFile, sum); err != nil {
@@ -139,6 +147,11 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	}
 	return nil
 }
+
+// errStoppedAtFailure is the reason of the files a job did not copy
+// because an earlier one failed (env.stopAtFailure; the drop-in's
+// observer, env.jobFiles, cancels the job with it).
+var errStoppedAtFailure = errors.New("not copied: an earlier file failed (without -c, the copy stops at the first failure)")
 
 // reason renders a failure for the user: a server's reply as "CODE text".
 func reason(err error) string {
@@ -160,9 +173,12 @@ func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
 	if asJSON {
 		enc = json.NewEncoder(e.stdout)
 	}
-	out := func(action string, src, dst job.Loc, size int64, extra string) {
+	out := func(action string, src, dst job.Loc, size int64, extra string, facts ...any) {
 		if enc != nil {
 			rec := map[string]any{"type": "plan", "action": action}
+			for i := 0; i+1 < len(facts); i += 2 {
+				rec[facts[i].(string)] = facts[i+1]
+			}
 			if src != (job.Loc{}) {
 				rec["src"] = src.String()
 			}
@@ -203,7 +219,16 @@ func printPlan(e *env, plan *job.Plan, asJSON, verbose bool) error {
 		if p.Link != "" {
 			out("link", p.Src, p.Dst, -1, p.Link)
 		} else {
-			out("copy", p.Src, p.Dst, p.Size, "")
+			// The source's facts, when known, as globus-url-copy's
+			// dump files have them (guc.go -do).
+			var facts []any
+			if !p.ModTime.IsZero() {
+				facts = append(facts, "modify", p.ModTime.Unix())
+			}
+			if p.Mode != 0 {
+				facts = append(facts, "mode", fmt.Sprintf("%04o", p.Mode.Perm()))
+			}
+			out("copy", p.Src, p.Dst, p.Size, "", facts...)
 		}
 	}
 	for _, d := range plan.Deletes {
@@ -405,6 +430,9 @@ type runKey struct{ src, dst job.Loc }
 func pairKey(p job.Pair) runKey { return runKey{p.Src, p.Dst} }
 
 func (o *jobObserver) FileStarted(p job.Pair, size int64) {
+	if o.e.jobFiles != nil {
+		o.e.jobFiles.FileStarted(p, size)
+	}
 	if o.live != nil {
 		o.live.FileStarted(liveName(p), size)
 	}
@@ -414,6 +442,9 @@ func (o *jobObserver) FileStarted(p job.Pair, size int64) {
 }
 
 func (o *jobObserver) FileProgress(p job.Pair, bytes int64) {
+	if o.e.jobFiles != nil {
+		o.e.jobFiles.FileProgress(p, bytes)
+	}
 	if o.live != nil {
 		o.live.FileProgress(liveName(p), bytes)
 	}
@@ -432,6 +463,9 @@ func (o *jobObserver) FileDone(p job.Pair, bytes int64, err error) {
 	defer o.mu.Unlock()
 	delete(o.running, pairKey(p))
 	o.done += bytes
+	if o.e.jobFiles != nil {
+		o.e.jobFiles.FileDone(p, bytes, err)
+	}
 	switch {
 	case o.enc != nil:
 		rec := map[string]any{"type": "file", "bytes": bytes, "ok": err == nil}
