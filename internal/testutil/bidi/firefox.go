@@ -21,34 +21,15 @@ import (
 // (a session waits for Firefox's idle start-up tasks).
 var StartTimeout = 10 * time.Minute
 
+// Width and Height are the size of the page's viewport.
+const Width, Height = 1400, 900
+
 // Executables are the names Firefox is looked up by, Debian's first.
 var Executables = []string{"firefox-esr", "firefox"}
 
 // listening matches the line Firefox prints once its WebDriver BiDi
 // server listens.
 var listening = regexp.MustCompile(`WebDriver BiDi listening on (ws://\S+)`)
-
-// prefs go into the profile's user.js: no first-run pages, no update or
-// telemetry traffic, no experiments: less to do at start-up, when the
-// remote agent waits for the idle start-up tasks before it opens a
-// session. Firefox sets the rest of what automation needs
-// itself when the remote agent is on (remote.prefs.recommended).
-const prefs = `user_pref("browser.shell.checkDefaultBrowser", false);
-user_pref("browser.startup.homepage_override.mstone", "ignore");
-user_pref("browser.aboutwelcome.enabled", false);
-user_pref("datareporting.policy.dataSubmissionEnabled", false);
-user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
-user_pref("app.update.disabledForTesting", true);
-user_pref("browser.safebrowsing.update.enabled", false);
-user_pref("app.normandy.enabled", false);
-user_pref("app.shield.optoutstudies.enabled", false);
-user_pref("messaging-system.rsexperimentloader.enabled", false);
-user_pref("browser.newtabpage.enabled", false);
-user_pref("browser.startup.page", 0);
-user_pref("extensions.pocket.enabled", false);
-user_pref("browser.discovery.enabled", false);
-user_pref("media.gmp-manager.updateEnabled", false);
-`
 
 // LogEntry is a console message or an uncaught error of the page
 // (a log.entryAdded event).
@@ -81,49 +62,49 @@ func Firefox(t testing.TB) *Page {
 	if err := os.Mkdir(profile, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(prefs), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	out := &watcher{found: make(chan string, 1)}
+	// No preferences of our own: with the remote agent on, Firefox sets
+	// those automation needs (remote.prefs.recommended).
 	cmd := exec.Command(exe,
 		"--headless", "--no-remote", "--profile", profile,
 		"--remote-debugging-port", "0", "--remote-allow-origins", Origin,
-		"--window-size", "1400,900", "about:blank")
+		"about:blank")
 	// Its own home, so that nothing is written to the user's.
-	cmd.Env = append(os.Environ(), "HOME="+dir, "MOZ_CRASHREPORTER_DISABLE=1", "MOZ_HEADLESS=1")
+	cmd.Env = append(os.Environ(), "HOME="+dir)
 	cmd.Stdout, cmd.Stderr = out, out
 	// A process group of its own, so that the content processes are
 	// killed with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("bidi: start %s: %v", exe, err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	kill := func() {
+	// Last of all, the group, whatever is left of it.
+	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-	}
+	})
 	var url string
 	select {
 	case url = <-out.found:
 	case <-exited:
 		t.Fatalf("bidi: %s exited before listening; output %q", exe, out.String())
 	case <-time.After(StartTimeout):
-		kill()
 		t.Fatalf("bidi: %s did not listen within %v; output %q", exe, StartTimeout, out.String())
 	}
+	t.Logf("bidi: %s listening on %s after %v", exe, url, time.Since(start).Round(time.Second))
 	p := &Page{t: t}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	conn, err := Dial(ctx, url+"/session", p.event)
 	if err != nil {
-		kill()
 		t.Fatalf("%v; output %q", err, out.String())
 	}
 	p.conn = conn
 	t.Cleanup(func() {
-		// A clean exit first, then the group, whatever is left of it.
+		// A clean exit first.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if conn.Call(ctx, "browser.close", nil, nil) == nil {
@@ -133,7 +114,6 @@ func Firefox(t testing.TB) *Page {
 			}
 		}
 		conn.Close()
-		kill()
 	})
 	var tree struct {
 		Contexts []struct {
@@ -150,10 +130,15 @@ func Firefox(t testing.TB) *Page {
 	if err == nil && len(tree.Contexts) == 0 {
 		err = fmt.Errorf("bidi: Firefox has no browsing context")
 	}
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		p.Context = tree.Contexts[0].Context
+		err = conn.Call(ctx, "browsingContext.setViewport", map[string]any{
+			"context": p.Context, "viewport": map[string]int{"width": Width, "height": Height}}, nil)
 	}
-	p.Context = tree.Contexts[0].Context
+	if err != nil {
+		t.Fatalf("%v; output %q", err, out.String())
+	}
+	t.Logf("bidi: session open after %v", time.Since(start).Round(time.Second))
 	return p
 }
 

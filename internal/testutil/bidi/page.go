@@ -106,8 +106,12 @@ func (p *Page) Eval(expr string, out any) error {
 
 // Wait polls the JavaScript expression cond until it is true, for at
 // most WaitTimeout.
-func (p *Page) Wait(cond string) error {
-	deadline := time.Now().Add(WaitTimeout)
+func (p *Page) Wait(cond string) error { return p.WaitFor(cond, WaitTimeout) }
+
+// WaitFor polls the JavaScript expression cond until it is true, for at
+// most d.
+func (p *Page) WaitFor(cond string, d time.Duration) error {
+	deadline := time.Now().Add(d)
 	var last error
 	for {
 		var ok bool
@@ -117,9 +121,9 @@ func (p *Page) Wait(cond string) error {
 		}
 		if time.Now().After(deadline) {
 			if last != nil {
-				return fmt.Errorf("bidi: waited %v for %s: %w", WaitTimeout, cond, last)
+				return fmt.Errorf("bidi: waited %v for %s: %w", d, cond, last)
 			}
-			return fmt.Errorf("bidi: waited %v for %s", WaitTimeout, cond)
+			return fmt.Errorf("bidi: waited %v for %s", d, cond)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
