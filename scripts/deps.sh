@@ -39,6 +39,9 @@ command -v groff >/dev/null || missing+=(groff-base)
 # Debian's Chromium, which the tests of ferry web (web/) drive headless
 # over the DevTools protocol (chromedp).
 command -v chromium >/dev/null || missing+=(chromium)
+# Debian's Firefox ESR, which web/firefox_test.go drives headless over
+# WebDriver BiDi (internal/testutil/bidi).
+command -v firefox-esr >/dev/null || missing+=(firefox-esr)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
