@@ -114,9 +114,16 @@ func cmdDELE(ctx context.Context, s *session, arg string) wire.Reply {
 	if r := s.uploadBusy(ctx, s.abs(arg), arg); r.Code != 0 {
 		return r
 	}
-	if err := s.fs.Remove(ctx, s.abs(arg)); err != nil {
+	p := s.abs(arg)
+	var keys []string
+	if xfer.IsPartName(p) {
+		keys = partKeys(s.uploadKeys(ctx, p, false).files)
+	}
+	if err := s.fs.Remove(ctx, p); err != nil {
 		return fsError(s, err, arg)
 	}
+	// The ledger forgets a deleted part file (parts.go).
+	s.parts().drop(keys)
 	return ok(250, "OK.")
 }
 
@@ -135,9 +142,13 @@ func cmdRMD(ctx context.Context, s *session, arg string) wire.Reply {
 	if r := s.uploadBusy(ctx, s.abs(arg), arg); r.Code != 0 {
 		return r
 	}
-	if err := s.fs.Rmdir(ctx, s.abs(arg)); err != nil {
+	p := s.abs(arg)
+	if err := s.fs.Rmdir(ctx, p); err != nil {
 		return fsError(s, err, arg)
 	}
+	// The part files it held are gone: the ledger forgets them by path
+	// (their other keys name the directory's identity, which is gone too).
+	s.parts().dropUnder("p:" + strings.TrimSuffix(path.Join("/", s.acct.Home, p), "/") + "/")
 	return ok(250, "OK.")
 }
 

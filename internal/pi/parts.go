@@ -26,19 +26,25 @@ package pi
 //
 // The server does not take REST's word for what the part file holds. A
 // ledger (partLedger: Config.Uploads's, shared by the sessions of a
-// server, or the session's own when there is none) records for each part
-// file the ranges the server wrote into it, the size, the identity that
-// uploads it (partOwner) and what the file looked like after the last part
-// (partPrint). A PART with REST continues the part file only for the same
-// identity, with the same ALLO, when the file is as the last part left it
-// and REST names nothing the ledger does not hold; a first PART (no REST)
-// and every other upload of the file are refused while the upload in
-// parts is another identity's (450), and otherwise start afresh. So
-// neither a lying client nor another one can make the server complete a
-// file from bytes it never received or that are not the uploader's.
-// The ledger lives in memory: after a server restart (or partLedgerTTL
-// without a part) a PART with REST is refused (550) and the client sends
-// the file again.
+// server, or the session's own when there is none) records every part
+// file an upload leaves, a plain STOR's as much as a PART's: the identity
+// that uploads it (partOwner) and what the file looked like after its
+// last write (partPrint), and for an upload in parts the ranges the
+// server wrote into it and the size. A continuation (REST) of another
+// identity's part file is refused (450), and one of a part file that is
+// not as its owner's last upload left it (550): a record that no longer
+// matches its file is stale for everyone and forgotten, as is one whose
+// file is deleted (DELE, RMD). A PART with REST continues the part file
+// only for the same identity, with the same ALLO, and when REST names
+// nothing the ledger does not hold; every upload of a file another
+// identity uploads in parts is refused (450), and an upload without REST
+// otherwise starts afresh. So neither a lying client nor another one can
+// make the server complete a file from bytes it never received or that
+// are not the uploader's. The ledger lives in memory: after a server
+// restart (or partLedgerTTL unused) a PART with REST is refused (550) and
+// the client sends the file again; a plain REST is taken at its word, as
+// GCT does. Its bounds (partLedgerMax and the rest) keep one identity
+// from filling it or pushing another's records out.
 //
 // PART is cleared by the next transfer command whatever it is, as REST is.
 // GCT answers an unknown verb with 500 and lists no PART in FEAT; clients
@@ -49,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -150,14 +157,19 @@ func (w *partWriter) check(off, n int64) error {
 	return nil
 }
 
-// add records that n bytes at off were written.
-func (w *partWriter) add(off, n int64) {
+// add records that n bytes at off were written; it fails the transfer
+// when they leave more than partMaxRanges separate ranges.
+func (w *partWriter) add(off, n int64) error {
 	if n <= 0 {
-		return
+		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.wrote.Add(xfer.Range{Start: off, End: off + n})
+	if w.wrote.Len() > partMaxRanges {
+		return &xfer.DataError{Err: fmt.Errorf("%w (%d)", errPartRanges, w.wrote.Len())}
+	}
+	return nil
 }
 
 // written returns the ranges written so far.
@@ -172,7 +184,9 @@ func (w *partWriter) WriteAt(p []byte, off int64) (int, error) {
 		return 0, &xfer.DataError{Err: err}
 	}
 	n, err := w.Writer.WriteAt(p, off)
-	w.add(off, int64(n))
+	if aerr := w.add(off, int64(n)); err == nil {
+		err = aerr
+	}
 	return n, err
 }
 
@@ -187,7 +201,9 @@ func (w partRangeWriter) ReadRangeFrom(r io.Reader, off, n int64) (int64, error)
 		return 0, &xfer.DataError{Err: err}
 	}
 	got, err := w.rf.ReadRangeFrom(r, off, n)
-	w.add(off, got)
+	if aerr := w.add(off, got); err == nil {
+		err = aerr
+	}
 	return got, err
 }
 
@@ -203,31 +219,43 @@ func limitToPart(w dsi.Writer, part xfer.Range) (dsi.Writer, *partWriter) {
 
 // Refusals of an upload in parts; replies.go maps them to reply codes.
 var (
-	// errPartOther: another identity's upload in parts writes the file (450).
-	errPartOther = errors.New("pi: another client's upload in parts is writing this file")
+	// errPartOther: another identity's upload writes the part file (450).
+	errPartOther = errors.New("pi: another client's upload is writing this file")
 	// errPartNone: a PART with REST, but no upload in parts to continue (550).
 	errPartNone = errors.New("pi: no upload in parts to continue")
 	// errPartNotHeld: REST names ranges the part file does not hold (550).
 	errPartNotHeld = errors.New("pi: REST names ranges the server did not store")
-	// errPartChanged: the part file is not as the last part left it (550).
-	errPartChanged = errors.New("pi: the part file changed since the last part")
+	// errPartChanged: the part file is not as the last upload left it (550).
+	errPartChanged = errors.New("pi: the part file changed since the last upload wrote it")
 	// errPartSize: ALLO differs from that of the parts before (554).
 	errPartSize = errors.New("pi: ALLO differs from the size the parts before announced")
+	// errPartFull: the ledger holds all the part files it may (452).
+	errPartFull = errors.New("pi: too many uploads are kept aside")
+	// errPartRanges: a part file holds too many separate ranges (a
+	// transfer's data error, so 426 or 451).
+	errPartRanges = errors.New("pi: the part file holds too many separate ranges")
 )
 
-// Bounds of the ledger of uploads in parts (partLedger).
+// Bounds of the ledger of part files (partLedger).
 const (
 	// partLedgerTTL: a record unused this long is forgotten (the upload
 	// must then start again), and no longer keeps others out of the file.
 	partLedgerTTL = 24 * time.Hour
-	// partLedgerMax is how many uploads in parts a ledger records; past
-	// it the one unused longest (the owner's own first) is forgotten.
-	partLedgerMax = 1 << 14
-	// partLedgerOwnerMax is how many of them one identity may have.
-	partLedgerOwnerMax = 1 << 10
-	// partMaxRanges is how many separate ranges a part file may hold;
-	// past it the upload must start again.
-	partMaxRanges = 1 << 14
+	// partLedgerMax is how many part files a ledger records, and
+	// partLedgerBytes how much memory (partRecord.cost) they may take.
+	// Past either, an identity that has none of its fair share left
+	// over is refused (errPartFull): no record of another is forgotten
+	// to make room for it.
+	partLedgerMax   = 1 << 14
+	partLedgerBytes = 64 << 20
+	// partLedgerOwnerMax and partLedgerOwnerBytes are one identity's
+	// share; past it, its own record unused longest is forgotten.
+	partLedgerOwnerMax   = 1 << 8
+	partLedgerOwnerBytes = partLedgerBytes / 64
+	// partMaxRanges is how many separate ranges a part file may hold:
+	// a transfer that leaves more fails, and an upload in parts whose
+	// part file holds more must start again.
+	partMaxRanges = 1 << 10
 )
 
 // partPrint is what a part file looked like when the server last wrote
@@ -243,23 +271,40 @@ func (p partPrint) equal(q partPrint) bool {
 	return p.exists == q.exists && p.size == q.size && p.modTime.Equal(q.modTime) && p.unique == q.unique
 }
 
-// partRecord is the ledger's record of one upload in parts.
+// partRecord is the ledger's record of one part file.
 type partRecord struct {
 	keys    []string      // the part file's keys (partKeys)
 	owner   string        // partOwner of who uploads it
+	parts   bool          // an upload in parts (PART): held is what it holds
 	size    int64         // the whole file's size (ALLO)
-	held    xfer.RangeSet // ranges of the part file the server stored
-	print   partPrint     // the part file after the last part
+	held    xfer.RangeSet // PART: ranges of the part file the server stored
+	print   partPrint     // the part file after the last upload
 	touched time.Time
 }
 
-// partLedger records the uploads in parts of a server (see the top of
-// this file). The zero value is ready.
+// cost is about how many bytes of memory r takes.
+func (r *partRecord) cost() int64 {
+	n := int64(256 + len(r.owner) + len(r.print.unique) + 32*r.held.Len())
+	for _, k := range r.keys {
+		n += int64(32 + len(k))
+	}
+	return n
+}
+
+// partShare is what one identity has in a ledger.
+type partShare struct {
+	n     int
+	bytes int64
+}
+
+// partLedger records the part files of a server's uploads (see the top
+// of this file). The zero value is ready.
 type partLedger struct {
 	mu     sync.Mutex
 	files  map[string]*partRecord // by each of its keys; guarded by mu
 	n      int                    // records; guarded by mu
-	owners map[string]int         // records by owner; guarded by mu
+	bytes  int64                  // their cost; guarded by mu
+	owners map[string]partShare   // records by owner; guarded by mu
 }
 
 // lookup returns a copy of the live record under any of keys.
@@ -293,6 +338,17 @@ func (l *partLedger) drop(keys []string) {
 	}
 }
 
+// dropUnder forgets the records with a key beginning with prefix.
+func (l *partLedger) dropUnder(prefix string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, r := range l.files {
+		if strings.HasPrefix(k, prefix) {
+			l.dropLocked(r)
+		}
+	}
+}
+
 // dropLocked forgets r. l.mu must be held.
 func (l *partLedger) dropLocked(r *partRecord) {
 	gone := false
@@ -304,14 +360,59 @@ func (l *partLedger) dropLocked(r *partRecord) {
 	}
 	if gone {
 		l.n--
-		if l.owners[r.owner]--; l.owners[r.owner] <= 0 {
+		l.bytes -= r.cost()
+		sh := l.owners[r.owner]
+		sh.n--
+		sh.bytes -= r.cost()
+		if sh.n <= 0 {
 			delete(l.owners, r.owner)
+		} else {
+			l.owners[r.owner] = sh
 		}
 	}
 }
 
-// put records r under its keys, in place of any record there.
-func (l *partLedger) put(r partRecord) {
+// admit returns errPartFull when an upload of owner's to the part file
+// under keys could not be recorded: no record is under keys (one there
+// is replaced), the ledger is full, and owner has no record of its own
+// to give up for it.
+func (l *partLedger) admit(owner string, keys []string, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if l.files[k] != nil {
+			return nil
+		}
+	}
+	if l.n < partLedgerMax && l.bytes < partLedgerBytes {
+		return nil
+	}
+	if l.owners[owner].n > 0 {
+		return nil // it gives up its own record unused longest
+	}
+	l.dropExpiredLocked(now)
+	if l.n < partLedgerMax && l.bytes < partLedgerBytes {
+		return nil
+	}
+	return errPartFull
+}
+
+// dropExpiredLocked forgets the records unused for partLedgerTTL. l.mu
+// must be held.
+func (l *partLedger) dropExpiredLocked(now time.Time) {
+	for k, r := range l.files {
+		if r.keys[0] == k && now.Sub(r.touched) > partLedgerTTL {
+			l.dropLocked(r)
+		}
+	}
+}
+
+// put records r under its keys, in place of any record there. It makes
+// room within the owner's share by forgetting the owner's own records,
+// and in the ledger by forgetting expired ones; it never forgets
+// another's live record. It returns errPartFull, recording nothing,
+// when the ledger is full past what admit let in.
+func (l *partLedger) put(r partRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range r.keys {
@@ -320,51 +421,60 @@ func (l *partLedger) put(r partRecord) {
 		}
 	}
 	if len(r.keys) == 0 {
-		return
+		return nil
 	}
 	if l.files == nil {
-		l.files, l.owners = map[string]*partRecord{}, map[string]int{}
+		l.files, l.owners = map[string]*partRecord{}, map[string]partShare{}
 	}
-	l.makeRoomLocked(r.owner, r.touched)
 	rec := &r
+	cost := rec.cost()
+	if !l.makeRoomLocked(r.owner, cost, r.touched) {
+		return errPartFull
+	}
 	for _, k := range r.keys {
 		l.files[k] = rec
 	}
 	l.n++
-	l.owners[r.owner]++
+	l.bytes += cost
+	sh := l.owners[r.owner]
+	sh.n++
+	sh.bytes += cost
+	l.owners[r.owner] = sh
+	return nil
 }
 
-// makeRoomLocked forgets records until owner may have one more: an
-// expired one, else the one unused longest of owner's (past
-// partLedgerOwnerMax) or of anyone's (past partLedgerMax). l.mu must be
-// held.
-func (l *partLedger) makeRoomLocked(owner string, now time.Time) {
-	for l.n >= partLedgerMax || l.owners[owner] >= partLedgerOwnerMax {
-		ownerFull := l.owners[owner] >= partLedgerOwnerMax
+// makeRoomLocked forgets owner's own records, unused longest first,
+// until it has room in its share, and in the ledger, for one more of
+// cost (expired records of anyone's go first); it reports whether the
+// ledger has room. An upload admit let in may take the ledger past its
+// bounds by a little (one record per upload running at once). l.mu must
+// be held.
+func (l *partLedger) makeRoomLocked(owner string, cost int64, now time.Time) bool {
+	full := func() bool { return l.n >= partLedgerMax || l.bytes+cost > partLedgerBytes }
+	if full() {
+		l.dropExpiredLocked(now)
+	}
+	for {
+		sh := l.owners[owner]
+		over := sh.n >= partLedgerOwnerMax || sh.bytes+cost > partLedgerOwnerBytes
+		if sh.n == 0 || !(over || full()) {
+			break
+		}
 		var oldest *partRecord
 		for k, r := range l.files {
-			if r.keys[0] != k {
-				continue // each record once
-			}
-			if now.Sub(r.touched) > partLedgerTTL {
-				oldest = r
-				break
-			}
-			if ownerFull && r.owner != owner {
-				continue
-			}
-			if oldest == nil || r.touched.Before(oldest.touched) {
+			if r.keys[0] == k && r.owner == owner && (oldest == nil || r.touched.Before(oldest.touched)) {
 				oldest = r
 			}
 		}
 		if oldest == nil {
-			return
+			break
 		}
 		l.dropLocked(oldest)
 	}
+	return l.n < partLedgerMax+partLedgerMax/16 && l.bytes+cost <= partLedgerBytes+partLedgerBytes/16
 }
 
-// parts is the session's ledger of uploads in parts: the server's, or,
+// parts is the session's ledger of part files: the server's, or,
 // without Config.Uploads, the session's own.
 func (s *session) parts() *partLedger {
 	if s.cfg.Uploads != nil {
@@ -373,17 +483,29 @@ func (s *session) parts() *partLedger {
 	return &s.ownParts
 }
 
-// partOwner is the identity an upload in parts is bound to: the account
-// (so that a client resuming on a new control connection continues it),
-// or for an anonymous login the client's host.
+// partOwner is the identity a part file is bound to: the account (so
+// that a client resuming on a new control connection continues it), or
+// for an anonymous login the client's host: its IPv4 address, or the
+// /64 of its IPv6 address (one host has a whole /64 to pick from).
 func (s *session) partOwner() string {
 	if s.acct == nil {
 		return ""
 	}
 	if s.acct.Anonymous {
-		return "anonymous@" + remoteAddrPort(s.conn).Addr().String()
+		return anonymousOwner(remoteAddrPort(s.conn).Addr())
 	}
 	return "user:" + s.acct.Name + "\x00" + s.acct.Home
+}
+
+// anonymousOwner is the partOwner of an anonymous login from a.
+func anonymousOwner(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return "anonymous@" + p.String()
+		}
+	}
+	return "anonymous@" + a.String()
 }
 
 // partKeys are the ledger's keys of a part file among an upload's keys
@@ -408,30 +530,51 @@ func (s *session) partPrintOf(ctx context.Context, target string) partPrint {
 	return partPrint{exists: true, size: fi.Size, modTime: fi.ModTime, unique: fi.Unique}
 }
 
-// planPart checks an upload of target (keys: its partKeys) against the
-// ledger before it runs: it returns the ledger's record of a PART with
-// REST that may continue, or nil, or the refusal. Every upload but a
-// continuation forgets the record (a first part starts afresh), and one
-// that continues takes it out until it ends (keepPart puts it back).
+// planPart checks an upload that writes the part file target (keys: its
+// partKeys), or a PART, against the ledger before it runs: it returns
+// the ledger's record the upload continues (REST), or nil, or the
+// refusal.
+//   - A record whose part file is no longer as it left it is stale for
+//     everyone: it is forgotten, and a continuation refused.
+//   - A continuation (REST) of another identity's part file is refused,
+//     as is every upload of a file another uploads in parts (PART).
+//   - An upload without REST starts the part file afresh, and forgets
+//     the record.
+//   - A PART with REST continues only an upload in parts with the same
+//     ALLO, for ranges the ledger holds.
+//
+// One that continues takes the record out until it ends (keepPart puts
+// it back).
 func (s *session) planPart(ctx context.Context, keys []string, target string, hasPart, hasRest bool, rest xfer.RangeSet, allo int64) (*partRecord, error) {
 	led := s.parts()
-	rec, found := led.lookup(keys, time.Now())
+	now := time.Now()
+	me := s.partOwner()
+	rec, found := led.lookup(keys, now)
+	if found && !s.partPrintOf(ctx, target).equal(rec.print) {
+		led.drop(keys)
+		if hasRest {
+			return nil, errPartChanged
+		}
+		found = false
+	}
 	switch {
 	case !found:
 		if hasPart && hasRest {
 			return nil, fmt.Errorf("%w (the server stored no part of this file)", errPartNone)
 		}
 		return nil, nil
-	case rec.owner != s.partOwner():
+	case rec.owner != me && (rec.parts || hasRest):
 		return nil, errPartOther
-	case !hasPart || !hasRest:
+	case !hasRest:
 		led.drop(keys)
 		return nil, nil
+	case !hasPart:
+		led.drop(keys)
+		return &rec, nil
+	case !rec.parts:
+		return nil, fmt.Errorf("%w (the server did not record the ranges of this file's part file)", errPartNone)
 	case rec.size != allo:
 		return nil, fmt.Errorf("%w (%d)", errPartSize, rec.size)
-	case !s.partPrintOf(ctx, target).equal(rec.print):
-		led.drop(keys)
-		return nil, errPartChanged
 	}
 	var missing xfer.RangeSet
 	for _, r := range rest.Ranges() {
@@ -494,14 +637,23 @@ func briefRanges(rs xfer.RangeSet) string {
 	return fmt.Sprintf("%s,… (%d ranges)", first.String(), rs.Len())
 }
 
-// keepPart records in the ledger what the part file of up holds now.
+// keepPart records in the ledger who wrote the part file of up, what it
+// looks like now and, for an upload in parts, what it holds.
 func (s *session) keepPart(ctx context.Context, up *storePlan) {
-	if up.held.Len() > partMaxRanges {
-		s.log.Warn("upload in parts forgotten: its part file holds too many separate ranges", "path", up.target, "ranges", up.held.Len())
-		return
-	}
-	s.parts().put(partRecord{
-		keys: up.partKeys, owner: s.partOwner(), size: up.allo, held: up.held,
+	rec := partRecord{
+		keys: up.partKeys, owner: s.partOwner(), parts: up.part != nil, size: up.allo,
 		print: s.partPrintOf(context.WithoutCancel(ctx), up.target), touched: time.Now(),
-	})
+	}
+	if rec.parts {
+		if up.held.Len() > partMaxRanges {
+			// The owner keeps the file, but its parts must start again.
+			s.log.Warn("upload in parts must start again: its part file holds too many separate ranges", "path", up.target, "ranges", up.held.Len())
+			rec.parts = false
+		} else {
+			rec.held = up.held
+		}
+	}
+	if err := s.parts().put(rec); err != nil {
+		s.log.Warn("part file not recorded", "path", up.target, "err", err)
+	}
 }

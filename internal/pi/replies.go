@@ -43,6 +43,8 @@ func fsError(s *session, err error, name string) wire.Reply {
 	// Refusals of an upload in parts (parts.go).
 	case errors.Is(err, errPartOther):
 		return ok(450, "%s: %s; try again later.", name, partText(err))
+	case errors.Is(err, errPartFull):
+		return ok(452, "%s: %s; try again later.", name, partText(err))
 	case errors.Is(err, errPartSize):
 		return ok(554, "%s: %s.", name, partText(err))
 	case errors.Is(err, errPartNone), errors.Is(err, errPartNotHeld), errors.Is(err, errPartChanged):

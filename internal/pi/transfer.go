@@ -324,7 +324,10 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	w, err := s.fs.Create(ctx, up.target, up.opts)
 	if err != nil {
 		if up.prevPart != nil {
-			s.parts().put(*up.prevPart) // untouched: the upload may go on
+			// Untouched: the upload may go on.
+			if perr := s.parts().put(*up.prevPart); perr != nil {
+				s.log.Warn("part file not recorded", "path", up.target, "err", perr)
+			}
 		}
 		return fsError(s, err, arg), false
 	}
@@ -380,9 +383,10 @@ type storePlan struct {
 	part          *xfer.Range   // PART: the range this STOR brings; nil: the whole file
 	partial       bool          // PART: the part file does not hold the whole file yet (settlePart)
 	rest          xfer.RangeSet // PART: the ranges REST named
-	partKeys      []string      // PART: the part file's keys in the ledger (parts.go)
+	recorded      bool          // the ledger records the part file (a part, or target is a part file)
+	partKeys      []string      // recorded: the part file's keys in the ledger (parts.go)
 	held          xfer.RangeSet // PART: the ranges the server stored in the part file
-	prevPart      *partRecord   // PART: the ledger's record this upload continues, or nil
+	prevPart      *partRecord   // recorded: the ledger's record this upload continues, or nil
 	aborted       bool          // the storage discarded the upload (writerAborter)
 	done          func()        // ends its record in Config.Uploads
 }
@@ -492,9 +496,17 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	if !free {
 		return nil, ok(450, "%s: another upload to this file is in progress; try again later.", arg)
 	}
-	// The ledger of uploads in parts says whether this one may write
-	// target, and what a continued part file holds (parts.go).
+	// The ledger of part files says whether this upload may write
+	// target, and what a continued part file holds (parts.go). Every
+	// upload that writes a part file, or a part, is recorded there.
 	pkeys := partKeys(targetKeys)
+	recorded := hasPart || target != p
+	if recorded {
+		if err := s.parts().admit(s.partOwner(), pkeys, time.Now()); err != nil {
+			done()
+			return nil, fsError(s, err, arg)
+		}
+	}
 	prev, err := s.planPart(ctx, pkeys, target, hasPart, hasRest, rest, allo)
 	if err != nil {
 		done()
@@ -512,8 +524,11 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 		}
 	}
 	up := &storePlan{kind: kind, p: p, target: target, hasRest: hasRest, allo: allo, req: req, opts: opts, targetExisted: targetExisted, done: done}
+	if recorded {
+		up.recorded, up.partKeys, up.prevPart = true, pkeys, prev
+	}
 	if hasPart {
-		up.part, up.rest, up.partKeys, up.prevPart = &part, rest, pkeys, prev
+		up.part, up.rest = &part, rest
 		if prev != nil {
 			up.held = prev.held.Clone()
 		}
@@ -570,7 +585,7 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 	if err == nil && target != p {
 		if rerr := s.fs.Rename(context.WithoutCancel(ctx), target, p); rerr != nil {
 			s.log.Error("could not rename a finished upload", "from", target, "to", p, "err", rerr)
-			if up.part != nil {
+			if up.recorded {
 				s.keepPart(ctx, up)
 			}
 			return fsError(s, rerr, arg)
@@ -587,8 +602,9 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 		}
 		return s.transferReply(err, "")
 	}
-	if err != nil && up.part != nil {
-		// What this part wrote stays, for a continuation with REST.
+	if err != nil && up.recorded {
+		// What this upload wrote stays, for its owner's continuation
+		// with REST (parts.go).
 		s.keepPart(ctx, up)
 	}
 	if target != p {

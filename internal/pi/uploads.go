@@ -21,7 +21,7 @@ type Uploads struct {
 	files  map[string]int // keys of the files being written; guarded by mu
 	parent map[string]int // keys of the directories above them; guarded by mu
 
-	parts partLedger // the uploads in parts of the server's sessions (parts.go)
+	parts partLedger // the part files of the server's uploads (parts.go)
 }
 
 // uploadKeys are an upload's, or a command's, keys.
