@@ -65,6 +65,7 @@ type serveFlags struct {
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
 	allowedModules                                                        string
+	moduleMaxBytes                                                        int64
 	idle, stall                                                           time.Duration
 	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
@@ -102,6 +103,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "refuse sessions beyond `N` (421; 0: no limit)")
 	fs.IntVar(&f.maxPerSource, "max-sessions-per-source", server.DefaultMaxSessionsPerSource, "refuse a client address more than `N` sessions at once (421; 0: no limit)")
 	fs.StringVar(&f.allowedModules, "allowed-modules", "", "ERET/ESTO processing `MODULES` clients may use, comma-separated: "+strings.Join(dpm.Names(), ", ")+" (default: none; see docs/modules.md)")
+	fs.Int64Var(&f.moduleMaxBytes, "module-max-bytes", dpm.DefaultMaxBytes, "the most `BYTES` an ERET/ESTO module chain produces (decompressed, unpacked or spooled); more fails the command")
 	fs.BoolVar(&f.inPlace, "upload-in-place", false, "write uploads straight into their target, as GCT does (default: a hidden part file, renamed over the target once complete)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -305,6 +307,10 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessionsPerSource = noLimit(f.maxPerSource)
 	cfg.AllowForeignDataAddress = f.allowForeign
 	cfg.UploadInPlace = f.inPlace
+	if f.moduleMaxBytes <= 0 {
+		return cfg, usagef("-module-max-bytes must be positive")
+	}
+	cfg.ModuleMaxBytes = f.moduleMaxBytes
 	for _, m := range strings.Split(f.allowedModules, ",") {
 		if m = strings.TrimSpace(m); m == "" {
 			continue
