@@ -161,6 +161,10 @@ type Config struct {
 	// use (package internal/dpm: gzip, zstd, tar, cat, cksum); nil
 	// allows none.
 	AllowedModules []string
+	// ModuleMaxBytes bounds the bytes a module chain produces (ESTO:
+	// written after decompressing or unpacking; ERET: spooled); zero
+	// means 64 GiB.
+	ModuleMaxBytes int64
 	// Banner replaces the 220 greeting text.
 	Banner string
 	// UserStorage, when set, gives the storage for an account with a
@@ -303,6 +307,7 @@ func New(cfg Config) (*Server, error) {
 		OnLoginStep:             s.loginStep,
 		UploadInPlace:           cfg.UploadInPlace,
 		AllowedModules:          cfg.AllowedModules,
+		ModuleMaxBytes:          cfg.ModuleMaxBytes,
 		Uploads:                 &pi.Uploads{},
 		Abort:                   abortCtx,
 		Logger:                  s.log,

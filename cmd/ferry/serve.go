@@ -65,6 +65,7 @@ type serveFlags struct {
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
 	allowedModules                                                        string
+	moduleMaxBytes                                                        int64
 	idle, stall                                                           time.Duration
 	maxSessions, maxPerSource, moversMin                                  int
 	shutdownGrace                                                         time.Duration
@@ -77,7 +78,7 @@ type serveFlags struct {
 type s3Flags struct {
 	endpoint, bucket, prefix, region, accessKey, secretKey string
 	pathStyle                                              bool
-	partSize                                               int64
+	partSize, maxSpill                                     int64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -91,6 +92,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.s3.accessKey, "s3-access-key", "", "-storage s3: the access key `ID` (default: $AWS_ACCESS_KEY_ID); keep it and s3-secret-key in the -config file, not on the command line")
 	fs.StringVar(&f.s3.secretKey, "s3-secret-key", "", "-storage s3: the secret `KEY` (default: $AWS_SECRET_ACCESS_KEY); best in the -config file")
 	fs.BoolVar(&f.s3.pathStyle, "s3-path-style", false, "-storage s3: path-style requests (http://HOST/BUCKET/KEY), which most stores other than AWS want; default: the client's choice")
+	fs.Int64Var(&f.s3.maxSpill, "s3-max-spill", s3.DefaultMaxSpill, "-storage s3: the most `BYTES` all uploads together buffer in temporary files (parts not yet whole); a write past it fails")
 	fs.Int64Var(&f.s3.partSize, "s3-part-size", s3.DefaultPartSize, "-storage s3: multipart upload part `BYTES` (at least 5 MiB); MODE E blocks are buffered per part until it is whole")
 	fs.BoolVar(&f.anonymous, "anonymous", false, "allow anonymous logins (user anonymous or ftp), read-only")
 	fs.BoolVar(&f.anonWrite, "anonymous-write", false, "let anonymous users write too")
@@ -102,6 +104,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "refuse sessions beyond `N` (421; 0: no limit)")
 	fs.IntVar(&f.maxPerSource, "max-sessions-per-source", server.DefaultMaxSessionsPerSource, "refuse a client address more than `N` sessions at once (421; 0: no limit)")
 	fs.StringVar(&f.allowedModules, "allowed-modules", "", "ERET/ESTO processing `MODULES` clients may use, comma-separated: "+strings.Join(dpm.Names(), ", ")+" (default: none; see docs/modules.md)")
+	fs.Int64Var(&f.moduleMaxBytes, "module-max-bytes", dpm.DefaultMaxBytes, "the most `BYTES` an ERET/ESTO module chain produces (decompressed, unpacked or spooled); more fails the command")
 	fs.BoolVar(&f.inPlace, "upload-in-place", false, "write uploads straight into their target, as GCT does (default: a hidden part file, renamed over the target once complete)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -241,7 +244,7 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		}
 		s3cfg := s3.ConfigFromEnv(s3.Config{
 			Endpoint: f.s3.endpoint, Bucket: f.s3.bucket, Prefix: f.s3.prefix, Region: f.s3.region,
-			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize,
+			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize, MaxSpill: f.s3.maxSpill,
 		})
 		switch {
 		case s3cfg.Endpoint == "" && s3cfg.Bucket == "":
@@ -305,6 +308,10 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	cfg.MaxSessionsPerSource = noLimit(f.maxPerSource)
 	cfg.AllowForeignDataAddress = f.allowForeign
 	cfg.UploadInPlace = f.inPlace
+	if f.moduleMaxBytes <= 0 {
+		return cfg, usagef("-module-max-bytes must be positive")
+	}
+	cfg.ModuleMaxBytes = f.moduleMaxBytes
 	for _, m := range strings.Split(f.allowedModules, ",") {
 		if m = strings.TrimSpace(m); m == "" {
 			continue

@@ -235,3 +235,28 @@ func TestServeAllowedModules(t *testing.T) {
 		t.Fatalf("serve -allowed-modules gzip,rot13 exited %d: %s", code, stderr.String())
 	}
 }
+
+// TestServeModuleMaxBytes: -module-max-bytes reaches server.Config, and
+// a bound that is not positive is refused.
+func TestServeModuleMaxBytes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int64
+		bad  bool
+	}{
+		{nil, 64 << 30, false},
+		{[]string{"-module-max-bytes", "1000"}, 1000, false},
+		{[]string{"-module-max-bytes", "0"}, 0, true},
+	} {
+		f := new(serveFlags)
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(append([]string{"-storage", "null", "-anonymous"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.serverConfig(&env{stdout: io.Discard, stderr: io.Discard})
+		if c.bad != (err != nil) || !c.bad && cfg.ModuleMaxBytes != c.want {
+			t.Errorf("%v: ModuleMaxBytes %d, %v", c.args, cfg.ModuleMaxBytes, err)
+		}
+	}
+}

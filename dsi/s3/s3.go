@@ -79,6 +79,9 @@ const (
 	// DefaultMaxMemory bounds the memory all the Writers of a storage
 	// take together.
 	DefaultMaxMemory = 1 << 30
+	// DefaultMaxSpill bounds the disk all the Writers of a storage use
+	// for the parts they buffer in their temporary files.
+	DefaultMaxSpill = 64 << 30
 	// MaxObjectSize is the largest object S3 stores (5 TiB).
 	MaxObjectSize = 5 << 40
 	// maxParts is the most parts of one multipart upload.
@@ -141,6 +144,11 @@ type Config struct {
 	// zeros the client never sent would cost uploads and storage, and
 	// an object cannot be patched afterwards.
 	MaxZeroFill int64
+	// MaxSpill bounds the bytes all Writers of the storage hold in their
+	// temporary files together; a write past it fails (dsi.ErrNoSpace).
+	// A Writer of declared size (a truncating Create's Size) holds at
+	// most that much. 0 means DefaultMaxSpill.
+	MaxSpill int64
 	// TempDir is where Writers spill parts; "" means os.TempDir().
 	TempDir string
 	// Transport is the HTTP transport; nil means minio-go's default.
@@ -183,7 +191,27 @@ type FS struct {
 	prefix string // "" or ends in "/"
 	cfg    Config
 	mem    atomic.Int64 // bytes of memory the Writers hold (Config.MaxMemory)
+	spill  atomic.Int64 // bytes the Writers hold in spill files (Config.MaxSpill)
 }
+
+func (f *FS) maxSpill() int64 { return cmp.Or(f.cfg.MaxSpill, DefaultMaxSpill) }
+
+// takeSpill reserves n bytes of the Writers' spill space, or reports false.
+func (f *FS) takeSpill(n int64) bool {
+	limit := f.maxSpill()
+	for {
+		cur := f.spill.Load()
+		if cur+n > limit {
+			return false
+		}
+		if f.spill.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// giveSpill returns n bytes taken with takeSpill.
+func (f *FS) giveSpill(n int64) { f.spill.Add(-n) }
 
 // takeMem reserves n bytes of the Writers' memory, or reports false.
 func (f *FS) takeMem(n int64) bool {

@@ -52,6 +52,7 @@ type Writer struct {
 	sent    map[int64]bool               // parts full and handed to upload; guarded by mu
 	mem     int64                        // bytes of pages held in memory; guarded by mu
 	spill   *os.File                     // pages not held in memory, at their file offsets; guarded by mu
+	spilled int64                        // bytes of pages held in spill; guarded by mu
 	end     int64                        // the end of the furthest write; guarded by mu
 	err     error                        // the first failure; guarded by mu
 	closed  bool                         // guarded by mu
@@ -215,6 +216,15 @@ func (w *Writer) pagesLocked(i, rel, n int64) (*part, error) {
 			w.mem += size
 			continue
 		}
+		// The spill holds at most what the declared size needs, and all
+		// Writers' spills at most Config.MaxSpill.
+		if w.limit < w.f.maxObject() && w.spilled+size > w.limit {
+			return nil, w.failLocked(fmt.Errorf("s3: write %s: %d bytes buffered on disk pass the %d declared: %w", w.name, w.spilled+size, w.limit, dsi.ErrNoSpace))
+		}
+		if !w.f.takeSpill(size) {
+			return nil, w.failLocked(fmt.Errorf("s3: write %s: the storage's spill space (%d bytes) is used up: %w", w.name, w.f.maxSpill(), dsi.ErrNoSpace))
+		}
+		w.spilled += size
 		if w.spill == nil {
 			f, err := os.CreateTemp(w.f.cfg.TempDir, "ferry-s3-*")
 			if err != nil {
@@ -244,13 +254,23 @@ func (w *Writer) copyIn(p *part, spill *os.File, i, rel int64, b []byte) error {
 	return nil
 }
 
-// freeLocked drops the memory pages of p.
-func (w *Writer) freeLocked(p *part) {
+// freeLocked drops the pages of p (part i): memory, and the spill's
+// disk blocks.
+func (w *Writer) freeLocked(p *part, i int64) {
 	for j := range p.pages {
 		if b := p.pages[j].buf; b != nil {
 			w.mem -= int64(len(b))
 			w.f.giveMem(int64(len(b)))
 			p.pages[j].buf = nil
+		}
+		if p.pages[j].disk {
+			n := w.pageLen(int64(j))
+			if w.spill != nil {
+				punchHole(w.spill, i*w.ps+int64(j)*pageSize, n)
+			}
+			w.spilled -= n
+			w.f.giveSpill(n)
+			p.pages[j].disk = false
 		}
 	}
 }
@@ -318,7 +338,7 @@ func (w *Writer) upload(i int64, p *part, n int64) error {
 	err := w.sendPart(i, w.partReader(i, p, n), n)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.freeLocked(p)
+	w.freeLocked(p, i)
 	if err != nil {
 		return w.failLocked(err)
 	}
@@ -441,8 +461,8 @@ func (w *Writer) abort() error {
 func (w *Writer) release() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, p := range w.parts {
-		w.freeLocked(p)
+	for i, p := range w.parts {
+		w.freeLocked(p, i)
 	}
 	w.parts = map[int64]*part{}
 	if w.spill != nil {

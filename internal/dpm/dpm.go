@@ -28,6 +28,8 @@ package dpm
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // Errors. A module's failure wraps one of these, or a dsi sentinel.
@@ -75,7 +78,8 @@ func (e *ModuleError) Unwrap() error { return e.Err }
 // field means its default.
 type Limits struct {
 	// MaxBytes is the most bytes a chain writes to storage (after
-	// decompression, unpacking); 0 means DefaultMaxBytes.
+	// decompression, unpacking), and the most an ERET chain produces;
+	// 0 means DefaultMaxBytes.
 	MaxBytes int64
 	// MaxEntries is the most entries a tar unpack makes; 0 means
 	// DefaultMaxEntries.
@@ -84,9 +88,12 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMaxBytes   = 1 << 40
+	DefaultMaxBytes   = 64 << 30
 	DefaultMaxEntries = 1 << 20
 )
+
+// MaxChain is the most modules a chain may name.
+const MaxChain = 4
 
 func (l Limits) maxBytes() int64 {
 	if l.MaxBytes > 0 {
@@ -223,8 +230,14 @@ type Chain struct {
 // its direction (store: ESTO). A module that is unknown, not in allowed,
 // or unfit for its place fails with a *ModuleError naming it.
 func Resolve(sp Spec, allowed []string, store bool) (*Chain, error) {
+	if len(sp.Names) > MaxChain {
+		return nil, fmt.Errorf("%w: a chain of %d modules (at most %d)", ErrSyntax, len(sp.Names), MaxChain)
+	}
 	c := &Chain{}
 	for i, n := range sp.Names {
+		if slices.ContainsFunc(sp.Names[:i], func(a string) bool { return strings.EqualFold(a, n) }) {
+			return nil, &ModuleError{Name: n, Err: fmt.Errorf("%w: named twice in one chain", ErrDirection)}
+		}
 		m, ok := Lookup(n)
 		if !ok {
 			return nil, &ModuleError{Name: n, Err: ErrUnknown}
@@ -264,11 +277,12 @@ type pipeline struct {
 
 var errStageDone = errors.New("dpm: stage ended")
 
-// stage runs fn(w, in) in its own goroutine and returns what it writes.
-func (p *pipeline) stage(name string, in io.Reader, fn func(w io.Writer, r io.Reader) error) io.Reader {
+// stage runs fn(w, in) in its own goroutine and returns what it writes;
+// fn's reads and writes fail once ctx is done.
+func (p *pipeline) stage(ctx context.Context, name string, in io.Reader, fn func(w io.Writer, r io.Reader) error) io.Reader {
 	pr, pw := io.Pipe()
 	p.g.Go(func() error {
-		err := fn(pw, in)
+		err := fn(ctxWriter{ctx, pw}, ctxReader{ctx, in})
 		if err != nil {
 			err = &ModuleError{Name: name, Err: err}
 		}
@@ -299,7 +313,7 @@ func (c *Chain) Retrieve(ctx context.Context, env Env, dst io.Writer) error {
 		e.Params = first.params
 		pr, pw := io.Pipe()
 		g.Go(func() error {
-			err := first.m.Pack(gctx, e, pw)
+			err := first.m.Pack(gctx, e, ctxWriter{gctx, pw})
 			if err != nil {
 				err = &ModuleError{Name: first.m.Name, Err: err}
 			}
@@ -319,9 +333,12 @@ func (c *Chain) Retrieve(ctx context.Context, env Env, dst io.Writer) error {
 	for _, st := range steps {
 		e := env
 		e.Params = st.params
-		src = p.stage(st.m.Name, src, func(w io.Writer, r io.Reader) error { return st.m.Encode(gctx, e, w, r) })
+		src = p.stage(gctx, st.m.Name, src, func(w io.Writer, r io.Reader) error { return st.m.Encode(gctx, e, w, r) })
 	}
-	_, err := io.Copy(dst, src)
+	_, err := io.Copy(&limitWriter{w: dst, limit: env.Limits.maxBytes()}, ctxReader{ctx, src})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if pr, ok := src.(*io.PipeReader); ok {
 		pr.CloseWithError(errOr(err, errStageDone))
 	}
@@ -346,14 +363,18 @@ func (c *Chain) Store(ctx context.Context, env Env, src io.Reader) (err error) {
 		st := steps[i]
 		e := env
 		e.Params = st.params
-		src = p.stage(st.m.Name, src, func(w io.Writer, r io.Reader) error { return st.m.Decode(gctx, e, w, r) })
+		src = p.stage(gctx, st.m.Name, src, func(w io.Writer, r io.Reader) error { return st.m.Decode(gctx, e, w, r) })
 	}
-	limited := &limitReader{r: src, limit: env.Limits.maxBytes()}
+	limited := &limitReader{r: ctxReader{ctx, src}, limit: env.Limits.maxBytes()}
 	defer func() {
 		if pr, ok := src.(*io.PipeReader); ok {
 			pr.CloseWithError(errOr(err, errStageDone))
 		}
 		err = errors.Join(err, g.Wait())
+		if err == nil {
+			// A cancelled store never reports success.
+			err = ctx.Err()
+		}
 	}()
 	if sink != nil {
 		e := env
@@ -362,30 +383,112 @@ func (c *Chain) Store(ctx context.Context, env Env, src io.Reader) (err error) {
 			return &ModuleError{Name: c.steps[0].m.Name, Err: err}
 		}
 		// What follows the archive's end (a tar's padding) is read, so
-		// that the stages before end cleanly.
-		_, err := io.Copy(io.Discard, limited)
+		// that the stages before end cleanly; only a little of it.
+		n, err := io.Copy(io.Discard, io.LimitReader(limited, maxTrailer+1))
+		if err == nil && n > maxTrailer {
+			err = fmt.Errorf("%w: more than %d bytes follow the archive's end", ErrCorrupt, maxTrailer)
+		}
 		return err
 	}
 	return writeFile(ctx, env.Storage, env.Path, limited)
 }
 
-// writeFile stores r as the file name, removing it again on failure.
+// maxTrailer bounds what ESTO reads after an archive's end.
+const maxTrailer = 1 << 20
+
+// writeFile stores r as the file name. On a storage that renames, it
+// writes a private part file beside name (one FTP commands refuse, see
+// xfer.IsPartName) and renames it over name only on success, so that a
+// refused ESTO leaves an old file as it was.
 func writeFile(ctx context.Context, st dsi.Storage, name string, r io.Reader) error {
-	w, err := st.Create(ctx, name, dsi.CreateOptions{Truncate: true, Size: -1})
+	return writeAtomic(ctx, st, name, dsi.CreateOptions{Truncate: true, Size: -1}, ctxReader{ctx, r}, nil)
+}
+
+// writeAtomic writes r to name (through a part file unless st writes in
+// place); check, when given, vets what was copied before it is kept.
+func writeAtomic(ctx context.Context, st dsi.Storage, name string, opts dsi.CreateOptions, r io.Reader, check func(n int64, err error) error) error {
+	tmp := name
+	if !dsi.WritesInPlace(st) {
+		var rnd [8]byte
+		rand.Read(rnd[:])
+		tmp = xfer.PartName(name + ".esto-" + hex.EncodeToString(rnd[:]))
+		opts.Truncate = true
+		opts.NoFollow = true
+	}
+	w, err := st.Create(ctx, tmp, opts)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.NewOffsetWriter(w, 0), r)
+	n, err := io.Copy(io.NewOffsetWriter(w, 0), r)
+	if check != nil {
+		err = check(n, err)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		if a, ok := w.(aborter); ok {
 			a.Abort()
-			return err
+		} else {
+			w.Close()
+			st.Remove(context.WithoutCancel(ctx), tmp)
 		}
-		w.Close()
-		st.Remove(context.WithoutCancel(ctx), name)
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		if tmp != name {
+			st.Remove(context.WithoutCancel(ctx), tmp)
+		}
+		return err
+	}
+	if tmp != name {
+		if err := st.Rename(ctx, tmp, name); err != nil {
+			st.Remove(context.WithoutCancel(ctx), tmp)
+			return err
+		}
+	}
+	return nil
+}
+
+// ctxReader and ctxWriter fail once ctx is done, checked per call.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(b)
+}
+
+// limitWriter fails with ErrLimit once more than limit bytes were written.
+type limitWriter struct {
+	w     io.Writer
+	n     int64
+	limit int64
+}
+
+func (l *limitWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > l.limit-l.n {
+		return 0, fmt.Errorf("%w: the output grows past %d bytes", ErrLimit, l.limit)
+	}
+	n, err := l.w.Write(b)
+	l.n += int64(n)
+	return n, err
 }
 
 // limitReader fails with ErrLimit once more than limit bytes were read.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 func init() {
@@ -23,6 +24,9 @@ func init() {
 // reader already bounds the PAX and GNU records that carry long names
 // to 1 MiB).
 const maxTarName = 4096
+
+// maxTarDepth bounds how many elements an entry name has.
+const maxTarDepth = 64
 
 // tarPack writes env.Path as a tar stream (ERET): a directory with
 // everything below it, names relative to it; a file as one entry.
@@ -111,10 +115,19 @@ func tarName(n string) (string, error) {
 		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafe, n)
 	case strings.ContainsAny(n, "\x00\\"):
 		return "", fmt.Errorf("%w: %q holds NUL or a backslash", ErrUnsafe, n)
+	case strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "", fmt.Errorf("%w: %q holds a control character", ErrUnsafe, n)
 	}
-	for _, el := range strings.Split(n, "/") {
+	els := strings.Split(strings.Trim(n, "/"), "/")
+	if len(els) > maxTarDepth {
+		return "", fmt.Errorf("%w: a name %d levels deep (at most %d)", ErrUnsafe, len(els), maxTarDepth)
+	}
+	for _, el := range els {
 		if el == ".." {
 			return "", fmt.Errorf("%w: %q climbs with ..", ErrUnsafe, n)
+		}
+		if xfer.IsPartName(el) {
+			return "", fmt.Errorf("%w: %q is named like an upload's part file (*%s)", ErrUnsafe, n, xfer.PartSuffix)
 		}
 	}
 	return path.Clean("/" + n), nil
@@ -165,9 +178,26 @@ func tarUnpack(ctx context.Context, env Env, src io.Reader) error {
 		if err != nil {
 			return err
 		}
+		for k := range h.PAXRecords {
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				return fmt.Errorf("%w: %q is a sparse file", ErrUnsafe, h.Name)
+			}
+		}
+		// Directories made count as entries too.
+		mk := func(dir string) error {
+			before := len(made)
+			err := mkdirAll(ctx, root, dir, made)
+			entries += len(made) - before
+			if err == nil && entries > env.Limits.maxEntries() {
+				err = fmt.Errorf("%w: more than %d entries", ErrLimit, env.Limits.maxEntries())
+			}
+			return err
+		}
 		switch h.Typeflag {
+		case tar.TypeGNUSparse:
+			return fmt.Errorf("%w: %q is a sparse file", ErrUnsafe, h.Name)
 		case tar.TypeDir:
-			if err := mkdirAll(ctx, root, name, made); err != nil {
+			if err := mk(name); err != nil {
 				return err
 			}
 		case tar.TypeReg:
@@ -178,7 +208,7 @@ func tarUnpack(ctx context.Context, env Env, src io.Reader) error {
 				return fmt.Errorf("%w: %q of %d bytes passes the %d bytes allowed", ErrLimit, h.Name, h.Size, env.Limits.maxBytes())
 			}
 			total += h.Size
-			if err := mkdirAll(ctx, root, path.Dir(name), made); err != nil {
+			if err := mk(path.Dir(name)); err != nil {
 				return err
 			}
 			if err := tarWrite(ctx, root, name, h, tr); err != nil {
@@ -234,26 +264,38 @@ func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header,
 	if perm == 0 {
 		perm = 0o644
 	}
-	w, err := root.Create(ctx, name, dsi.CreateOptions{Truncate: true, Size: h.Size, Perm: perm, NoFollow: true})
-	if err != nil {
-		return err
-	}
-	n, err := io.Copy(io.NewOffsetWriter(w, 0), r)
-	if err == nil && n != h.Size || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = fmt.Errorf("%w: tar: %q ends after %d of %d bytes", ErrCorrupt, h.Name, n, h.Size)
-	}
-	if err != nil {
-		// A file cut short is not left behind.
-		if a, ok := w.(aborter); ok {
-			a.Abort()
-		} else {
-			w.Close()
-			root.Remove(context.WithoutCancel(ctx), name)
+	// An entry is not written over a symbolic link: opening the target
+	// with NoFollow (and without truncating) refuses a link, dangling
+	// or not. A file this makes is removed again if the entry fails.
+	var madeEmpty bool
+	if !dsi.WritesInPlace(root) {
+		_, serr := root.Stat(ctx, name)
+		w, err := root.Create(ctx, name, dsi.CreateOptions{Size: -1, Perm: perm, NoFollow: true})
+		if err != nil {
+			return err
 		}
-		return err
+		if err := w.Close(); err != nil {
+			return err
+		}
+		madeEmpty = errors.Is(serr, dsi.ErrNotExist)
 	}
-	return w.Close()
+	// A file cut short is not left behind, and an old one it would
+	// replace is kept.
+	err := writeAtomic(ctx, root, name, dsi.CreateOptions{Truncate: true, Size: h.Size, Perm: perm, NoFollow: true}, ctxReader{ctx, r},
+		func(n int64, err error) error {
+			if err == nil && n != h.Size || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: tar: %q ends after %d of %d bytes", ErrCorrupt, h.Name, n, h.Size)
+			}
+			return err
+		})
+	if err != nil && madeEmpty {
+		root.Remove(context.WithoutCancel(ctx), name)
+	}
+	return err
 }
+
+// maxCatNames bounds how many files cat's parameters name.
+const maxCatNames = 1024
 
 // catPack writes the files named in env.Params (comma-separated, in
 // that order, relative to the directory env.Path) one after the other
@@ -263,12 +305,22 @@ func catPack(ctx context.Context, env Env, dst io.Writer) error {
 	st := env.Storage
 	var names []string
 	if strings.TrimSpace(env.Params) != "" {
-		for _, n := range strings.Split(env.Params, ",") {
+		list := strings.Split(env.Params, ",")
+		if len(list) > maxCatNames {
+			return fmt.Errorf("%w: %d file names (at most %d)", ErrSyntax, len(list), maxCatNames)
+		}
+		seen := map[string]bool{}
+		for _, n := range list {
 			n = strings.TrimSpace(n)
 			if n == "" {
 				return fmt.Errorf("%w: an empty file name", ErrSyntax)
 			}
-			names = append(names, path.Join(env.Path, n))
+			full := path.Join(env.Path, n)
+			if seen[full] {
+				return fmt.Errorf("%w: %q named twice", ErrSyntax, n)
+			}
+			seen[full] = true
+			names = append(names, full)
 		}
 	} else if fi, err := st.Stat(ctx, env.Path); err != nil {
 		return err

@@ -46,7 +46,7 @@ func moduleRefusal(verb string, err error) wire.Reply {
 func moduleFailure(s *session, verb string, err error, arg string) wire.Reply {
 	var me *dpm.ModuleError
 	switch {
-	case errors.Is(err, xfer.ErrAborted):
+	case errors.Is(err, xfer.ErrAborted), errors.Is(err, errControlLost), errors.Is(err, context.Canceled):
 		return ok(426, "Transfer aborted.")
 	case errors.Is(err, ErrShuttingDown):
 		return ok(426, "Transfer aborted: server shutting down.")
@@ -63,6 +63,15 @@ func moduleFailure(s *session, verb string, err error, arg string) wire.Reply {
 		return ok(451, "%s module %s failed; local error in processing.", verb, me.Name)
 	}
 	return fsError(s, err, arg)
+}
+
+// moduleLimits are the bounds a module chain works within.
+func (s *session) moduleLimits() dpm.Limits {
+	l := dpm.Limits{MaxBytes: s.cfg.ModuleMaxBytes}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = dpm.DefaultMaxBytes
+	}
+	return l
 }
 
 // retrieveModule runs ERET NAME="PARAMS" PATH.
@@ -89,7 +98,7 @@ func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
 	defer spool.Close()
 	start := time.Now()
 	err = s.runCancellable(ctx, func(ctx context.Context) error {
-		return chain.Retrieve(ctx, dpm.Env{Storage: s.fs, Path: p}, spool)
+		return chain.Retrieve(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: s.moduleLimits()}, spool)
 	})
 	if err != nil {
 		return moduleFailure(s, "ERET", err, sp.Path)
@@ -145,8 +154,8 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	limits := dpm.Limits{}
-	sw := &spoolWriter{f: spool, limit: dpm.DefaultMaxBytes}
+	limits := s.moduleLimits()
+	sw := &spoolWriter{f: spool, limit: limits.MaxBytes}
 	req := s.newRequest(p)
 	req.Size = allo
 	if s.mode == xfer.ModeEBlock {
@@ -175,6 +184,9 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	err = s.runCancellable(ctx, func(ctx context.Context) error {
 		return chain.Store(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: limits}, io.NewSectionReader(spool, 0, n))
 	})
+	if err == nil && s.lost.Load() {
+		err = errControlLost
+	}
 	reply := ok(226, "Transfer Complete.")
 	if err != nil {
 		reply = moduleFailure(s, "ESTO", err, sp.Path)

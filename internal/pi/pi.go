@@ -183,6 +183,10 @@ type Config struct {
 	// ERET and ESTO may use (ERET NAME="PARAMS" PATH); others are
 	// refused with 504. Nil allows none.
 	AllowedModules []string
+	// ModuleMaxBytes bounds what a module chain produces: what an ESTO
+	// chain writes (after decompressing, unpacking), what it receives,
+	// and what an ERET chain spools. Zero means dpm.DefaultMaxBytes.
+	ModuleMaxBytes int64
 	// Abort, when done, aborts running transfers (426, "server shutting
 	// down"); the session then ends with 421 as on Serve's ctx. A server
 	// cancels Serve's ctx to stop after the running commands, and Abort
