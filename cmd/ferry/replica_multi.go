@@ -154,7 +154,7 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 	}
 	if sum != en.Sum {
 		note(fmt.Sprintf("%s: the file read from %d replicas has %s %s, not %s; fetching it again replica by replica", replica.Format(en.LFN), len(readers), en.Alg, sum, en.Sum))
-		_, err := lc.copyFrom(ctx, en, dst, jf, false)
+		_, _, err := lc.copyFrom(ctx, en, dst, jf, false)
 		return err
 	}
 	if err := tmp.Close(); err != nil {

@@ -654,3 +654,61 @@ func TestReplicaRegisterGCT(t *testing.T) {
 		t.Errorf("verify: exit %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestLFNBadReplicaKeepsDestination: a single-source lfn: copy from a
+// replica whose bytes fail the checksum leaves an existing destination
+// as it was, locally and on a server, and leaves no temporary file (the
+// outside review's r9 finding: the bytes were written to DEST itself,
+// then DEST removed on the mismatch).
+func TestLFNBadReplicaKeepsDestination(t *testing.T) {
+	catalogueEnv(t)
+	data := randomData(t, 1<<20)
+	s, d := startReplicaSrv(t), startReplicaSrv(t)
+	wrong := bytes.Clone(data)
+	wrong[1000] ^= 0x55
+	writeFile(t, filepath.Join(s.dir, "f"), data)
+	const lfn = "/r9/f"
+	ok(t, "replica", "add", "lfn:"+lfn, s.url+"/f")
+	writeFile(t, filepath.Join(s.dir, "f"), wrong) // the replica now lies
+
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "f")
+	writeFile(t, dst, data) // a good copy is already there
+	r := ferry(t, nil, "cp", lfn2(lfn), dst)
+	t.Logf("exit %d: %s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("exit %d, stderr %q: want a checksum mismatch", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("after a copy from a bad replica failed its check, the destination is gone or changed: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left in the directory: %v", es)
+	}
+
+	markFirst(t, lfn, s.url+"/f") // ok again: tried again
+	writeFile(t, filepath.Join(d.dir, "f"), data)
+	r = ferry(t, nil, "cp", lfn2(lfn), d.url+"/f")
+	t.Logf("exit %d: %s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("exit %d, stderr %q: want a checksum mismatch", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.dir, "f")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the destination on the server is gone or changed: %v", err)
+	}
+	if es, _ := os.ReadDir(d.dir); len(es) != 1 {
+		t.Errorf("left on the server: %v", es)
+	}
+
+	// A good replica replaces the destination's other contents.
+	markFirst(t, lfn, s.url+"/f")
+	writeFile(t, filepath.Join(s.dir, "f"), data)
+	writeFile(t, dst, []byte("old"))
+	ok(t, "cp", lfn2(lfn), dst)
+	if !bytes.Equal(mustRead(t, dst), data) {
+		t.Error("the verified copy did not replace the destination")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left in the directory: %v", es)
+	}
+}
