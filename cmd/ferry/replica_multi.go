@@ -26,10 +26,17 @@ const multiTarget = 2 * time.Second
 
 // offsetWriter hides the *os.File of a download from client.RetrieveAt,
 // which would move the file's shared offset in stream mode: every
-// reader writes at its own offsets.
-type offsetWriter struct{ w io.WriterAt }
+// reader writes at its own offsets. It records what it wrote in got.
+type offsetWriter struct {
+	w   io.WriterAt
+	got *replica.Written
+}
 
-func (o offsetWriter) WriteAt(p []byte, off int64) (int, error) { return o.w.WriteAt(p, off) }
+func (o offsetWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := o.w.WriteAt(p, off)
+	o.got.Add(off, int64(n))
+	return n, err
+}
 
 // multiReader is one replica's reader of a multi-source download.
 type multiReader struct {
@@ -49,8 +56,8 @@ func (r *multiReader) rate() float64 {
 // copyMulti downloads en to the local file dst reading from up to n of
 // its ranked replicas at once: each takes spans sized by its measured
 // rate (replica.Splitter, replica.ChunkFor) with ERET/REST ranges in
-// MODE E; a reader that fails gives its span back and is replaced by the
-// next replica not yet used. The whole file's checksum must match the
+// MODE E; a reader that fails gives back what it did not fetch of its
+// span and is replaced by the next replica not yet used. The whole file's checksum must match the
 // catalogue's; when it does not (one replica sent wrong bytes, and which
 // one is unknown), the file is fetched again replica by replica, which
 // finds and marks the wrong one.
@@ -182,8 +189,9 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 }
 
 // readSpans reads spans of the file from r's replica into w until none
-// is left. A span that fails is given back whole, and the error
-// returned. Each span's size follows r's measured rate.
+// is left. When a span fails, the parts of it that did not arrive are
+// given back, and the error returned. Each span's size follows r's
+// measured rate.
 //
 // A reader that finds nothing left waits while others are busy: a span
 // one of them fails on comes back for it. active counts the readers
@@ -218,10 +226,19 @@ func (lc *lfnCopy) readSpans(ctx context.Context, r *multiReader, split *replica
 		}
 		mu.Unlock()
 		t0 := time.Now()
-		_, err := retrieveSpan(ctx, conn, l.path, offsetWriter{w}, sp, lc.f.stallTimeout)
+		var got replica.Written
+		_, err := retrieveSpan(ctx, conn, l.path, offsetWriter{w, &got}, sp, lc.f.stallTimeout)
 		if err != nil {
-			split.Return(sp)
+			// Only what did not arrive goes back: a reader that dies
+			// costs the others the blocks it had in flight, not its
+			// whole span.
+			left := sp.Len
+			for _, m := range got.Missing(sp) {
+				split.Return(m)
+				left -= m.Len
+			}
 			mu.Lock()
+			r.bytes += left
 			cond.Broadcast()
 			mu.Unlock()
 			if errors.Is(err, context.Canceled) {

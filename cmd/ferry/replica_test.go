@@ -562,7 +562,9 @@ func TestLFNMultiSource(t *testing.T) {
 			s.slow.Store(true)
 		}
 		ok(t, "replica", "add", "lfn:/m/k", a.url+"/k", b.url+"/k", c.url+"/k")
-		a.read.Store(0)
+		for _, s := range []*replicaSrv{a, b, c} {
+			s.read.Store(0)
+		}
 		stop := make(chan struct{})
 		killed := make(chan bool, 1)
 		go func() {
@@ -592,6 +594,11 @@ func TestLFNMultiSource(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "its ranges go to the others") {
 			t.Errorf("stderr %q does not report the dead replica", r.stderr)
+		}
+		// What the others served: the file once, and what the dead one
+		// had in flight (it was killed in its first read).
+		if n := b.read.Load() + c.read.Load(); n > int64(len(small))+1<<20 {
+			t.Errorf("the live replicas served %d bytes of a file of %d", n, len(small))
 		}
 	})
 
