@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/internal/testutil/postgres"
 	"github.com/ferrygrid/ferry/server"
@@ -527,13 +528,38 @@ func TestLFNMultiSource(t *testing.T) {
 	b.slow.Store(true)
 
 	dst := filepath.Join(t.TempDir(), "f")
-	r := ok(t, "cp", "-v", "-sources", "3", "lfn:/m/f", dst)
+	r := ok(t, "cp", "-v", "-vb", "-sources", "3", "lfn:/m/f", dst)
 	t.Logf("stderr: %s", r.stderr)
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("the copy differs")
 	}
 	if !strings.Contains(r.stderr, "from 3 replicas") || strings.Contains(r.stderr, "again") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+	// Progress as a single-source copy shows it (-vb), each replica a
+	// stream, ending at the whole file.
+	if !strings.Contains(r.stderr, fmt.Sprintf("%13d bytes", len(data))) || !strings.Contains(r.stderr, "stream  2:") {
+		t.Errorf("no progress report of the whole file from three streams: %q", r.stderr)
+	}
+	// Each replica's part is in the history, as a download of its own.
+	hs, err := hist.Open(t.Context(), os.Getenv("FERRY_HISTORY"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := hs.Records(t.Context(), hist.Filter{})
+	hs.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts, sum int64
+	for _, rec := range recs {
+		if rec.DstPath == dst && rec.Kind == "download" && rec.Outcome == hist.OK && rec.Size == int64(len(data)) {
+			parts++
+			sum += rec.Bytes
+		}
+	}
+	if parts != 3 || sum != int64(len(data)) {
+		t.Errorf("history: %d parts of %d bytes, want 3 of %d", parts, sum, len(data))
 	}
 	read := map[string]int64{}
 	for _, line := range strings.Split(r.stderr, "\n") {
