@@ -210,18 +210,36 @@ func algOf(ctx context.Context, cat *replica.Catalogue, lfn, def string) string 
 	return def
 }
 
+// tally reports the replicas a verb (add, register) registers, one
+// line each: "LFN URL" on stdout, or why not on stderr, and counts them.
+type tally struct {
+	e          *env
+	verb       string
+	ok, failed int
+}
+
+// report reports the replica url of lfn, registered unless err; an
+// error's line starts with what ("" for nothing).
+func (t *tally) report(lfn, url, what string, err error) {
+	if err != nil {
+		if what != "" {
+			what += ": "
+		}
+		fmt.Fprintf(t.e.stderr, "ferry replica %s: %s%s\n", t.verb, what, reason(err))
+		t.failed++
+		return
+	}
+	t.ok++
+	fmt.Fprintf(t.e.stdout, "%s %s\n", replica.Format(lfn), url)
+}
+
 func replicaAdd(ctx context.Context, e *env, cat *replica.Catalogue, f replicaFlags, args []string) error {
 	lfn := mustLFN(args[0])
-	failed := 0
+	t := tally{e: e, verb: "add"}
 	for _, arg := range args[1:] {
-		if err := addOne(ctx, cat, lfn, arg, f.alg); err != nil {
-			fmt.Fprintf(e.stderr, "ferry replica add: %s\n", reason(err))
-			failed++
-			continue
-		}
-		fmt.Fprintf(e.stdout, "%s %s\n", replica.Format(lfn), redactURL(arg))
+		t.report(lfn, redactURL(arg), "", addOne(ctx, cat, lfn, arg, f.alg))
 	}
-	if failed > 0 {
+	if t.failed > 0 {
 		return exitError{code: 1}
 	}
 	return nil
@@ -254,17 +272,28 @@ func replicaRm(ctx context.Context, e *env, cat *replica.Catalogue, _ replicaFla
 	return cat.Remove(ctx, lfn, urls...)
 }
 
-func replicaLs(ctx context.Context, e *env, cat *replica.Catalogue, _ replicaFlags, args []string) error {
+// entriesBelow lists the entries at or below the lfn:/PREFIX of args
+// (every entry without one), for ls and verify. A prefix holding none
+// is an error, worded by none.
+func entriesBelow(ctx context.Context, cat *replica.Catalogue, args []string, none func(lfn string) error) ([]replica.Entry, error) {
 	prefix := "/"
 	if len(args) == 1 {
 		prefix = mustLFN(args[0])
 	}
 	es, err := cat.List(ctx, prefix)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(es) == 0 && prefix != "/" {
-		return fmt.Errorf("no LFN at or below %s", replica.Format(prefix))
+		return nil, none(replica.Format(prefix))
+	}
+	return es, nil
+}
+
+func replicaLs(ctx context.Context, e *env, cat *replica.Catalogue, _ replicaFlags, args []string) error {
+	es, err := entriesBelow(ctx, cat, args, func(lfn string) error { return fmt.Errorf("no LFN at or below %s", lfn) })
+	if err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, en := range es {
@@ -325,7 +354,7 @@ func replicaRegister(ctx context.Context, e *env, cat *replica.Catalogue, f repl
 	if dir == "" {
 		dir = "/"
 	}
-	n, failed := 0, 0
+	t := tally{e: e, verb: "register"}
 	var walk func(rel string) error
 	walk = func(rel string) error {
 		entries, err := conn.List(ctx, path.Join(dir, rel))
@@ -346,26 +375,21 @@ func replicaRegister(ctx context.Context, e *env, cat *replica.Catalogue, f repl
 				continue // links and others: not files of their own
 			}
 			lfn := replica.Join(prefix, r)
+			u := base + "/" + escapePath(r)
 			alg := algOf(ctx, cat, lfn, f.alg)
 			sum, err := conn.Checksum(ctx, alg, path.Join(dir, r), 0, -1)
 			if err == nil {
-				err = cat.Add(ctx, lfn, alg, replica.Replica{URL: base + "/" + escapePath(r), Size: en.Size, Sum: sum, Verified: time.Now()})
+				err = cat.Add(ctx, lfn, alg, replica.Replica{URL: u, Size: en.Size, Sum: sum, Verified: time.Now()})
 			}
-			if err != nil {
-				fmt.Fprintf(e.stderr, "ferry replica register: %s: %s\n", replica.Format(lfn), reason(err))
-				failed++
-				continue
-			}
-			n++
-			fmt.Fprintf(e.stdout, "%s %s/%s\n", replica.Format(lfn), base, escapePath(r))
+			t.report(lfn, u, replica.Format(lfn), err)
 		}
 		return nil
 	}
 	if err := walk(""); err != nil {
 		return err
 	}
-	if failed > 0 {
-		return fmt.Errorf("registered %d files; %d failed", n, failed)
+	if t.failed > 0 {
+		return fmt.Errorf("registered %d files; %d failed", t.ok, t.failed)
 	}
 	return nil
 }
@@ -380,16 +404,9 @@ func escapePath(rel string) string {
 }
 
 func replicaVerify(ctx context.Context, e *env, cat *replica.Catalogue, _ replicaFlags, args []string) error {
-	prefix := "/"
-	if len(args) == 1 {
-		prefix = mustLFN(args[0])
-	}
-	es, err := cat.List(ctx, prefix)
+	es, err := entriesBelow(ctx, cat, args, func(lfn string) error { return fmt.Errorf("unknown LFN %s", lfn) })
 	if err != nil {
 		return err
-	}
-	if len(es) == 0 && prefix != "/" {
-		return fmt.Errorf("unknown LFN %s", replica.Format(prefix))
 	}
 	problems := 0
 	for _, en := range es {

@@ -275,7 +275,9 @@ func (lc *lfnCopy) destSum(ctx context.Context, dst transfer.Location, alg strin
 
 // copyEntry copies en to dst from the first of its ranked replicas that
 // works and whose copy has the catalogue's checksum; a replica whose copy
-// differs is marked bad. With sync, a destination already up to date (at
+// differs is marked bad. The copy is written under a temporary name
+// beside dst and renamed onto it once verified (newStagedDest): an
+// existing dst is replaced by verified bytes or left as it was. With sync, a destination already up to date (at
 // the -sync-level of jf) is left alone. It returns the URL copied from.
 // With -sources N (N > 1) a local destination is read from N replicas
 // at once (copyMulti).
@@ -289,22 +291,38 @@ func (lc *lfnCopy) copyEntry(ctx context.Context, en replica.Entry, dst location
 		}
 		return lc.copyMulti(ctx, en, dst, jf, lc.f.sources)
 	}
-	_, err := lc.copyFrom(ctx, en, dst, jf, sync)
+	_, _, err := lc.copyFrom(ctx, en, dst, jf, sync)
 	return err
 }
 
-func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location, jf jobFlags, sync bool) (string, error) {
+// copyFrom is copyEntry from one replica at a time. It returns the URL
+// copied from and the destination (a remote directory's dst completed by
+// the name's base name).
+func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location, jf jobFlags, sync bool) (string, location, error) {
 	e, f := lc.e, lc.f
 	if sync && jf.sync && lc.upToDate(ctx, en, dst, jf.syncLevel) {
 		if f.verbose && !f.quiet {
 			fmt.Fprintf(e.stderr, "%s -> %s: up to date\n", replica.Format(en.LFN), dst)
 		}
-		return "", nil
+		return "", dst, nil
 	}
 	srcs, urls, err := lc.candidates(en, dst)
 	if err != nil {
-		return "", err
+		return "", dst, err
 	}
+	// The bytes are unverified until check: they go to a temporary
+	// name, and replace dst (which may hold a good copy) only once they
+	// match the catalogue.
+	sd, err := newStagedDest(ctx, dst, path.Base(en.LFN), clientOptions{active: f.active, gsi: f.gsi})
+	if err != nil {
+		return "", dst, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			sd.discard(ctx)
+		}
+	}()
 	check := func(ctx context.Context, res transfer.Result) error {
 		sum, remove, err := lc.destSum(ctx, res.Dst, en.Alg)
 		if err != nil {
@@ -346,7 +364,7 @@ func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location,
 			}
 		}
 	}
-	req := transfer.Request{Dst: dst.export(), Options: f.options(), CreateDirs: jf.createDirs}
+	req := transfer.Request{Dst: sd.stage.export(), Options: f.options(), CreateDirs: jf.createDirs}
 	res, _, err := lc.eng.CopyAny(ctx, srcs, req, check, nil, on)
 	if pp != nil {
 		pp.done()
@@ -354,16 +372,20 @@ func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location,
 	if err != nil {
 		var all *transfer.AllSourcesError
 		if errors.As(err, &all) {
-			return "", fmt.Errorf("%s: no replica could be copied (%d tried); the last: %s", replica.Format(en.LFN), len(all.Errs), all.Errs[len(all.Errs)-1])
+			return "", dst, fmt.Errorf("%s: no replica could be copied (%d tried); the last: %s", replica.Format(en.LFN), len(all.Errs), all.Errs[len(all.Errs)-1])
 		}
-		return "", err
+		return "", dst, err
 	}
+	if err := sd.commit(ctx); err != nil {
+		return "", dst, err
+	}
+	committed = true
 	if f.verbose && !f.quiet {
 		n, d := res.Bytes, res.Duration
-		fmt.Fprintf(e.stderr, "%s (%s) -> %s: %d bytes in %v (%s/s), %s verified\n", replica.Format(en.LFN), res.Src, res.Dst, n,
+		fmt.Fprintf(e.stderr, "%s (%s) -> %s: %d bytes in %v (%s/s), %s verified\n", replica.Format(en.LFN), res.Src, sd.dst, n,
 			d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)), en.Alg)
 	}
-	return urls[res.Src.Display], nil
+	return urls[res.Src.Display], sd.dst, nil
 }
 
 // runReplicate is ferry replicate.
@@ -436,7 +458,7 @@ func runReplicate(ctx context.Context, e *env, args []string) error {
 			rest.Replicas = append(rest.Replicas, r)
 		}
 	}
-	from, err := lc.copyFrom(ctx, rest, dst, jf, false)
+	from, dst, err := lc.copyFrom(ctx, rest, dst, jf, false)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/transfer"
 )
@@ -26,17 +27,31 @@ const multiTarget = 2 * time.Second
 
 // offsetWriter hides the *os.File of a download from client.RetrieveAt,
 // which would move the file's shared offset in stream mode: every
-// reader writes at its own offsets.
-type offsetWriter struct{ w io.WriterAt }
+// reader writes at its own offsets. It records what it wrote in got,
+// and counts it in moved (for the progress display).
+type offsetWriter struct {
+	w     io.WriterAt
+	got   *replica.Written
+	moved *atomic.Int64
+}
 
-func (o offsetWriter) WriteAt(p []byte, off int64) (int, error) { return o.w.WriteAt(p, off) }
+func (o offsetWriter) WriteAt(p []byte, off int64) (int, error) {
+	n, err := o.w.WriteAt(p, off)
+	o.got.Add(off, int64(n))
+	o.moved.Add(int64(n))
+	return n, err
+}
 
 // multiReader is one replica's reader of a multi-source download.
 type multiReader struct {
 	src   transfer.Location
-	url   string // the catalogue's
-	bytes int64
-	busy  time.Duration
+	url   string       // the catalogue's
+	moved atomic.Int64 // bytes written so far, also of a span not finished
+	// Guarded by the mutex of copyMulti:
+	start time.Time     // when it started
+	bytes int64         // of the spans fetched, and what arrived of one that failed
+	busy  time.Duration // fetching spans
+	err   error         // why it stopped, nil when it ran out of spans
 }
 
 func (r *multiReader) rate() float64 {
@@ -49,8 +64,8 @@ func (r *multiReader) rate() float64 {
 // copyMulti downloads en to the local file dst reading from up to n of
 // its ranked replicas at once: each takes spans sized by its measured
 // rate (replica.Splitter, replica.ChunkFor) with ERET/REST ranges in
-// MODE E; a reader that fails gives its span back and is replaced by the
-// next replica not yet used. The whole file's checksum must match the
+// MODE E; a reader that fails gives back what it did not fetch of its
+// span and is replaced by the next replica not yet used. The whole file's checksum must match the
 // catalogue's; when it does not (one replica sent wrong bytes, and which
 // one is unknown), the file is fetched again replica by replica, which
 // finds and marks the wrong one.
@@ -107,13 +122,14 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 				mu.Unlock()
 				return
 			}
-			r := &multiReader{src: srcs[next], url: urls[srcs[next].Display]}
+			r := &multiReader{src: srcs[next], url: urls[srcs[next].Display], start: time.Now()}
 			next++
 			active++
 			readers = append(readers, r)
 			mu.Unlock()
 			err := lc.readSpans(ctx, r, split, tmp, first, &mu, cond, &active)
 			mu.Lock()
+			r.err = err
 			active--
 			cond.Broadcast()
 			mu.Unlock()
@@ -134,11 +150,14 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 			}
 		}
 	}
+	stop := lc.multiProgress(en, &mu, &readers, start)
 	var wg sync.WaitGroup
 	for range min(n, len(srcs)) {
 		wg.Go(run)
 	}
 	wg.Wait()
+	stop()
+	lc.recordMulti(en, dst, readers)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -154,7 +173,7 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 	}
 	if sum != en.Sum {
 		note(fmt.Sprintf("%s: the file read from %d replicas has %s %s, not %s; fetching it again replica by replica", replica.Format(en.LFN), len(readers), en.Alg, sum, en.Sum))
-		_, err := lc.copyFrom(ctx, en, dst, jf, false)
+		_, _, err := lc.copyFrom(ctx, en, dst, jf, false)
 		return err
 	}
 	if err := tmp.Close(); err != nil {
@@ -182,8 +201,9 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 }
 
 // readSpans reads spans of the file from r's replica into w until none
-// is left. A span that fails is given back whole, and the error
-// returned. Each span's size follows r's measured rate.
+// is left. When a span fails, the parts of it that did not arrive are
+// given back, and the error returned. Each span's size follows r's
+// measured rate.
 //
 // A reader that finds nothing left waits while others are busy: a span
 // one of them fails on comes back for it. active counts the readers
@@ -218,10 +238,19 @@ func (lc *lfnCopy) readSpans(ctx context.Context, r *multiReader, split *replica
 		}
 		mu.Unlock()
 		t0 := time.Now()
-		_, err := retrieveSpan(ctx, conn, l.path, offsetWriter{w}, sp, lc.f.stallTimeout)
+		var got replica.Written
+		_, err := retrieveSpan(ctx, conn, l.path, offsetWriter{w, &got, &r.moved}, sp, lc.f.stallTimeout)
 		if err != nil {
-			split.Return(sp)
+			// Only what did not arrive goes back: a reader that dies
+			// costs the others the blocks it had in flight, not its
+			// whole span.
+			left := sp.Len
+			for _, m := range got.Missing(sp) {
+				split.Return(m)
+				left -= m.Len
+			}
 			mu.Lock()
+			r.bytes += left
 			cond.Broadcast()
 			mu.Unlock()
 			if errors.Is(err, context.Canceled) {
@@ -273,4 +302,84 @@ func retrieveSpan(ctx context.Context, conn *client.Conn, p string, w io.WriterA
 		err = errSpanStalled
 	}
 	return n, err
+}
+
+// multiProgress shows the progress of a multi-source download of en as
+// a single-source one's (ferry cp -vb, or the live display on a
+// terminal), each replica's reader as one stream, until the returned
+// function is called. readers (guarded by mu) grows as readers start.
+func (lc *lfnCopy) multiProgress(en replica.Entry, mu *sync.Mutex, readers *[]*multiReader, start time.Time) (stop func()) {
+	pp := startProgress(lc.e, lc.f, location{kind: locRemote, path: en.LFN}, en.Size)
+	if pp == nil {
+		return func() {}
+	}
+	report := func() {
+		var pr client.Progress
+		mu.Lock()
+		for _, r := range *readers {
+			n := r.moved.Load()
+			pr.Streams = append(pr.Streams, n)
+			pr.Bytes += n
+		}
+		mu.Unlock()
+		var eta time.Duration
+		if pr.Bytes > 0 && pr.Bytes < en.Size {
+			eta = time.Duration(float64(en.Size-pr.Bytes) / float64(pr.Bytes) * float64(time.Since(start)))
+		}
+		pp.updateETA(pr, eta)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				report()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		report() // the last state
+		pp.done()
+	}
+}
+
+// recordMulti writes a history record of each replica's part of a
+// multi-source download of en to dst, as a download of its own (its
+// bytes, over the time it spent fetching them), so that the advisor
+// learns every replica's rate.
+func (lc *lfnCopy) recordMulti(en replica.Entry, dst location, readers []*multiReader) {
+	h := lc.eng.History
+	if h == nil {
+		return
+	}
+	if _, off := h.(hist.Off); off {
+		return
+	}
+	host, user := transfer.ClientIdentity()
+	// Not the copy's context: a cancelled copy is recorded too.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, r := range readers {
+		if r.bytes == 0 && r.err == nil {
+			continue // it found nothing left to take
+		}
+		rec := &hist.Record{Start: r.start, End: r.start.Add(r.busy), Kind: "download", Tool: lc.eng.Tool,
+			Src: r.src.HistoryEndpoint(), Dst: dst.export().HistoryEndpoint(), SrcPath: r.src.Path, DstPath: dst.path,
+			Size: en.Size, Bytes: r.bytes, Duration: r.busy, Outcome: hist.OK,
+			Params: hist.Params{Mode: "E", Parallel: 1}, Link: hist.Link{Retransmits: -1}, ClientHost: host, User: user}
+		switch {
+		case errors.Is(r.err, context.Canceled):
+			rec.Outcome, rec.Error = hist.Cancelled, r.err.Error()
+		case r.err != nil:
+			rec.Outcome, rec.Error = hist.Failed, describe(r.err)
+		}
+		_, _ = h.Add(ctx, rec)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
+	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/internal/testutil/postgres"
 	"github.com/ferrygrid/ferry/server"
@@ -527,13 +528,38 @@ func TestLFNMultiSource(t *testing.T) {
 	b.slow.Store(true)
 
 	dst := filepath.Join(t.TempDir(), "f")
-	r := ok(t, "cp", "-v", "-sources", "3", "lfn:/m/f", dst)
+	r := ok(t, "cp", "-v", "-vb", "-sources", "3", "lfn:/m/f", dst)
 	t.Logf("stderr: %s", r.stderr)
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("the copy differs")
 	}
 	if !strings.Contains(r.stderr, "from 3 replicas") || strings.Contains(r.stderr, "again") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+	// Progress as a single-source copy shows it (-vb), each replica a
+	// stream, ending at the whole file.
+	if !strings.Contains(r.stderr, fmt.Sprintf("%13d bytes", len(data))) || !strings.Contains(r.stderr, "stream  2:") {
+		t.Errorf("no progress report of the whole file from three streams: %q", r.stderr)
+	}
+	// Each replica's part is in the history, as a download of its own.
+	hs, err := hist.Open(t.Context(), os.Getenv("FERRY_HISTORY"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := hs.Records(t.Context(), hist.Filter{})
+	hs.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts, sum int64
+	for _, rec := range recs {
+		if rec.DstPath == dst && rec.Kind == "download" && rec.Outcome == hist.OK && rec.Size == int64(len(data)) {
+			parts++
+			sum += rec.Bytes
+		}
+	}
+	if parts != 3 || sum != int64(len(data)) {
+		t.Errorf("history: %d parts of %d bytes, want 3 of %d", parts, sum, len(data))
 	}
 	read := map[string]int64{}
 	for _, line := range strings.Split(r.stderr, "\n") {
@@ -562,7 +588,9 @@ func TestLFNMultiSource(t *testing.T) {
 			s.slow.Store(true)
 		}
 		ok(t, "replica", "add", "lfn:/m/k", a.url+"/k", b.url+"/k", c.url+"/k")
-		a.read.Store(0)
+		for _, s := range []*replicaSrv{a, b, c} {
+			s.read.Store(0)
+		}
 		stop := make(chan struct{})
 		killed := make(chan bool, 1)
 		go func() {
@@ -592,6 +620,11 @@ func TestLFNMultiSource(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "its ranges go to the others") {
 			t.Errorf("stderr %q does not report the dead replica", r.stderr)
+		}
+		// What the others served: the file once, and what the dead one
+		// had in flight (it was killed in its first read).
+		if n := b.read.Load() + c.read.Load(); n > int64(len(small))+1<<20 {
+			t.Errorf("the live replicas served %d bytes of a file of %d", n, len(small))
 		}
 	})
 
@@ -652,5 +685,63 @@ func TestReplicaRegisterGCT(t *testing.T) {
 	r = ferry(t, nil, "replica", "verify", "lfn:/gct")
 	if r.code != 1 || !strings.Contains(r.stdout, "BAD lfn:/gct/a") {
 		t.Errorf("verify: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestLFNBadReplicaKeepsDestination: a single-source lfn: copy from a
+// replica whose bytes fail the checksum leaves an existing destination
+// as it was, locally and on a server, and leaves no temporary file (the
+// outside review's r9 finding: the bytes were written to DEST itself,
+// then DEST removed on the mismatch).
+func TestLFNBadReplicaKeepsDestination(t *testing.T) {
+	catalogueEnv(t)
+	data := randomData(t, 1<<20)
+	s, d := startReplicaSrv(t), startReplicaSrv(t)
+	wrong := bytes.Clone(data)
+	wrong[1000] ^= 0x55
+	writeFile(t, filepath.Join(s.dir, "f"), data)
+	const lfn = "/r9/f"
+	ok(t, "replica", "add", "lfn:"+lfn, s.url+"/f")
+	writeFile(t, filepath.Join(s.dir, "f"), wrong) // the replica now lies
+
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "f")
+	writeFile(t, dst, data) // a good copy is already there
+	r := ferry(t, nil, "cp", lfn2(lfn), dst)
+	t.Logf("exit %d: %s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("exit %d, stderr %q: want a checksum mismatch", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("after a copy from a bad replica failed its check, the destination is gone or changed: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left in the directory: %v", es)
+	}
+
+	markFirst(t, lfn, s.url+"/f") // ok again: tried again
+	writeFile(t, filepath.Join(d.dir, "f"), data)
+	r = ferry(t, nil, "cp", lfn2(lfn), d.url+"/f")
+	t.Logf("exit %d: %s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("exit %d, stderr %q: want a checksum mismatch", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.dir, "f")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the destination on the server is gone or changed: %v", err)
+	}
+	if es, _ := os.ReadDir(d.dir); len(es) != 1 {
+		t.Errorf("left on the server: %v", es)
+	}
+
+	// A good replica replaces the destination's other contents.
+	markFirst(t, lfn, s.url+"/f")
+	writeFile(t, filepath.Join(s.dir, "f"), data)
+	writeFile(t, dst, []byte("old"))
+	ok(t, "cp", lfn2(lfn), dst)
+	if !bytes.Equal(mustRead(t, dst), data) {
+		t.Error("the verified copy did not replace the destination")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left in the directory: %v", es)
 	}
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -63,47 +64,71 @@ func migrations(fsys fs.FS, dir string) ([]migration, error) {
 // migrations of one database ("ferryhis" in ASCII).
 const migrationLock = 0x6665727279686973
 
-// createSchemaVersion makes the table of applied migrations; the same
-// SQL serves both dialects.
-const createSchemaVersion = `CREATE TABLE IF NOT EXISTS schema_version (
-	version    integer PRIMARY KEY,
-	applied_at text NOT NULL DEFAULT CURRENT_TIMESTAMP
-)`
+// Schema is a set of tables with numbered migrations of its own: the
+// history's, or another package's kept in the history's database (the
+// replica catalogue's), opened with OpenSchema.
+type Schema struct {
+	// Name prefixes the errors of OpenSchema ("replica").
+	Name string
+	// FS holds the migrations, migrations/sqlite/NNNN_what.sql and
+	// migrations/postgres/NNNN_what.sql.
+	FS fs.FS
+	// Table is the table of the migrations applied.
+	Table string
+	// Lock is the PostgreSQL advisory lock key that serialises
+	// migrations of the schema.
+	Lock int64
+	// ErrNewer is wrapped by the error of a database a newer Ferry has
+	// migrated past the last migration of FS.
+	ErrNewer error
+}
 
-// migrate brings the database's schema up to date, in one transaction.
-// Two processes migrating a fresh database at once do it one after the
+// historySchema is the history's own.
+var historySchema = Schema{Name: "history", FS: migrationFS, Table: "schema_version", Lock: migrationLock, ErrNewer: ErrNewerSchema}
+
+// migrate brings the database's schema up to date (migrateSchema).
+func (s *sqlStore) migrate(ctx context.Context) error {
+	return migrateSchema(ctx, s.db, s.dialect, historySchema)
+}
+
+// migrateSchema brings sc up to date in db, in one transaction. Two
+// processes migrating a fresh database at once do it one after the
 // other: SQLite's BEGIN IMMEDIATE (the _txlock of the DSN) takes the
 // write lock at once, PostgreSQL takes an advisory lock first.
-func (s *sqlStore) migrate(ctx context.Context) error {
+func migrateSchema(ctx context.Context, db *sql.DB, d dialect, sc Schema) error {
 	dir := "migrations/sqlite"
-	if s.dialect == dialectPostgres {
+	if d == dialectPostgres {
 		dir = "migrations/postgres"
 	}
-	ms, err := migrations(migrationFS, dir)
+	ms, err := migrations(sc.FS, dir)
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback() // after Commit, a no-op
-	if s.dialect == dialectPostgres {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+	if d == dialectPostgres {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", sc.Lock); err != nil {
 			return fmt.Errorf("migrate: lock: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, createSchemaVersion); err != nil {
+	// The same SQL serves both dialects.
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+sc.Table+` (
+	version    integer PRIMARY KEY,
+	applied_at text NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var cur int
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM schema_version").Scan(&cur); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM "+sc.Table).Scan(&cur); err != nil {
 		return fmt.Errorf("migrate: schema version: %w", err)
 	}
 	latest := ms[len(ms)-1].version
 	if cur > latest {
 		return fmt.Errorf("%w (version %d; this one knows up to %d): use a newer ferry or another database",
-			ErrNewerSchema, cur, latest)
+			sc.ErrNewer, cur, latest)
 	}
 	if cur == latest {
 		return nil // the deferred Rollback ends the transaction
@@ -112,7 +137,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("migrate: %s: %w", m.name, err)
 		}
-		if _, err := tx.ExecContext(ctx, s.rebind("INSERT INTO schema_version (version) VALUES (?)"), m.version); err != nil {
+		if _, err := tx.ExecContext(ctx, rebind(d, "INSERT INTO "+sc.Table+" (version) VALUES (?)"), m.version); err != nil {
 			return fmt.Errorf("migrate: %s: %w", m.name, err)
 		}
 	}

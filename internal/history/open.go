@@ -180,13 +180,19 @@ func openSQLite(ctx context.Context, name string, log *slog.Logger) (Store, erro
 }
 
 // trySQLiteBusy is trySQLite, tried again while it fails because another
-// connection holds a lock, for up to busyTimeout. SQLite does not wait
-// for every lock itself: switching a new file to WAL, which needs the
-// file to itself, fails at once when another process has it open.
+// connection holds a lock (retryBusy).
 func trySQLiteBusy(ctx context.Context, name string) (*sqlStore, error) {
+	return retryBusy(ctx, func() (*sqlStore, error) { return trySQLite(ctx, name) })
+}
+
+// retryBusy runs try again while it fails because another connection
+// holds a lock, for up to busyTimeout. SQLite does not wait for every
+// lock itself: switching a new file to WAL, which needs the file to
+// itself, fails at once when another process has it open.
+func retryBusy[T any](ctx context.Context, try func() (T, error)) (T, error) {
 	deadline := time.Now().Add(busyTimeout)
 	for {
-		s, err := trySQLite(ctx, name)
+		s, err := try()
 		if err == nil || !busy(err) || time.Now().After(deadline) {
 			return s, err
 		}
@@ -194,7 +200,7 @@ func trySQLiteBusy(ctx context.Context, name string) (*sqlStore, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+			return s, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		case <-t.C:
 		}
 	}
@@ -229,20 +235,11 @@ func corrupt(err error) bool {
 
 // trySQLite opens the SQLite file name, checks it and migrates it.
 func trySQLite(ctx context.Context, name string) (*sqlStore, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(name))
+	db, err := openSQLiteDB(ctx, name, "history")
 	if err != nil {
-		return nil, fmt.Errorf("history: open %s: %w", name, err)
+		return nil, err
 	}
 	s := &sqlStore{db: db, dialect: dialectSQLite}
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("history: %s: %w", name, err)
-	}
-	if mode != "wal" {
-		db.Close()
-		return nil, fmt.Errorf("history: %s: journal mode %q, want wal", name, mode)
-	}
 	if err := s.check(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("history: %s: %w", name, err)
@@ -252,6 +249,25 @@ func trySQLite(ctx context.Context, name string) (*sqlStore, error) {
 		return nil, fmt.Errorf("history: %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// openSQLiteDB opens the SQLite file name (sqliteDSN) in WAL mode; its
+// errors start with prefix.
+func openSQLiteDB(ctx context.Context, name, prefix string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(name))
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", prefix, name, err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %s: %w", prefix, name, err)
+	}
+	if mode != "wal" {
+		db.Close()
+		return nil, fmt.Errorf("%s: %s: journal mode %q, want wal", prefix, name, mode)
+	}
+	return db, nil
 }
 
 // check runs SQLite's quick check (a cheaper integrity_check: page and
@@ -313,15 +329,29 @@ func moveAside(name string) (string, error) {
 
 // openPostgres opens the PostgreSQL store dsn and migrates it.
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
+	db, cfg, err := openPostgresDB(ctx, dsn, "history")
+	if err != nil {
+		return nil, err
+	}
+	s := &sqlStore{db: db, dialect: dialectPostgres}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("history: PostgreSQL at %s: %w", serverOf(cfg), err)
+	}
+	return s, nil
+}
+
+// openPostgresDB opens the PostgreSQL database dsn and checks that it
+// answers; its errors start with prefix.
+func openPostgresDB(ctx context.Context, dsn, prefix string) (*sql.DB, *pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("history: PostgreSQL DSN: %w", err)
+		return nil, nil, fmt.Errorf("%s: PostgreSQL DSN: %w", prefix, err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = ConnectTimeout
 	}
 	db := stdlib.OpenDB(*cfg)
-	s := &sqlStore{db: db, dialect: dialectPostgres}
 	// The bound covers every address the DSN lists and the TLS attempt
 	// and plain retry of sslmode=prefer.
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -329,18 +359,14 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	cancel()
 	if err != nil {
 		db.Close()
-		msg := fmt.Sprintf("history: cannot reach PostgreSQL at %s (within %v): ", serverOf(cfg), cfg.ConnectTimeout)
+		msg := fmt.Sprintf("%s: cannot reach PostgreSQL at %s (within %v): ", prefix, serverOf(cfg), cfg.ConnectTimeout)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) { // the server answered, and refused
-			msg = fmt.Sprintf("history: PostgreSQL at %s: ", serverOf(cfg))
+			msg = fmt.Sprintf("%s: PostgreSQL at %s: ", prefix, serverOf(cfg))
 		}
-		return nil, &connectError{msg: msg + connectCause(err), err: err}
+		return nil, nil, &connectError{msg: msg + connectCause(err), err: err}
 	}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("history: PostgreSQL at %s: %w", serverOf(cfg), err)
-	}
-	return s, nil
+	return db, cfg, nil
 }
 
 // connectError is a failure to connect to PostgreSQL, with a message on

@@ -43,8 +43,12 @@ func (s *sqlStore) timeArg(t time.Time) any {
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...
 // The queries of this package have no ? in literals.
-func (s *sqlStore) rebind(query string) string {
-	if s.dialect == dialectSQLite {
+func (s *sqlStore) rebind(query string) string { return rebind(s.dialect, query) }
+
+// rebind turns the ? placeholders of query into $1, $2, ... for
+// PostgreSQL (d), and leaves them for SQLite.
+func rebind(d dialect, query string) string {
+	if d == dialectSQLite {
 		return query
 	}
 	var b strings.Builder

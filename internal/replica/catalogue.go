@@ -6,19 +6,12 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ferrygrid/ferry/internal/history"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	sqlitedriver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -82,8 +75,7 @@ type Replica struct {
 // Catalogue is an open replica catalogue. It is safe for concurrent use,
 // and several processes may use one database at once.
 type Catalogue struct {
-	db       *sql.DB
-	postgres bool
+	db *history.DB
 }
 
 // busyTimeout is how long an SQLite statement waits for another
@@ -93,98 +85,25 @@ const busyTimeout = 30 * time.Second
 //go:embed migrations
 var migrationFS embed.FS
 
+// schema is the catalogue's tables in the history's database, with
+// their own version table and migration lock ("ferryrep" in ASCII).
+var schema = history.Schema{Name: "replica", FS: migrationFS, Table: "replica_schema_version",
+	Lock: 0x6665727279726570, ErrNewer: ErrNewerSchema}
+
 // Open opens the catalogue in the database dsn names, as history.Open
 // reads it: "" the default SQLite file (history.DefaultPath), a
 // postgres:// or postgresql:// URL a PostgreSQL database, anything else
 // an SQLite file. "off" is refused: the catalogue has no "off". The
-// schema is created or migrated.
+// schema is created or migrated (history.OpenSchema).
 func Open(ctx context.Context, dsn string) (*Catalogue, error) {
 	if dsn == history.OffDSN {
 		return nil, errors.New("replica: the catalogue lives in the history database, which is off (-history off or FERRY_HISTORY=off); name one with -history")
 	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return openPostgres(ctx, dsn)
-	}
-	name := dsn
-	if name == "" {
-		var err error
-		if name, err = history.DefaultPath(); err != nil {
-			return nil, fmt.Errorf("replica: %w", err)
-		}
-	}
-	return openSQLite(ctx, name)
-}
-
-func openPostgres(ctx context.Context, dsn string) (*Catalogue, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("replica: PostgreSQL DSN: %w", err)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = history.ConnectTimeout
-	}
-	db := stdlib.OpenDB(*cfg)
-	c := &Catalogue{db: db, postgres: true}
-	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	err = db.PingContext(pctx)
-	cancel()
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("replica: cannot reach PostgreSQL at %s: %s", cfg.Host+":"+strconv.Itoa(int(cfg.Port)), oneLine(err))
-	}
-	if err := c.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("replica: PostgreSQL at %s: %w", cfg.Host+":"+strconv.Itoa(int(cfg.Port)), err)
-	}
-	return c, nil
-}
-
-func openSQLite(ctx context.Context, name string) (*Catalogue, error) {
-	name, err := filepath.Abs(name)
-	if err != nil {
-		return nil, fmt.Errorf("replica: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-		return nil, fmt.Errorf("replica: %w", err)
-	}
-	// As history's sqliteDSN: wait for locks, take the write lock at
-	// the start of a transaction.
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(name))
-	dsn := "file:" + p + "?_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	deadline := time.Now().Add(busyTimeout)
-	for {
-		c, err := trySQLite(ctx, dsn)
-		if err == nil {
-			return c, nil
-		}
-		if !busy(err) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("replica: %s: %w", name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("replica: %s: %w", name, context.Cause(ctx))
-		case <-time.After(time.Duration(10+rand.IntN(40)) * time.Millisecond):
-		}
-	}
-}
-
-func trySQLite(ctx context.Context, dsn string) (*Catalogue, error) {
-	db, err := sql.Open("sqlite", dsn)
+	db, err := history.OpenSchema(ctx, dsn, schema)
 	if err != nil {
 		return nil, err
 	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		db.Close()
-		return nil, err
-	}
-	c := &Catalogue{db: db}
-	if err := c.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return c, nil
+	return &Catalogue{db: db}, nil
 }
 
 // busy reports whether err is SQLite's "database is locked".
@@ -199,89 +118,8 @@ func busy(err error) bool {
 	return false
 }
 
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
-
 // Close closes the database.
 func (c *Catalogue) Close() error { return c.db.Close() }
-
-// migrationLock is the PostgreSQL advisory lock key that serialises
-// migrations of the catalogue ("ferryrep" in ASCII).
-const migrationLock = 0x6665727279726570
-
-// migrate brings the catalogue's schema up to date in one transaction
-// (see history's migrate: the same scheme, its own version table).
-func (c *Catalogue) migrate(ctx context.Context) error {
-	dir := "migrations/sqlite"
-	if c.postgres {
-		dir = "migrations/postgres"
-	}
-	entries, err := fs.ReadDir(migrationFS, dir)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	tx, err := c.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer tx.Rollback()
-	if c.postgres {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS replica_schema_version (
-	version    integer PRIMARY KEY,
-	applied_at text NOT NULL DEFAULT CURRENT_TIMESTAMP
-)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	var cur int
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM replica_schema_version").Scan(&cur); err != nil {
-		return fmt.Errorf("migrate: schema version: %w", err)
-	}
-	if cur > len(entries) {
-		return fmt.Errorf("%w (version %d; this one knows up to %d)", ErrNewerSchema, cur, len(entries))
-	}
-	if cur == len(entries) {
-		return nil
-	}
-	for i, e := range entries[cur:] {
-		v := cur + i + 1
-		num, _, _ := strings.Cut(e.Name(), "_")
-		if n, err := strconv.Atoi(num); err != nil || n != v {
-			return fmt.Errorf("migrations: %s: want number %d", e.Name(), v)
-		}
-		b, err := fs.ReadFile(migrationFS, path.Join(dir, e.Name()))
-		if err != nil {
-			return fmt.Errorf("migrations: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, string(b)); err != nil {
-			return fmt.Errorf("migrate: %s: %w", e.Name(), err)
-		}
-		if _, err := tx.ExecContext(ctx, c.rebind("INSERT INTO replica_schema_version (version) VALUES (?)"), v); err != nil {
-			return fmt.Errorf("migrate: %s: %w", e.Name(), err)
-		}
-	}
-	return tx.Commit()
-}
-
-// rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...
-func (c *Catalogue) rebind(query string) string {
-	if !c.postgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -304,7 +142,7 @@ func (c *Catalogue) retryBusy(ctx context.Context, f func() error) error {
 	deadline := time.Now().Add(busyTimeout)
 	for {
 		err := f()
-		if err == nil || c.postgres && !serialization(err) || !c.postgres && !busy(err) || time.Now().After(deadline) {
+		if err == nil || c.db.Postgres && !serialization(err) || !c.db.Postgres && !busy(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -354,14 +192,14 @@ func (c *Catalogue) Add(ctx context.Context, lfn, alg string, r Replica) error {
 		}
 		defer tx.Rollback()
 		if alg != "" {
-			if _, err := tx.ExecContext(ctx, c.rebind(`INSERT INTO replica_lfns (lfn, size, cksum_alg, cksum, created_ns)
+			if _, err := tx.ExecContext(ctx, c.db.Rebind(`INSERT INTO replica_lfns (lfn, size, cksum_alg, cksum, created_ns)
 VALUES (?, ?, ?, ?, ?) ON CONFLICT (lfn) DO NOTHING`), lfn, r.Size, alg, strings.ToLower(r.Sum), nanos(now)); err != nil {
 				return fmt.Errorf("replica: add %s: %w", Format(lfn), err)
 			}
 		}
 		var size int64
 		var eAlg, eSum string
-		err = tx.QueryRowContext(ctx, c.rebind("SELECT size, cksum_alg, cksum FROM replica_lfns WHERE lfn = ?"), lfn).Scan(&size, &eAlg, &eSum)
+		err = tx.QueryRowContext(ctx, c.db.Rebind("SELECT size, cksum_alg, cksum FROM replica_lfns WHERE lfn = ?"), lfn).Scan(&size, &eAlg, &eSum)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("replica: %s: %w", Format(lfn), ErrNotFound)
 		}
@@ -376,7 +214,7 @@ VALUES (?, ?, ?, ?, ?) ON CONFLICT (lfn) DO NOTHING`), lfn, r.Size, alg, strings
 		case !strings.EqualFold(r.Sum, eSum):
 			return fmt.Errorf("replica: %s: %s has %s %s, the catalogue %s: %w", Format(lfn), r.URL, eAlg, strings.ToLower(r.Sum), eSum, ErrMismatch)
 		}
-		if _, err := tx.ExecContext(ctx, c.rebind(`INSERT INTO replicas (lfn, url, size, cksum, state, verified_ns, added_ns, note)
+		if _, err := tx.ExecContext(ctx, c.db.Rebind(`INSERT INTO replicas (lfn, url, size, cksum, state, verified_ns, added_ns, note)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (lfn, url) DO UPDATE SET size = excluded.size, cksum = excluded.cksum, state = excluded.state,
 	verified_ns = excluded.verified_ns, note = excluded.note`),
@@ -400,10 +238,10 @@ func (c *Catalogue) Remove(ctx context.Context, lfn string, urls ...string) erro
 		}
 		defer tx.Rollback()
 		if len(urls) == 0 {
-			if _, err := tx.ExecContext(ctx, c.rebind("DELETE FROM replicas WHERE lfn = ?"), lfn); err != nil {
+			if _, err := tx.ExecContext(ctx, c.db.Rebind("DELETE FROM replicas WHERE lfn = ?"), lfn); err != nil {
 				return fmt.Errorf("replica: rm %s: %w", Format(lfn), err)
 			}
-			res, err := tx.ExecContext(ctx, c.rebind("DELETE FROM replica_lfns WHERE lfn = ?"), lfn)
+			res, err := tx.ExecContext(ctx, c.db.Rebind("DELETE FROM replica_lfns WHERE lfn = ?"), lfn)
 			if err != nil {
 				return fmt.Errorf("replica: rm %s: %w", Format(lfn), err)
 			}
@@ -413,7 +251,7 @@ func (c *Catalogue) Remove(ctx context.Context, lfn string, urls ...string) erro
 			return tx.Commit()
 		}
 		for _, u := range urls {
-			res, err := tx.ExecContext(ctx, c.rebind("DELETE FROM replicas WHERE lfn = ? AND url = ?"), lfn, u)
+			res, err := tx.ExecContext(ctx, c.db.Rebind("DELETE FROM replicas WHERE lfn = ? AND url = ?"), lfn, u)
 			if err != nil {
 				return fmt.Errorf("replica: rm %s: %w", Format(lfn), err)
 			}
@@ -451,7 +289,7 @@ func (c *Catalogue) List(ctx context.Context, prefix string) ([]Entry, error) {
 }
 
 func (c *Catalogue) list(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	rows, err := c.db.QueryContext(ctx, c.rebind(`SELECT l.lfn, l.size, l.cksum_alg, l.cksum, l.created_ns,
+	rows, err := c.db.QueryContext(ctx, c.db.Rebind(`SELECT l.lfn, l.size, l.cksum_alg, l.cksum, l.created_ns,
 	r.url, r.size, r.cksum, r.state, r.verified_ns, r.added_ns, r.note
 FROM replica_lfns l LEFT JOIN replicas r ON r.lfn = l.lfn
 WHERE `+strings.ReplaceAll(where, "lfn", "l.lfn")+`
@@ -491,7 +329,7 @@ ORDER BY l.lfn, r.url`), args...)
 // replica is an error matching ErrNotFound.
 func (c *Catalogue) Mark(ctx context.Context, lfn, url string, state State, size int64, sum string, at time.Time, note string) error {
 	return c.retryBusy(ctx, func() error {
-		res, err := c.db.ExecContext(ctx, c.rebind(`UPDATE replicas SET state = ?, verified_ns = ?, note = ?,
+		res, err := c.db.ExecContext(ctx, c.db.Rebind(`UPDATE replicas SET state = ?, verified_ns = ?, note = ?,
 	size = CASE WHEN ? < 0 THEN size ELSE ? END,
 	cksum = CASE WHEN ? = '' THEN cksum ELSE ? END
 WHERE lfn = ? AND url = ?`), string(state), nanos(at), note, size, size, sum, strings.ToLower(sum), lfn, url)

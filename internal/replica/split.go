@@ -90,3 +90,61 @@ func ChunkFor(rate float64, target time.Duration, first int64) int64 {
 	n := int64(rate * target.Seconds())
 	return min(max(n, MinChunk), MaxChunk)
 }
+
+// Written records the byte ranges of a span a reader has written, so
+// that a span that fails is given back without what arrived: a reader
+// that dies costs the others at most the blocks it had in flight. It is
+// safe for concurrent use (the streams of a MODE E transfer write at
+// once).
+type Written struct {
+	mu    sync.Mutex
+	spans []Span // in file order, disjoint, merged; guarded by mu
+}
+
+// Add records that n bytes at off were written.
+func (w *Written) Add(off, n int64) {
+	if n <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lo, hi := off, off+n
+	out := w.spans[:0:0]
+	for _, s := range w.spans {
+		switch {
+		case s.Off+s.Len < lo || s.Off > hi: // apart
+			out = append(out, s)
+		default: // touching or overlapping: merged into [lo, hi)
+			lo, hi = min(lo, s.Off), max(hi, s.Off+s.Len)
+		}
+	}
+	i := 0
+	for i < len(out) && out[i].Off < lo {
+		i++
+	}
+	out = append(out, Span{})
+	copy(out[i+1:], out[i:])
+	out[i] = Span{lo, hi - lo}
+	w.spans = out
+}
+
+// Missing returns the parts of sp not written, in file order.
+func (w *Written) Missing(sp Span) []Span {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Span
+	at, end := sp.Off, sp.Off+sp.Len
+	for _, s := range w.spans {
+		if s.Off+s.Len <= at || s.Off >= end {
+			continue
+		}
+		if s.Off > at {
+			out = append(out, Span{at, s.Off - at})
+		}
+		at = max(at, s.Off+s.Len)
+	}
+	if at < end {
+		out = append(out, Span{at, end - at})
+	}
+	return out
+}

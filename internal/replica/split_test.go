@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -66,5 +67,30 @@ func TestSplitter(t *testing.T) {
 	}
 	if _, ok := NewSplitter(0).Take(1); ok {
 		t.Error("an empty file has a span")
+	}
+}
+
+func TestWrittenMissing(t *testing.T) {
+	var w Written
+	sp := Span{100, 100} // [100, 200)
+	if got := w.Missing(sp); !slices.Equal(got, []Span{sp}) {
+		t.Fatalf("nothing written: %v", got)
+	}
+	// Blocks of two streams, out of order, one overlapping, one outside.
+	w.Add(150, 10)
+	w.Add(110, 10)
+	w.Add(120, 5)
+	w.Add(158, 4)
+	w.Add(300, 50)
+	want := []Span{{100, 10}, {125, 25}, {162, 38}}
+	if got := w.Missing(sp); !slices.Equal(got, want) {
+		t.Errorf("missing %v, want %v", got, want)
+	}
+	w.Add(100, 100)
+	if got := w.Missing(sp); len(got) != 0 {
+		t.Errorf("all written: missing %v", got)
+	}
+	if got := w.Missing(Span{200, 100}); !slices.Equal(got, []Span{{200, 100}}) {
+		t.Errorf("after it: %v", got)
 	}
 }
