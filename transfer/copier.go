@@ -649,6 +649,10 @@ func (c *copier) sourceState(ctx context.Context, conn *client.Conn, src, dst Lo
 	return want, nil
 }
 
+// syncFile syncs a download's file to disk (Options.Fsync); tests count
+// its calls.
+var syncFile = (*os.File).Sync
+
 // inPlace is how downloadInPlace writes a file.
 type inPlace struct {
 	state    string      // the state file, DST.ferry-ranges
@@ -685,7 +689,10 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 		return 0, err
 	}
 	defer f.Close()
-	saver := &stateSaver{name: name, st: want, sync: f.Sync, write: fsys.writeState}
+	saver := &stateSaver{name: name, st: want, write: fsys.writeState}
+	if c.o.Fsync {
+		saver.sync = func() error { return syncFile(f) }
+	}
 	// Mark the destination incomplete before a byte lands in it.
 	if err := saver.update(want.Ranges, true); err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
@@ -722,8 +729,8 @@ func (c *copier) downloadInPlace(ctx context.Context, s *client.Session, src, ds
 		// A resumed file may be longer than the source (an older copy).
 		err = f.Truncate(want.Size)
 	}
-	if err == nil {
-		err = f.Sync()
+	if err == nil && c.o.Fsync {
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -755,6 +762,9 @@ func (c *copier) downloadWhole(ctx context.Context, s *client.Session, src, dst 
 	if err != nil {
 		sink.abort()
 		return n, &OpError{What: "download " + src.String(), Err: err}
+	}
+	if c.o.Fsync {
+		sink.replace = true // close syncs before the rename
 	}
 	if err := sink.commit(); err != nil {
 		return n, &OpError{What: "write " + dst.String(), Err: err}

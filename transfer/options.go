@@ -59,6 +59,13 @@ type Options struct {
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
 	Verify      bool
 	ChecksumAlg string
+	// Fsync makes a download to a local file durable before it counts:
+	// the file is synced to disk before its resume state (DST.ferry-ranges)
+	// lists a range, and before the copy succeeds (ferry cp -fsync).
+	// Without it, as with cp(1) and globus-url-copy, the bytes are in the
+	// page cache when the copy ends: a crash of ferry loses nothing (its
+	// resume state stays true), a crash of the machine may.
+	Fsync bool
 }
 
 // modeE reports whether the options ask for MODE E.

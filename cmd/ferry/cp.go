@@ -47,7 +47,10 @@ A download never leaves a partial file that looks complete, not even when
 ferry is killed: a file of up to 64 MiB, and one that replaces an existing
 file, is written to a temporary .DST.ferry-* beside DST and renamed into
 place when complete; a larger new file has DST.ferry-ranges beside it
-until it is complete (see Restart). With -off/-len the destination is
+until it is complete (see Restart). The bytes of a finished download are
+in the page cache, as with cp and globus-url-copy; -fsync waits until
+they are on disk, so that a crash of the machine cannot undo a copy
+reported done. With -off/-len the destination is
 written at the same offset (like globus-url-copy), in place. A failed or
 interrupted upload says what it may have left on the server. An existing
 directory on a server as DST receives SRC under its own name, as with a
@@ -124,6 +127,7 @@ type cpFlags struct {
 	stallTimeout time.Duration
 	verify       bool
 	checksumAlg  string
+	fsync        bool
 	fast         bool
 	noTPT        bool      // -notpt
 	stripe       bool      // -stripe
@@ -231,7 +235,7 @@ var cpFlagGroups = []struct {
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
 	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
-	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "st", "verify-checksum", "checksum-alg"}},
+	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "st", "verify-checksum", "checksum-alg", "fsync"}},
 	{"Output", []string{"q", "v", "vb", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
@@ -382,6 +386,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	stall := "end a transfer (or, with -rst, the attempt) when no data moved for `DURATION` (seconds, or with a unit); 0: never"
 	fs.Var((*secondsFlag)(&f.stallTimeout), "stall-timeout", stall)
 	fs.Var((*secondsFlag)(&f.stallTimeout), "st", "the same as -stall-timeout `DURATION` (globus-url-copy's short name)")
+	fs.BoolVar(&f.fsync, "fsync", false, "sync a downloaded local file to disk before it counts as complete (and before its DST.ferry-ranges lists a range): durable across a crash of the machine, at the cost of waiting for the disk")
 	fs.BoolVar(&f.verify, "verify-checksum", false, "after the copy, compare the server's checksum (CKSM) with the local file's")
 	fs.StringVar(&f.checksumAlg, "checksum-alg", "MD5", "checksum algorithm `NAME` for -verify-checksum and -sync-level 3: MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C")
 	fs.BoolVar(&f.fast, "fast", false, "use MODE E (even with -p 1), keep its data connections open and reuse them for the next transfer, as globus-url-copy -fast")
@@ -572,6 +577,7 @@ func (f cpFlags) options() transfer.Options {
 		StallTimeout:    f.stallTimeout,
 		Verify:          f.verify,
 		ChecksumAlg:     f.checksumAlg,
+		Fsync:           f.fsync,
 		Concurrency:     f.concurrency,
 		Pipeline:        f.pipeline,
 	}

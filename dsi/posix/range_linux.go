@@ -3,6 +3,7 @@ package posix
 import (
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -93,16 +94,19 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 	if err != nil {
 		return 0, false, nil
 	}
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+	pp, ok := getPipe()
+	if !ok {
 		return 0, false, nil
 	}
-	defer syscall.Close(p[0])
-	defer syscall.Close(p[1])
-	capacity := 64 << 10
-	if sz, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), syscall.F_SETPIPE_SZ, pipeSize); e == 0 {
-		capacity = int(sz)
-	}
+	defer func() {
+		// Only a pipe known to be empty may serve another block.
+		if err == nil && handled {
+			putPipe(pp)
+		} else {
+			pp.close()
+		}
+	}()
+	p, capacity := pp.fd, pp.capacity
 	handled = true
 	cerr := file.Control(func(ffd uintptr) {
 		for n < 0 || done < n {
@@ -168,6 +172,52 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 		err = cerr
 	}
 	return done, handled, err
+}
+
+// splicePipe is a pipe for splice(2), with its capacity.
+type splicePipe struct {
+	fd       [2]int // read end, write end
+	capacity int
+}
+
+func (p splicePipe) close() {
+	syscall.Close(p.fd[0])
+	syscall.Close(p.fd[1])
+}
+
+// idlePipes keeps empty pipes between blocks: a pipe per block would cost
+// pipe2, fcntl and two closes (and a fresh 1 MiB ring) per MiB moved.
+// Enough for the streams of a few transfers at once; more are closed.
+var idlePipes = make(chan splicePipe, 64)
+
+// pipesMade counts the pipes getPipe has made (tests).
+var pipesMade atomic.Int64
+
+// getPipe returns an empty pipe, an idle one if there is one.
+func getPipe() (splicePipe, bool) {
+	select {
+	case p := <-idlePipes:
+		return p, true
+	default:
+	}
+	pipesMade.Add(1)
+	p := splicePipe{capacity: 64 << 10}
+	if err := syscall.Pipe2(p.fd[:], syscall.O_CLOEXEC); err != nil {
+		return p, false
+	}
+	if sz, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p.fd[1]), syscall.F_SETPIPE_SZ, pipeSize); e == 0 {
+		p.capacity = int(sz)
+	}
+	return p, true
+}
+
+// putPipe keeps the empty pipe p for a later block, or closes it.
+func putPipe(p splicePipe) {
+	select {
+	case idlePipes <- p:
+	default:
+		p.close()
+	}
 }
 
 // drain moves n bytes from the pipe pr to the file fd at off with read(2)

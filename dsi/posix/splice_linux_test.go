@@ -61,3 +61,60 @@ func TestSpliceAtSocketShort(t *testing.T) {
 		t.Errorf("file = %q", got)
 	}
 }
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestSplicePipesReused: block after block, SpliceAt reuses its idle pipe
+// instead of making one per call; a splice that fails half-way (its pipe
+// may hold bytes) closes its pipe rather than keeping it. Either way
+// the bytes land where they belong.
+func TestSplicePipesReused(t *testing.T) {
+	snd, rcv := tcpPair(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const blocks, block = 200, 64 << 10
+	data := pattern(blocks * block)
+	go func() {
+		snd.Write(data)
+		snd.Write([]byte("tail"))
+		snd.CloseWrite()
+	}()
+	// Warm up: the first call may have to make a pipe.
+	if n, err := SpliceAt(f, rcv, 0, block); n != block || err != nil {
+		t.Fatalf("SpliceAt(block 0) = %d, %v", n, err)
+	}
+	base, made := openFDs(t), pipesMade.Load()
+	for i := 1; i < blocks; i++ {
+		if n, err := SpliceAt(f, rcv, int64(i)*block, block); n != block || err != nil {
+			t.Fatalf("SpliceAt(block %d) = %d, %v", i, n, err)
+		}
+	}
+	if got := openFDs(t); got > base {
+		t.Errorf("%d descriptors open after %d blocks, %d after the first: pipes leak", got, blocks, base)
+	}
+	if n := pipesMade.Load() - made; n != 0 {
+		t.Errorf("%d pipes made for %d blocks after the first, want none (reused)", n, blocks-1)
+	}
+	// The stream ends 4 bytes into a block of 10: the call fails.
+	if n, err := SpliceAt(f, rcv, int64(len(data)), 10); n != 4 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("SpliceAt(short) = %d, %v; want 4, ErrUnexpectedEOF", n, err)
+	}
+	if got := openFDs(t); got > base {
+		t.Errorf("%d descriptors open after a failed splice, want at most %d", got, base)
+	}
+	got, _ := os.ReadFile(f.Name())
+	if !bytes.Equal(got[:len(data)], data) || string(got[len(data):]) != "tail" {
+		t.Error("contents differ")
+	}
+}
