@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,18 @@ const (
 type sqlStore struct {
 	db      *sql.DB
 	dialect dialect
+	// stamp, for SQLite, is the file whose age says when the database
+	// last passed its quick check (see checkDue); a corrupt result
+	// removes it, so that the next Open checks again.
+	stamp string
+}
+
+// noteCorrupt removes the check stamp when *err says the database is
+// damaged.
+func (s *sqlStore) noteCorrupt(err *error) {
+	if *err != nil && s.stamp != "" && corrupt(*err) {
+		os.Remove(s.stamp)
+	}
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -228,7 +241,8 @@ func (s *sqlStore) insert(ctx context.Context, table string, cols []string, args
 
 // Add stores r and returns its ID. Times are kept in UTC to the
 // microsecond; r's ID is ignored and r is not changed.
-func (s *sqlStore) Add(ctx context.Context, r *Record) (int64, error) {
+func (s *sqlStore) Add(ctx context.Context, r *Record) (_ int64, err error) {
+	defer s.noteCorrupt(&err)
 	args, err := s.recordArgs(r)
 	if err != nil {
 		return 0, err
@@ -237,7 +251,8 @@ func (s *sqlStore) Add(ctx context.Context, r *Record) (int64, error) {
 }
 
 // AddProbe stores p and returns its ID, as Add.
-func (s *sqlStore) AddProbe(ctx context.Context, p *Probe) (int64, error) {
+func (s *sqlStore) AddProbe(ctx context.Context, p *Probe) (_ int64, err error) {
+	defer s.noteCorrupt(&err)
 	args, err := s.probeArgs(p)
 	if err != nil {
 		return 0, err
@@ -289,7 +304,8 @@ func limit(f Filter) string {
 }
 
 // Records returns the records f selects, newest first (by start time).
-func (s *sqlStore) Records(ctx context.Context, f Filter) ([]Record, error) {
+func (s *sqlStore) Records(ctx context.Context, f Filter) (_ []Record, err error) {
+	defer s.noteCorrupt(&err)
 	cond, args := s.where(f, "start_time", true)
 	q := "SELECT id, " + strings.Join(transferCols, ", ") + " FROM transfers WHERE " + cond +
 		" ORDER BY start_time DESC, id DESC" + limit(f)
@@ -314,7 +330,8 @@ func (s *sqlStore) Records(ctx context.Context, f Filter) ([]Record, error) {
 
 // Probes returns the probes f selects, newest first; f.Outcome does not
 // apply to probes.
-func (s *sqlStore) Probes(ctx context.Context, f Filter) ([]Probe, error) {
+func (s *sqlStore) Probes(ctx context.Context, f Filter) (_ []Probe, err error) {
+	defer s.noteCorrupt(&err)
 	cond, args := s.where(f, "probe_time", false)
 	q := "SELECT id, " + strings.Join(probeCols, ", ") + " FROM probes WHERE " + cond +
 		" ORDER BY probe_time DESC, id DESC" + limit(f)
@@ -390,7 +407,8 @@ ORDER BY g.last DESC, g.src_host, g.dst_host%s`
 // the pairs used last first; f.Limit bounds the number of pairs.
 // MeanRate is the bytes of the successful transfers over their total
 // duration; Failures counts outcome Failed only.
-func (s *sqlStore) Links(ctx context.Context, f Filter) ([]LinkSummary, error) {
+func (s *sqlStore) Links(ctx context.Context, f Filter) (_ []LinkSummary, err error) {
+	defer s.noteCorrupt(&err)
 	cond, args := s.where(f, "start_time", true)
 	rows, err := s.db.QueryContext(ctx, s.rebind(fmt.Sprintf(linksQuery, cond, limit(f))), args...)
 	if err != nil {
