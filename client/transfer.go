@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferrygrid/ferry/internal/netopt"
 )
 
 // RetrieveOptions modifies Retrieve and RetrieveAt. The zero value (or
@@ -199,6 +201,9 @@ func (c *Conn) retrieveStream(ctx context.Context, path string, w io.Writer, o *
 	})
 	n, err := c.transfer(ctx, bufferCommand("SITE RETRBUFSIZE", o.TCPBuffer), o.TCPBuffer, pre, command, func(conn net.Conn) (int64, error) {
 		defer watchStream(cw, conn)()
+		// A stream-mode connection ends with the data: wake for
+		// batches, not for every few packets (see netopt.SetRcvLowat).
+		netopt.SetRcvLowat(conn, streamRcvLowat)
 		return copyCounted(w, conn, limit, moved)
 	})
 	m.stop()
@@ -272,6 +277,11 @@ func bufferCommand(site string, size int) []string {
 	}
 	return []string{fmt.Sprintf("%s %d", site, size)}
 }
+
+// streamRcvLowat is the SO_RCVLOWAT of a stream-mode download's
+// connection: on a wide-area link each wake-up of the reader costs a
+// goroutine switch and a few system calls, and packets arrive one by one.
+const streamRcvLowat = 256 << 10
 
 // countChunk is how many bytes copyCounted moves between counter updates.
 const countChunk = 1 << 20

@@ -108,6 +108,12 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 	}()
 	p, capacity := pp.fd, pp.capacity
 	handled = true
+	lowat := 1 // the socket's SO_RCVLOWAT; 1 again when this returns
+	defer func() {
+		if lowat != 1 {
+			sock.Control(func(sfd uintptr) { setRcvLowat(sfd, 1) })
+		}
+	}()
 	cerr := file.Control(func(ffd uintptr) {
 		for n < 0 || done < n {
 			want := capacity
@@ -120,8 +126,15 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 			rerr := sock.Read(func(sfd uintptr) bool {
 				for {
 					got, e = syscall.Splice(int(sfd), nil, p[1], nil, want, spliceMove|spliceNonblock)
+					if e == syscall.EAGAIN {
+						// About to wait: be woken for a batch, not a packet.
+						if v := rcvLowatFor(n, done); v != lowat && setRcvLowat(sfd, v) == nil {
+							lowat = v
+						}
+						return false
+					}
 					if e != syscall.EINTR {
-						return e != syscall.EAGAIN
+						return true
 					}
 				}
 			})
@@ -172,6 +185,30 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 		err = cerr
 	}
 	return done, handled, err
+}
+
+// rcvLowat is the SO_RCVLOWAT splice sets on a socket while at least that
+// much of the range is still to come: the poller then wakes the reader
+// once per rcvLowat bytes (or when the receive window is nearly full, or
+// at the end of the stream) instead of once per few packets, which on a
+// wide-area link costs a goroutine wake-up, a splice and an EAGAIN per
+// arrival. Below it (the tail of a block, whose next header may never
+// come on a connection kept for reuse) the mark is 1, as it is between
+// calls.
+const rcvLowat = 256 << 10
+
+// rcvLowatFor is the SO_RCVLOWAT for waiting with done of n bytes
+// stored (n < 0: until the end of the stream).
+func rcvLowatFor(n, done int64) int {
+	if n < 0 || n-done >= rcvLowat {
+		return rcvLowat
+	}
+	return 1
+}
+
+// setRcvLowat sets the socket's SO_RCVLOWAT.
+func setRcvLowat(fd uintptr, v int) error {
+	return syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, v)
 }
 
 // splicePipe is a pipe for splice(2), with its capacity.

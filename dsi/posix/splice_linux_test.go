@@ -3,10 +3,14 @@ package posix
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSpliceAtSocket: from a TCP connection SpliceAt moves the bytes with
@@ -116,5 +120,81 @@ func TestSplicePipesReused(t *testing.T) {
 	got, _ := os.ReadFile(f.Name())
 	if !bytes.Equal(got[:len(data)], data) || string(got[len(data):]) != "tail" {
 		t.Error("contents differ")
+	}
+}
+
+// rcvLowatOf reads the socket's SO_RCVLOWAT.
+func rcvLowatOf(t *testing.T, c *net.TCPConn) int {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
+
+// TestSpliceLowWatermark: while a large range trickles in, SpliceAt waits
+// for batches (SO_RCVLOWAT), yet a block whose tail is smaller than the
+// batch, on a connection the sender keeps open (a MODE E connection
+// cached for the next transfer), still completes; the socket is left
+// with a mark of 1 for whatever reads it next.
+func TestSpliceLowWatermark(t *testing.T) {
+	snd, rcv := tcpPair(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const n = rcvLowat + rcvLowat/2 + 17
+	data := pattern(n)
+	go func() {
+		// In small pieces with pauses, so that the reader waits often.
+		for b := data; len(b) > 0; {
+			k := min(len(b), 8<<10)
+			if _, err := snd.Write(b[:k]); err != nil {
+				return
+			}
+			b = b[k:]
+			time.Sleep(time.Millisecond)
+		}
+		// No close: the connection stays open after the block.
+	}()
+	res := make(chan error, 1)
+	go func() {
+		m, err := SpliceAt(f, rcv, 0, n)
+		if err == nil && m != n {
+			err = fmt.Errorf("moved %d bytes, want %d", m, n)
+		}
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("SpliceAt still waiting a minute after the block's last byte was sent")
+	}
+	if v := rcvLowatOf(t, rcv); v != 1 {
+		t.Errorf("SO_RCVLOWAT left at %d, want 1", v)
+	}
+	if got, _ := os.ReadFile(f.Name()); !bytes.Equal(got, data) {
+		t.Error("contents differ")
+	}
+	// To the end of a stream: the end wakes the reader whatever the mark.
+	go func() {
+		snd.Write(data[:1000])
+		snd.CloseWrite()
+	}()
+	if m, err := SpliceAt(f, rcv, 0, -1); m != 1000 || err != nil {
+		t.Fatalf("SpliceAt(to EOF) = %d, %v; want 1000, nil", m, err)
 	}
 }
