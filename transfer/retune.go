@@ -52,7 +52,7 @@ const retuneFloor = 64 << 20
 const (
 	EnvRetuneMin     = "FERRY_RETUNE_MIN"
 	EnvRetuneMaxPart = "FERRY_RETUNE_MAX_PART"
-	// EnvRetuneCPUBusy is the client's CPU use, in cores (0.3), at or
+	// EnvRetuneCPUBusy is the client's CPU use, in cores (0.25), at or
 	// above which a start at the wide-area default tries fewer streams
 	// (tune.Limits.CPUBusy).
 	EnvRetuneCPUBusy = "FERRY_RETUNE_CPU_BUSY"
