@@ -303,7 +303,13 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 	if s.RTT > 0 {
 		c.rtt = s.RTT
 	}
-	rate := s.steadyRate()
+	rate := s.Rate()
+	if c.phase == descending {
+		// Compare the settings of a descent by their steady rates: each
+		// new one starts its streams afresh, the reference does not.
+		// (Elsewhere a part's start is part of what a setting costs.)
+		rate = s.steadyRate()
+	}
 	before, seen := c.rates[c.cur]
 	if c.phase == descending && !c.warm && seen {
 		// The reference part of a descent: the first part's rate, cold
