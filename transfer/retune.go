@@ -52,6 +52,10 @@ const retuneFloor = 64 << 20
 const (
 	EnvRetuneMin     = "FERRY_RETUNE_MIN"
 	EnvRetuneMaxPart = "FERRY_RETUNE_MAX_PART"
+	// EnvRetuneCPUBusy is the client's CPU use, in cores (0.25), at or
+	// above which a start at the wide-area default tries fewer streams
+	// (tune.Limits.CPUBusy).
+	EnvRetuneCPUBusy = "FERRY_RETUNE_CPU_BUSY"
 )
 
 func (e *Engine) envBytes(k string) int64 {
@@ -68,14 +72,25 @@ func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
 	if ch == nil || !ch.ModeE || size <= 0 {
 		return false
 	}
+	m := c.e.envBytes(EnvRetuneMin)
 	if ch.Parallel >= retuneMaxStreams {
-		// Started at the stream limit (wanDefault, or the link's best
-		// in the history): a re-tune could only try fewer streams,
-		// which rarely pays what each part's end costs on a long lossy
-		// link (its streams' tails and restarts).
-		return false
+		// Started at the stream limit. From the link's best in the
+		// history: a re-tune could only try fewer streams, which
+		// rarely pays what each part's end costs on a long lossy link
+		// (its streams' tails and restarts). From the wide-area
+		// default (nothing known): a large file checks whether fewer
+		// streams hold the rate when the client's CPU is busy (a clean
+		// link), else moves the rest in one part (retuneLimits,
+		// tune.Limits.Descend).
+		if !descendStart(ch) {
+			return false
+		}
+		if m > 0 {
+			return size >= m
+		}
+		return size >= DefaultRetuneMin
 	}
-	if m := c.e.envBytes(EnvRetuneMin); m > 0 {
+	if m > 0 {
 		return size >= m
 	}
 	if size >= DefaultRetuneMin {
@@ -84,6 +99,12 @@ func (c *copier) retuneWanted(ch *AutoChoice, size int64) bool {
 	// Without an ETA (no history, no probe) the link may be slow and
 	// lossy, where the first guess of streams costs the most: re-tune.
 	return size >= retuneFloor && (ch.ETA <= 0 || ch.ETA >= retuneMinTime)
+}
+
+// descendStart reports whether ch starts at the stream limit on a guess:
+// the wide-area default, nothing known of the link.
+func descendStart(ch *AutoChoice) bool {
+	return ch.Parallel >= retuneMaxStreams && ch.Basis == string(advisor.Default)
 }
 
 // retuneLimits are the tune.Limits of a download on this host.
@@ -96,6 +117,10 @@ func (c *copier) retuneLimits(ctx context.Context, src, dst Location) tune.Limit
 		// link like this one: their best setting is the start, checked
 		// now and then, not searched from.
 		lim.Known = ch.Records >= 3 && (ch.Basis == string(advisor.HostPair) || ch.Basis == string(advisor.SimilarLink))
+		lim.Descend = !lim.Known && descendStart(ch)
+	}
+	if v, err := strconv.ParseFloat(c.e.getenv(EnvRetuneCPUBusy), 64); err == nil && v > 0 {
+		lim.CPUBusy = v
 	}
 	if p := c.e.envBytes(EnvRetuneMaxPart); p > 0 {
 		lim.MaxPart = p
@@ -131,6 +156,9 @@ type partRun struct {
 	// acked: a part that succeeded is stored whole (its server answered
 	// 226, whatever its last marker said) and joins the ranges stored.
 	acked bool
+	// remote: the bytes do not pass this host (a third-party copy), so
+	// this process's CPU says nothing of the parts.
+	remote bool
 	// stored, progress and report, when not nil, are told the ranges
 	// stored as the parts report them, the progress over the whole
 	// transfer, and every range stored after each part that succeeded.
@@ -171,6 +199,12 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		prev = set
 		parts++
 		base := moved
+		t := time.Now()
+		var (
+			wmu       sync.Mutex
+			warmAt    time.Time // the first progress past steadyAfter; guarded by wmu
+			warmBytes int64
+		)
 		p := retunePart{off: off, n: n, set: set, reuse: reuse, restart: restart}
 		p.stored = func(rs client.RangeSet) {
 			mu.Lock()
@@ -181,14 +215,20 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 			}
 		}
 		p.progress = func(pr client.Progress) {
+			wmu.Lock()
+			if now := time.Now(); warmAt.IsZero() && now.Sub(t) >= steadyAfter && pr.Bytes > 0 {
+				warmAt, warmBytes = now, pr.Bytes
+			}
+			wmu.Unlock()
 			if r.progress != nil {
 				pr.Bytes += base
 				r.progress(pr)
 			}
 		}
-		t := time.Now()
+		cpu0 := tune.ProcessCPU()
 		k, conns, err := r.step(ctx, p)
 		el := time.Since(t)
+		cpu := tune.ProcessCPU() - cpu0
 		moved += k
 		if err != nil {
 			return tune.Sample{Bytes: k, Elapsed: el}, err
@@ -209,10 +249,35 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
 		}
 		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(conns)
+		wmu.Lock()
+		smp.Steady = steadyRate(t, el, warmAt, warmBytes, k)
+		wmu.Unlock()
+		if !r.remote && cpu0 > 0 {
+			smp.CPU = cpu
+		}
 		return smp, nil
 	}
 	res, err := tune.Run(ctx, r.start, r.end, ctl, move)
 	return moved, tuningSummary(res), err
+}
+
+// steadyAfter: the steady rate of a part is measured from its first
+// progress report at least this long after its start (the streams'
+// set-up and slow start before it).
+const steadyAfter = 500 * time.Millisecond
+
+// steadyRate is the rate of a part that started at t, took el and moved
+// k bytes, from warmBytes at warmAt to its end; 0 when that span is
+// under a quarter of a second or a fifth of the part.
+func steadyRate(t time.Time, el time.Duration, warmAt time.Time, warmBytes, k int64) float64 {
+	if warmAt.IsZero() || k <= warmBytes {
+		return 0
+	}
+	span := t.Add(el).Sub(warmAt)
+	if span < 250*time.Millisecond || span < el/5 {
+		return 0
+	}
+	return float64(k-warmBytes) / span.Seconds()
 }
 
 // retuneDownload downloads [start, end) of src into w in re-tuned parts
@@ -285,7 +350,9 @@ func (c *copier) retuneUpload(ctx context.Context, s *client.Session, src, dst L
 // automatic choice that re-tunes a file of that size, the whole file,
 // and a destination that takes copies in parts (FEAT PART).
 func (c *copier) retuneThirdPartySize(ctx context.Context, ss, ds *client.Session, src Location) int64 {
-	if c.o.Offset != 0 || c.o.Length >= 0 || c.o.Stripe || c.auto == nil || !c.auto.ModeE {
+	if c.o.Offset != 0 || c.o.Length >= 0 || c.o.Stripe || c.auto == nil || !c.auto.ModeE || c.auto.Parallel >= retuneMaxStreams {
+		// At the stream limit: this client cannot see the servers'
+		// CPU, so a descent would guess.
 		return 0
 	}
 	dconn, err := ds.Conn(ctx)
@@ -324,7 +391,7 @@ func (c *copier) retuneThirdPartySize(ctx context.Context, ss, ds *client.Sessio
 // moved and the tuning summary for the record.
 func (c *copier) retuneThirdParty(ctx context.Context, ss, ds *client.Session, src, dst Location, size int64, opts client.ThirdPartyOptions) (int64, string, error) {
 	return c.runParts(ctx, src, dst, partRun{
-		start: 0, end: size, have: opts.Restart, sendLast: true, acked: true,
+		start: 0, end: size, have: opts.Restart, sendLast: true, acked: true, remote: true,
 		stored: opts.Acknowledged, progress: opts.Progress,
 		step: func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error) {
 			po := opts

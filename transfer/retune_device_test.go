@@ -73,7 +73,8 @@ func TestRetuneWanted(t *testing.T) {
 		{"mid-size, no ETA (empty history)", &AutoChoice{ModeE: true}, retuneFloor, true},
 		{"mid-size, quick", &AutoChoice{ModeE: true, ETA: time.Second}, retuneFloor, false},
 		{"mid-size, slow", &AutoChoice{ModeE: true, ETA: retuneMinTime}, retuneFloor, true},
-		{"wide-area default at the stream limit", &AutoChoice{ModeE: true, Parallel: wanStreams, Basis: "default"}, 1 << 30, false},
+		{"wide-area default at the stream limit, large", &AutoChoice{ModeE: true, Parallel: wanStreams, Basis: "default"}, DefaultRetuneMin, true},
+		{"wide-area default at the stream limit, mid-size", &AutoChoice{ModeE: true, Parallel: wanStreams, Basis: "default"}, DefaultRetuneMin - 1, false},
 		{"history at the stream limit", &AutoChoice{ModeE: true, Parallel: retuneMaxStreams, Basis: "host-pair"}, 1 << 30, false},
 		{"history below the stream limit", &AutoChoice{ModeE: true, Parallel: 8, Basis: "host-pair"}, 1 << 30, true},
 	} {
@@ -108,6 +109,34 @@ func TestWANDefault(t *testing.T) {
 		why := wanDefault(&a, tc.rtt, tc.size, tc.local)
 		if a.Params.Parallel != tc.want || (why != "") != (tc.want == wanStreams) {
 			t.Errorf("%s: -p %d (%q), want -p %d", tc.name, a.Params.Parallel, why, tc.want)
+		}
+	}
+}
+
+// TestSteadyRate: a part's steady rate runs from its first progress
+// report past the start to its end, and is unknown when that span is
+// too short.
+func TestSteadyRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		el    time.Duration
+		warm  time.Duration // 0: no report
+		warmB int64
+		k     int64
+		want  float64
+	}{
+		{"no report", 2 * time.Second, 0, 0, 100e6, 0},
+		{"from the report to the end", 3 * time.Second, time.Second, 10e6, 210e6, 100e6},
+		{"span too short", 2 * time.Second, 1900 * time.Millisecond, 10e6, 20e6, 0},
+		{"nothing after the report", 3 * time.Second, time.Second, 10e6, 10e6, 0},
+	} {
+		var at time.Time
+		if tc.warm > 0 {
+			at = t0.Add(tc.warm)
+		}
+		if got := steadyRate(t0, tc.el, at, tc.warmB, tc.k); got != tc.want {
+			t.Errorf("%s: steadyRate = %g, want %g", tc.name, got, tc.want)
 		}
 	}
 }

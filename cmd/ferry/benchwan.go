@@ -32,7 +32,9 @@ numbers and the theoretical bounds) and a GRID.svg and GRID.png per grid to
 The tune presets prove the automatic tuning instead: per link, the best
 hand-tuned ferry cp (a coarse-to-fine search over -p and -tcp-bs), ferry cp
 without them on an empty history and after ten transfers of the link, and
-globus-url-copy without flags; they write NAME.csv (a row per link),
+globus-url-copy without flags. The best hand-tuned flags run again after
+the search (-remeasure) and the median of those runs is the reference of
+the ratios: the best of many noisy cells is biased high. They write NAME.csv (a row per link),
 NAME-cells.csv, NAME.md, NAME.svg and NAME.png. Presets:
 `
 
@@ -55,6 +57,9 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated loss (cell i uses SEED+i)")
 	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: the system's temp dir)")
 	list := fs.Bool("list", false, "print the cells and the estimated time, and run nothing")
+	remeasure := fs.Int("remeasure", -1, "tune presets: runs of the best hand-tuned flags again after the search, the reference of the ratios (default: the preset's)")
+	repeat := fs.Int("repeat", -1, "tune presets: further runs of each automatic column (default: the preset's)")
+	cellTime := fs.Duration("cell-time", 0, "tune presets: how long a cell takes at the row's bound, which sets its size (default: the preset's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,6 +78,20 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 			}
 			p.Tune = &spec
 		}
+		spec := *p.Tune
+		if *remeasure >= 0 {
+			spec.Remeasure = *remeasure
+		}
+		if *repeat >= 0 {
+			spec.Repeat = *repeat
+		}
+		if *cellTime < 0 {
+			return usagef("-cell-time: negative")
+		}
+		if *cellTime > 0 {
+			spec.Seconds = *cellTime
+		}
+		p.Tune = &spec
 		return runBenchTune(ctx, e, p, tuneOptions{impls: splitList(*impls), ferry: *ferry, cc: *cc, seed: *seed,
 			dir: *dir, out: *out, list: *list, args: args})
 	}
@@ -186,8 +205,8 @@ func runBenchTune(ctx context.Context, e *env, p bench.Preset, o tuneOptions) er
 	}
 	plan := p.Tune.Plan(gct)
 	if o.list {
-		fmt.Fprintf(e.stdout, "%s: %d rows, search %d cells a row at most (p %v × -tcp-bs %v, then p refined), history of %d\n",
-			p.Name, len(p.Tune.Rows), p.Tune.Search.Budget, p.Tune.Search.Ps, bufferList(p.Tune.Search.Buffers), p.Tune.HistoryTarget)
+		fmt.Fprintf(e.stdout, "%s: %d rows, search %d cells a row at most (p %v × -tcp-bs %v, then p refined), the best run %d more times, history of %d, automatic cells run %d times\n",
+			p.Name, len(p.Tune.Rows), p.Tune.Search.Budget, p.Tune.Search.Ps, bufferList(p.Tune.Search.Buffers), p.Tune.Remeasure, p.Tune.HistoryTarget, 1+p.Tune.Repeat)
 		for i, c := range plan {
 			set := "auto (no -p, no -tcp-bs)"
 			if c.Explicit {

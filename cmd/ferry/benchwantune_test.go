@@ -22,11 +22,20 @@ func TestBenchWANTuneHelp(t *testing.T) {
 	}
 	r = ferry(t, nil, "bench", "wan", "-preset", "tune", "-list")
 	if r.code != 0 || !strings.Contains(r.stdout, "12 rows") || !strings.Contains(r.stdout, "tune 50ms 1%: auto-history") ||
-		!strings.Contains(r.stdout, "-p 32 -tcp-bs 4M") || !strings.Contains(r.stdout, "204 cells as planned") {
+		!strings.Contains(r.stdout, "-p 32 -tcp-bs 4M") || !strings.Contains(r.stdout, "264 cells as planned") ||
+		!strings.Contains(r.stdout, "tune 50ms 1%: hand-again") {
 		t.Errorf("bench wan -preset tune -list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := ferry(t, nil, "bench", "wan", "-preset", "tune", "-grids", "x", "-out", t.TempDir()); r.code != 2 {
 		t.Errorf("tune with -grids: exit %d, want 2", r.code)
+	}
+	// The old method: no re-runs of the winner, (b) and (c) once.
+	r = ferry(t, nil, "bench", "wan", "-preset", "tune", "-list", "-remeasure", "0", "-repeat", "0")
+	if r.code != 0 || !strings.Contains(r.stdout, "204 cells as planned") || strings.Contains(r.stdout, "hand-again") {
+		t.Errorf("bench wan -preset tune -list -remeasure 0 -repeat 0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := ferry(t, nil, "bench", "wan", "-preset", "tune", "-list", "-cell-time", "-1s"); r.code != 2 {
+		t.Errorf("-cell-time -1s: exit %d, want 2", r.code)
 	}
 }
 
@@ -97,7 +106,14 @@ func TestBenchWANTuneCI(t *testing.T) {
 		t.Errorf("history of %g records after %g fillers", records, fillers)
 	}
 	cells := readCSV(t, filepath.Join(out, "tune-ci-cells.csv"))
-	if want := 1 + 1 + int(num("grid_cells")) + int(fillers) + 2; len(cells) != want {
+	// A header, (b), the search, the winner again, the fillers, (c), (d).
+	if n := num("reference_runs"); n != 1 {
+		t.Errorf("the winner ran again %g times, want 1", n)
+	}
+	if num("reference_mbit_s") <= 0 || get("empty_ref_meets_0.9") == "" {
+		t.Errorf("reference ratios missing: %v", row)
+	}
+	if want := 1 + 1 + int(num("grid_cells")) + 1 + int(fillers) + 2; len(cells) != want {
 		t.Errorf("%d lines in tune-ci-cells.csv, want %d", len(cells), want)
 	}
 	for _, c := range cells[1:] {

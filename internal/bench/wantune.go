@@ -192,6 +192,15 @@ type TuneSpec struct {
 	// Seconds is how long a cell at the row's best theoretical rate
 	// takes (its Size follows); 0: 15 s, 25 s from 50 ms RTT (steadyFor).
 	Seconds time.Duration
+	// Remeasure is how many times (a)'s winning flags run again after
+	// the search; the median of those runs is the reference (a′) that
+	// (b) and (c) are measured against. The winner is the best of many
+	// noisy cells, so its own rate is biased high (the winner's curse);
+	// a re-run is not. 0: no re-runs, (a) is the reference.
+	Remeasure int
+	// Repeat is how many more times (b) and (c) run (each (b) on a new
+	// empty history); their median is what the ratios use.
+	Repeat int
 }
 
 // bbcTuneRows are the BBC grid's links: one-way latency 1, 10, 30,
@@ -210,6 +219,7 @@ func bbcTuneRows() []TuneRow {
 // CSV after the row ("tune 10ms 0.1%: hand").
 const (
 	RoleHand      = "hand"         // (a) a cell of the search
+	RoleRemeasure = "hand-again"   // (a′) (a)'s winner run again
 	RoleEmpty     = "auto-empty"   // (b) no flags, empty history
 	RoleFiller    = "auto-filler"  // a short automatic transfer that fills (c)'s history
 	RoleHistory   = "auto-history" // (c) no flags, the history of ten
@@ -246,7 +256,7 @@ func (s TuneSpec) Cell(row TuneRow, role string, set TuneSetting) WANCell {
 	c := WANCell{Grid: RowLabel(row) + ": " + role, Impl: Ferry, P: 1, Latency: row.Latency, Loss: row.Loss,
 		Rate: s.Rate, Profile: s.Profile, Size: size, Duration: 2 * d, X: msOf(row.Latency), S: row.Loss}
 	switch role {
-	case RoleHand:
+	case RoleHand, RoleRemeasure:
 		c.P, c.Buffer, c.Explicit = set.P, set.Buffer, true
 	case RoleFiller:
 		c.Size, c.Duration, c.Auto = max(size/5>>20, 1)<<20, d, true
@@ -264,13 +274,16 @@ func RowLabel(row TuneRow) string {
 }
 
 // Plan returns the cells the rows run as planned, for -list and the
-// estimate: per row (b), the search's budget of hand cells (the coarse
-// ones, then a refinement as it might go), the fillers as if every hand
-// cell was recorded, (c) and, with gct, (d).
+// estimate: per row (b) and its repeats, the search's budget of hand
+// cells (the coarse ones, then a refinement as it might go), the
+// winner's re-runs, the fillers as if every hand cell was recorded, (c)
+// and its repeats and, with gct, (d).
 func (s TuneSpec) Plan(gct bool) []WANCell {
 	var out []WANCell
 	for _, row := range s.Rows {
-		out = append(out, s.Cell(row, RoleEmpty, TuneSetting{}))
+		for range 1 + s.Repeat {
+			out = append(out, s.Cell(row, RoleEmpty, TuneSetting{}))
+		}
 		var tried []TuneTrial
 		for len(tried) < s.Search.Budget {
 			set, ok := s.Search.Next(tried)
@@ -282,10 +295,17 @@ func (s TuneSpec) Plan(gct bool) []WANCell {
 			// so that the plan also shows a refinement.
 			tried = append(tried, TuneTrial{set, float64(len(tried) + 1)})
 		}
+		if best, ok := BestTrial(tried); ok {
+			for range s.Remeasure {
+				out = append(out, s.Cell(row, RoleRemeasure, best.TuneSetting))
+			}
+		}
 		for range max(s.HistoryTarget-len(tried), 0) {
 			out = append(out, s.Cell(row, RoleFiller, TuneSetting{}))
 		}
-		out = append(out, s.Cell(row, RoleHistory, TuneSetting{}))
+		for range 1 + s.Repeat {
+			out = append(out, s.Cell(row, RoleHistory, TuneSetting{}))
+		}
 		if gct {
 			out = append(out, s.Cell(row, RoleGCT, TuneSetting{}))
 		}
@@ -299,7 +319,12 @@ type TuneRowResult struct {
 	Grid []WANResult // (a): the search's cells, in order
 	// Empty, Hist and GCT are (b), (c) and (d); Ended "" when not run.
 	Empty, Hist, GCT WANResult
-	Fillers          []WANResult
+	// EmptyMore and HistMore are the repeats of (b) and (c)
+	// (TuneSpec.Repeat).
+	EmptyMore, HistMore []WANResult
+	// Remeasured are the re-runs of (a)'s winner (TuneSpec.Remeasure).
+	Remeasured []WANResult
+	Fillers    []WANResult
 	// Records is how many successful transfers (c)'s history held when
 	// (c) started; -1 unknown.
 	Records int
@@ -311,12 +336,13 @@ type TuneRowResult struct {
 // All returns every cell of the row in run order.
 func (r TuneRowResult) All() []WANResult {
 	var out []WANResult
-	for _, res := range append(append([]WANResult{r.Empty}, r.Grid...), r.Fillers...) {
+	first := append(append([]WANResult{r.Empty}, r.EmptyMore...), r.Grid...)
+	for _, res := range append(append(first, r.Remeasured...), r.Fillers...) {
 		if res.Ended != "" {
 			out = append(out, res)
 		}
 	}
-	for _, res := range []WANResult{r.Hist, r.GCT} {
+	for _, res := range append(append([]WANResult{r.Hist}, r.HistMore...), r.GCT) {
 		if res.Ended != "" {
 			out = append(out, res)
 		}
@@ -335,6 +361,48 @@ func (r TuneRowResult) Best() (WANResult, bool) {
 		}
 	}
 	return best, ok
+}
+
+// medianRate is the median rate of the cells of rs that measured one,
+// and how many did; NaN and 0 when none.
+func medianRate(rs ...WANResult) (float64, int) {
+	var v []float64
+	for _, res := range rs {
+		if measured(res) {
+			v = append(v, res.Mbps)
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN(), 0
+	}
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2, n
+	}
+	return v[len(v)/2], len(v)
+}
+
+// Reference is (a′), what (b) and (c) are measured against: the median
+// rate of the winner's re-runs, or (a)'s own rate when none measured;
+// NaN when neither. n is the number of re-runs it is the median of (0:
+// it is (a)).
+func (r TuneRowResult) Reference() (mbps float64, n int) {
+	if m, n := medianRate(r.Remeasured...); n > 0 {
+		return m, n
+	}
+	best, _ := r.Best()
+	return rateOf(best), 0
+}
+
+// EmptyRate and HistRate are the medians of (b) and (c) over their runs,
+// and how many runs measured a rate.
+func (r TuneRowResult) EmptyRate() (float64, int) {
+	return medianRate(append([]WANResult{r.Empty}, r.EmptyMore...)...)
+}
+
+// HistRate: see EmptyRate.
+func (r TuneRowResult) HistRate() (float64, int) {
+	return medianRate(append([]WANResult{r.Hist}, r.HistMore...)...)
 }
 
 // TuneConfig says what RunTune runs.
@@ -437,6 +505,16 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	}
 	cur.EmptyRec = newRecord(ctx, emptyDB, 0)
 	report()
+	for i := range spec.Repeat {
+		// Each repeat on a history of its own, empty.
+		c.History = fmt.Sprintf("%s.%d", emptyDB, i+2)
+		res, err := t.run(ctx, c)
+		if err != nil {
+			return err
+		}
+		cur.EmptyMore = append(cur.EmptyMore, res)
+		report()
+	}
 
 	var tried []TuneTrial
 	for {
@@ -457,6 +535,21 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 		}
 		tried = append(tried, TuneTrial{set, rate})
 		report()
+	}
+
+	// Run the winner again, recorded in a history of its own: (c)'s
+	// history holds what the search did, no more.
+	if best, ok := BestTrial(tried); ok {
+		for range spec.Remeasure {
+			c := spec.Cell(row, RoleRemeasure, best.TuneSetting)
+			c.History = gridDB + ".again"
+			res, err := t.run(ctx, c)
+			if err != nil {
+				return err
+			}
+			cur.Remeasured = append(cur.Remeasured, res)
+			report()
+		}
 	}
 
 	// Fill the history to HistoryTarget successful records, one short
@@ -491,6 +584,15 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	}
 	cur.HistRec = newRecord(ctx, gridDB, last)
 	report()
+	for range spec.Repeat {
+		// On the same history, which now holds (c)'s records too.
+		res, err := t.run(ctx, c)
+		if err != nil {
+			return err
+		}
+		cur.HistMore = append(cur.HistMore, res)
+		report()
+	}
 
 	if t.cfg.GCT {
 		if cur.GCT, err = t.run(ctx, spec.Cell(row, RoleGCT, TuneSetting{})); err != nil {
@@ -553,7 +655,8 @@ func (s TuneSpec) describe() string {
 
 // tuneSpec is the tune preset: the BBC grid's links at 1 Gbit/s.
 func tuneSpec() *TuneSpec {
-	return &TuneSpec{Rows: bbcTuneRows(), Rate: GigabitRate, Profile: "optimised", Search: DefaultTuneSearch, HistoryTarget: 10}
+	return &TuneSpec{Rows: bbcTuneRows(), Rate: GigabitRate, Profile: "optimised", Search: DefaultTuneSearch, HistoryTarget: 10,
+		Remeasure: 3, Repeat: 1}
 }
 
 // tuneCISpec is the tune preset's smoke test: one row of 3 s cells at
@@ -561,5 +664,5 @@ func tuneSpec() *TuneSpec {
 func tuneCISpec() *TuneSpec {
 	return &TuneSpec{Rows: []TuneRow{{Latency: 5 * time.Millisecond, Loss: 0.1}}, Rate: 100_000_000, Profile: "optimised",
 		Search:        TuneSearch{Ps: []int{1, 4}, Buffers: []int64{0, 1 << 20}, MaxP: 8, Budget: 5},
-		HistoryTarget: 6, Seconds: 3 * time.Second}
+		HistoryTarget: 6, Seconds: 3 * time.Second, Remeasure: 1}
 }

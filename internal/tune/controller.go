@@ -34,6 +34,37 @@ type Sample struct {
 	Retransmits, SegsOut int64
 	// MSS is the connections' segment size; zero means 1448.
 	MSS int
+	// Steady is the part's rate once its streams had warmed up (bytes
+	// per second, from the progress after the part's first second);
+	// zero when unknown or the part was too short. A part on a new
+	// setting opens its connections afresh, and its slow start would
+	// bias a comparison with a setting whose connections were kept.
+	Steady float64
+	// CPU is the CPU time (user and system) this process used while the
+	// part ran (getrusage); zero when unknown, or when the bytes did not
+	// pass this host (a third-party copy).
+	CPU time.Duration
+}
+
+// steadyRate is Steady when known, else Rate.
+func (s Sample) steadyRate() float64 {
+	if s.Steady > 0 {
+		return s.Steady
+	}
+	return s.Rate()
+}
+
+// cpuShare is the CPU the part used, in cores (1: one core busy all the
+// part long), at its steady rate when known (the CPU per byte times the
+// steady rate: slow start would understate it); 0 when unknown.
+func (s Sample) cpuShare() float64 {
+	if s.CPU <= 0 || s.Elapsed <= 0 || s.Bytes <= 0 {
+		return 0
+	}
+	if s.Steady > 0 {
+		return s.CPU.Seconds() * s.Steady / float64(s.Bytes)
+	}
+	return s.CPU.Seconds() / s.Elapsed.Seconds()
 }
 
 // Rate is the part's rate in bytes per second.
@@ -77,6 +108,23 @@ type Limits struct {
 	// link did best: the controller begins settled, checking a neighbour
 	// now and then, instead of searching.
 	Known bool
+	// Descend says the start is a guess of many streams (the wide-area
+	// default when nothing is known of the link: right on a lossy link,
+	// costly on a clean one). When the client's CPU is busy (CPUBusy or
+	// more), the controller halves the streams while the rate holds
+	// within keepMargin of the fastest seen, and keeps the cheapest that
+	// held; else the rest of the file goes in one part at the start.
+	Descend bool
+	// CPUBusy is the client's CPU use, in cores, at or above which a
+	// Descend start tries fewer streams (0.25): each stream costs the
+	// client CPU per byte, and where the client shares its cores (with
+	// the link's forwarder, the disk, other work) that costs rate. On
+	// the bench host (docs/bench/wan/tune) 32 streams over a clean
+	// gigabit link used 0.25–0.35 core, over the lossy links that need
+	// them 0.05–0.2, except within a millisecond (0.33–0.39), where 16
+	// streams keep most of the rate anyway. A first part (cold) below
+	// half of it settles at once.
+	CPUBusy float64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -94,6 +142,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ProbeEvery <= 0 {
 		l.ProbeEvery = 4
+	}
+	if l.CPUBusy <= 0 {
+		l.CPUBusy = 0.25
 	}
 	return l
 }
@@ -120,14 +171,26 @@ const (
 	// more than any stream moves, and a slow stream is held back by the
 	// hosts, not by loss.
 	lanRTT = 1e-3
+	// keepMargin: a setting with fewer streams is as good as the fastest
+	// when its rate is within this fraction of it, and is preferred (it
+	// costs both hosts less CPU per byte and the link fewer flows); a
+	// setting with more streams must beat a cheaper one by more than
+	// this to replace it. The band is the controller's hysteresis.
+	keepMargin = 0.05
+	// maxHalvings bounds a descent (32 → 1 is five).
+	maxHalvings = 5
+	// descendFirst is what the first part of a descent gives each
+	// stream.
+	descendFirst = 4 << 20
 )
 
 type phase int
 
 const (
-	growing phase = iota // raising streams (or buffers) while it pays
-	settled              // on the best setting, probing neighbours now and then
-	probing              // this part tries a neighbour of the best
+	growing    phase = iota // raising streams (or buffers) while it pays
+	settled                 // on the best setting, probing neighbours now and then
+	probing                 // this part tries a neighbour of the best
+	descending              // halving the streams of a Descend start while the rate holds
 )
 
 // Controller picks the setting of each part from what the parts before
@@ -147,6 +210,14 @@ type Controller struct {
 	rtt     time.Duration
 	gain    float64 // the rate of the last raise over the one before it
 	starved bool    // the last part's streams ran far below their window (loss-bound)
+	// whole: the rest of the file goes in one part (a Descend start
+	// whose client CPU is not busy: nothing to tune, and each part's
+	// end costs its streams' tails).
+	whole bool
+	// warm: a Descend start has measured its reference part (its
+	// connections kept from the first part); halvings counts its steps.
+	warm     bool
+	halvings int
 }
 
 // NewController starts at setting start (from the advisor), expecting
@@ -160,8 +231,11 @@ func NewController(start Setting, predicted float64, lim Limits) *Controller {
 	start.Buffer = min(start.Buffer, lim.MaxBuffer)
 	c := &Controller{lim: lim, cur: start, prev: start, best: start, rates: map[Setting]float64{},
 		step: 1, predict: predicted, rtt: lim.RTT}
-	if lim.Known {
+	switch {
+	case lim.Known:
 		c.phase = settled
+	case lim.Descend:
+		c.phase = descending
 	}
 	return c
 }
@@ -178,6 +252,9 @@ func (c *Controller) Best() Setting { return c.best }
 // per stream, within the limits; the remainder when what would be left
 // is under half a part.
 func (c *Controller) PartSize(remaining int64) int64 {
+	if c.whole {
+		return remaining
+	}
 	n := c.lim.FirstPart
 	if r := c.expected(); r > 0 {
 		d, rtts := searchPart, searchRTTs
@@ -195,6 +272,11 @@ func (c *Controller) PartSize(remaining int64) int64 {
 		n = int64(r * d.Seconds())
 	}
 	n = max(n, int64(c.cur.Streams)*perStream)
+	if c.phase == descending && c.parts == 0 {
+		// Long enough for a steady rate and CPU share after the
+		// streams' start.
+		n = max(n, int64(c.cur.Streams)*descendFirst)
+	}
 	n = min(max(n, c.lim.MinPart), c.lim.MaxPart)
 	if remaining-n < n/2 {
 		return remaining
@@ -222,8 +304,18 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		c.rtt = s.RTT
 	}
 	rate := s.Rate()
+	if c.phase == descending {
+		// Compare the settings of a descent by their steady rates: each
+		// new one starts its streams afresh, the reference does not.
+		// (Elsewhere a part's start is part of what a setting costs.)
+		rate = s.steadyRate()
+	}
 	before, seen := c.rates[c.cur]
-	if seen {
+	if c.phase == descending && !c.warm && seen {
+		// The reference part of a descent: the first part's rate, cold
+		// and short, is not what this setting does.
+		c.rates[c.cur] = rate
+	} else if seen {
 		c.rates[c.cur] = (before + rate) / 2
 	} else {
 		c.rates[c.cur] = rate
@@ -233,6 +325,8 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		c.starved = rate/float64(c.cur.Streams) < starvedShare*w/rtt
 	}
 	switch c.phase {
+	case descending:
+		return c.descend(s, rate)
 	case growing:
 		return c.grow(s, rate)
 	case probing:
@@ -253,12 +347,90 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 	return c.cur, fmt.Sprintf("settled at %s (%s)", c.cur, mbit(c.rates[c.best]))
 }
 
+// pickBest makes the best setting the one with the fewest streams whose
+// rate is within keepMargin of the fastest (the fastest of those on a
+// tie). Once settled, a setting with more streams replaces the best
+// only when the best has fallen more than twice keepMargin below the
+// fastest: a noisy part on a neighbour does not move the controller.
 func (c *Controller) pickBest() {
+	var top float64
+	for _, r := range c.rates {
+		top = max(top, r)
+	}
+	inc, incOK := c.rates[c.best]
+	var pick Setting
+	first := true
 	for set, r := range c.rates {
-		if b, ok := c.rates[c.best]; !ok || r > b || r == b && set.Streams < c.best.Streams {
-			c.best = set
+		if r < (1-keepMargin)*top {
+			continue
+		}
+		if first || set.Streams < pick.Streams || set.Streams == pick.Streams && r > c.rates[pick] {
+			pick, first = set, false
 		}
 	}
+	if (c.phase == settled || c.phase == probing) && incOK && pick.Streams > c.best.Streams && inc >= (1-2*keepMargin)*top {
+		return
+	}
+	c.best = pick
+}
+
+// descend handles a part of a Descend start. The first part (cold) only
+// says whether the client's CPU is busy: if not, or the streams are
+// plainly loss-bound, the rest goes in one part. Else the second part
+// measures the start warm (the reference), and each part after halves
+// the streams while the rate holds within keepMargin of the fastest
+// seen; the first that does not sends the controller back to the
+// cheapest that held, settled. At most maxHalvings steps.
+func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
+	share := s.cpuShare()
+	per := rate / float64(c.cur.Streams)
+	if m := mathis(s, c.rtt.Seconds()); m > 0 && per <= 1.5*m && c.parts == 1 {
+		c.whole = true
+		c.phase = settled
+		return c.cur, fmt.Sprintf("each stream is loss-bound (%.2g%% retransmitted, %s per stream, Mathis bound %s): the rest in one part at %s",
+			100*s.Loss(), mbit(per), mbit(m), c.cur)
+	}
+	if !c.warm {
+		// The first part (cold) decides only when the client is far
+		// from busy; the warm reference part decides otherwise.
+		if c.parts == 1 && share < c.lim.CPUBusy/2 || c.parts > 1 && share < c.lim.CPUBusy {
+			c.whole = true
+			c.phase = settled
+			return c.cur, fmt.Sprintf("the client's CPU is not the limit (%s core at %s): the rest in one part at %s",
+				cores(share), mbit(rate), c.cur)
+		}
+		if c.parts == 1 {
+			// Measure the start again on its kept connections before
+			// comparing fewer streams with it.
+			return c.cur, fmt.Sprintf("the client uses %s core at %s: measuring %s again before trying fewer streams",
+				cores(share), mbit(rate), c.cur)
+		}
+		c.warm = true
+	} else {
+		top := 0.0
+		for _, r := range c.rates {
+			top = max(top, r)
+		}
+		if rate < (1-keepMargin)*top {
+			return c.settle(fmt.Sprintf("%s gave %s, under %.0f%% of the fastest (%s)", c.cur, mbit(rate), 100*(1-keepMargin), mbit(top)))
+		}
+	}
+	if c.cur.Streams <= 1 || c.halvings >= maxHalvings {
+		return c.settle(fmt.Sprintf("%s holds the rate (%s)", c.cur, mbit(rate)))
+	}
+	c.halvings++
+	next := c.cur
+	next.Streams = max(c.cur.Streams/2, 1)
+	return c.change(next, fmt.Sprintf("%s at %s with the client at %s core: trying %s (kept if within %.0f%%)",
+		c.cur, mbit(rate), cores(share), next, 100*keepMargin))
+}
+
+// cores formats a CPU share.
+func cores(share float64) string {
+	if share <= 0 {
+		return "an unknown"
+	}
+	return fmt.Sprintf("%.2f", share)
 }
 
 // grow handles a part of the search: keep raising while the last raise
