@@ -165,11 +165,17 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 		}
 	}
 	hasGSI := slices.Contains(cfg.Workloads, GSI)
-	b.WriteString(`
-- mem: Ferry's null storage (a path named by the size reads as zeros) to ` + "`ferry cp … /dev/null`" + `; GCT's
+	b.WriteString("\n")
+	// A note per workload of the table (GSI's rows are mem over gsiftp://).
+	if slices.Contains(cfg.Workloads, Mem) || hasGSI {
+		b.WriteString(`- mem: Ferry's null storage (a path named by the size reads as zeros) to ` + "`ferry cp … /dev/null`" + `; GCT's
   /dev/zero to ` + "`globus-url-copy -len SIZE … file:///dev/null`" + `; raw TCP is ` + "`iperf3 -P p -l 1M -n SIZE`" + `.
-- disk: a random file, in the page cache, copied to a new local file (removed after each run).
 `)
+	}
+	if slices.ContainsFunc(cfg.Workloads, Workload.disk) {
+		b.WriteString(`- disk: a random file, in the page cache, downloaded to a new local file (removed after each run).
+`)
+	}
 	if slices.Contains(cfg.Workloads, DiskUp) {
 		b.WriteString(`- disk-up: the same file uploaded (` + "`ferry cp file:///… ftp://…`" + `, ` + "`globus-url-copy file:///… ftp://…`" + `) to a new
   file in the server's directory (removed after each run).

@@ -88,6 +88,31 @@ func TestWriteTableSubset(t *testing.T) {
 	if strings.Contains(b.String(), "Ferry/") {
 		t.Errorf("ratio columns without the other implementation:\n%s", b.String())
 	}
+	if strings.Contains(b.String(), "- disk") {
+		t.Errorf("a note on the disk workloads without them:\n%s", b.String())
+	}
+}
+
+func TestWriteTableDiskUp(t *testing.T) {
+	cfg := Config{Size: 1 << 30, Parallel: []int{1, 4}, Workloads: []Workload{DiskUp}, Impls: Impls}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| disk-up | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | 10/30 | n/a | 1.50, 2.0 % |",
+		"| disk-up | 4 |",
+		"- disk: a random file",
+		"- disk-up: the same file uploaded",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "- mem:") {
+		t.Errorf("a note on mem without it:\n%s", out)
+	}
 }
 
 func TestWriteTableGSI(t *testing.T) {
