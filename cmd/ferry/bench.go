@@ -68,7 +68,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "4G", "`SIZE` per run: bytes, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels `N,...` (1: stream mode; N: MODE E with N streams)")
 	reps := fs.Int("reps", 3, "`N` runs per implementation, workload and parallelism")
-	workloads := fs.String("workloads", "mem,disk", "comma-separated `WORKLOADS`: mem (memory to memory), disk (page-cached file to file), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded), smallfiles-3pt (the same tree copied between two servers of one kind: third party)")
+	workloads := fs.String("workloads", "mem,disk", "comma-separated `WORKLOADS`: mem (memory to memory), disk (page-cached file downloaded to a new file), disk-up (the same file uploaded to a new file in the server's directory), gsi (gsiftp:// login time, and mem with DCAU A and with PROT P), smallfiles (-files files of -file-size bytes downloaded over p sessions: globus-url-copy -r -cc p -pp -fast vs ferry cp -r -cc p), smallfiles-up (the same tree uploaded), smallfiles-3pt (the same tree copied between two servers of one kind: third party)")
 	wanCC := fs.String("wan-cc", "", "with -wan-delay: TCP congestion control `ALG` in both namespaces (e.g. cubic, bbr); default: the system's")
 	wanDelay := fs.Duration("wan-delay", 0, "run across an emulated WAN with this one-way delay `DURATION` (servers and clients in two network namespaces, as ferry wan; needs root) instead of loopback; smallfiles workloads only")
 	files := fs.Int("files", bench.DefaultSmallFiles, "smallfiles: number of files `N`")
@@ -115,17 +115,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	for _, w := range splitList(*workloads) {
 		if !slices.Contains(bench.Workloads, bench.Workload(w)) {
-			return usagef("-workloads: unknown workload %q (mem, disk, gsi, smallfiles, smallfiles-up)", w)
+			return usagef("-workloads: unknown workload %q (mem, disk, disk-up, gsi, smallfiles, smallfiles-up, smallfiles-3pt)", w)
 		}
 		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
 	}
 	for _, i := range splitList(*impls) {
 		cfg.Impls = append(cfg.Impls, bench.Impl(i))
 	}
-	if cfg.Ferry == "" {
-		if cfg.Ferry, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
-		}
+	if err := defaultFerry(&cfg.Ferry); err != nil {
+		return err
 	}
 	samples, runErr := bench.Run(ctx, cfg)
 	if *csvFile != "" && len(samples) > 0 {

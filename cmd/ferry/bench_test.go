@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestBenchLoopback(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := runMain(ctx, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}, []string{
 		"bench", "loopback", "-ferry", bin, "-size", "32M", "-p", "1,2", "-reps", "1", "-timeout", "1m", "-csv", csvFile,
-		"-workloads", "mem,disk,gsi", "-logins", "2"})
+		"-workloads", "mem,disk,disk-up,gsi", "-logins", "2"})
 	t.Logf("stderr:\n%s", stderr.String())
 	t.Logf("stdout:\n%s", stdout.String())
 	if code != 0 {
@@ -58,10 +59,10 @@ func TestBenchLoopback(t *testing.T) {
 		}
 		rows[cells[0]+" "+cells[1]] = cells
 	}
-	if len(header) != 13 {
-		t.Fatalf("header %q: want 13 columns", header)
+	if len(header) != 14 {
+		t.Fatalf("header %q: want 14 columns", header)
 	}
-	for _, key := range []string{"mem 1", "mem 2", "disk 1", "disk 2", "gsi-dcau 1", "gsi-dcau 2", "gsi-prot-p 1", "gsi-prot-p 2"} {
+	for _, key := range []string{"mem 1", "mem 2", "disk 1", "disk 2", "disk-up 1", "disk-up 2", "gsi-dcau 1", "gsi-dcau 2", "gsi-prot-p 1", "gsi-prot-p 2"} {
 		r, ok := rows[key]
 		if !ok {
 			t.Errorf("no row %q", key)
@@ -78,8 +79,8 @@ func TestBenchLoopback(t *testing.T) {
 			checkNumbers(t, key, h, c)
 		}
 	}
-	if len(rows) != 8 {
-		t.Errorf("%d rows, want 8", len(rows))
+	if len(rows) != 10 {
+		t.Errorf("%d rows, want 10", len(rows))
 	}
 
 	var loginRows int
@@ -89,13 +90,14 @@ func TestBenchLoopback(t *testing.T) {
 			continue
 		}
 		loginRows++
-		if len(cells) != 4 { // login, Ferry, GCT, GCT/Ferry
-			t.Errorf("login row with %d cells, want 4: %s", len(cells), l)
+		if len(cells) != 5 { // login, Ferry, GCT, GCT/Ferry, machine
+			t.Errorf("login row with %d cells, want 5: %s", len(cells), l)
 			continue
 		}
-		for _, c := range cells[1:] {
+		for _, c := range cells[1:4] {
 			checkNumbers(t, cells[0], "login ms", c)
 		}
+		checkNumbers(t, cells[0], "machine", cells[4])
 	}
 	if loginRows != 2 {
 		t.Errorf("%d login rows, want 2 (without and with delegation):\n%s", loginRows, logins)
@@ -110,9 +112,9 @@ func TestBenchLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2 p × (mem: ferry, gct, raw; disk: ferry, gct; gsi-dcau, gsi-prot-p:
-	// ferry, gct), one run each, and 2 × 2 logins per server.
-	if want := 2*(3+2+2+2) + 2*2*2; len(recs) != 1+want {
+	// 2 p × (mem: ferry, gct, raw; disk, disk-up: ferry, gct; gsi-dcau,
+	// gsi-prot-p: ferry, gct), one run each, and 2 × 2 logins per server.
+	if want := 2*(3+2+2+2+2) + 2*2*2; len(recs) != 1+want {
 		t.Errorf("%d CSV records, want a header and %d", len(recs), want)
 	}
 }
@@ -171,12 +173,12 @@ func TestBenchSmallFilesWAN(t *testing.T) {
 		}
 		line, _, _ := strings.Cut(small[i:], "\n")
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if len(cells) != 7 {
-			t.Errorf("row %q: %d cells, want 7", line, len(cells))
+		if len(cells) != 8 {
+			t.Errorf("row %q: %d cells, want 8", line, len(cells))
 			continue
 		}
 		for k, c := range cells[2:] {
-			checkNumbers(t, row, []string{"Ferry files/s", "GCT files/s", "Ferry/GCT", "Ferry s", "GCT s"}[k], c)
+			checkNumbers(t, row, []string{"Ferry files/s", "GCT files/s", "Ferry/GCT", "Ferry s", "GCT s", "machine"}[k], c)
 		}
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
@@ -192,16 +194,21 @@ func TestBenchSmallFilesWAN(t *testing.T) {
 }
 
 // checkNumbers checks the numbers of a table cell: "12.34 (…)", "0.48",
-// "0.15+0.30", "10/30". Every number is positive except CPU seconds,
-// which can round to zero; a peak RSS may be "?" (unknown), nothing else.
+// "0.15+0.30", "10/30", "1.85, 0.4 %" (machine; "!" after it marks steal).
+// Every number is positive except CPU seconds and the machine's, which
+// can round to zero; a peak RSS may be "?" (unknown), nothing else.
 func checkNumbers(t *testing.T, row, column, cell string) {
 	t.Helper()
-	for _, f := range strings.FieldsFunc(cell, func(r rune) bool { return strings.ContainsRune(" ()–+/", r) }) {
+	machine := strings.Contains(column, "machine")
+	if machine && !regexp.MustCompile(`^\d+\.\d\d, \d+\.\d %( !)?$`).MatchString(cell) {
+		t.Errorf("row %q: %s = %q: want cores busy and the share stolen", row, column, cell)
+	}
+	for _, f := range strings.FieldsFunc(cell, func(r rune) bool { return strings.ContainsRune(" ()–+/,%!", r) }) {
 		if f == "?" && strings.Contains(column, "RSS") {
 			continue
 		}
 		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || v < 0 || v == 0 && !strings.Contains(column, "CPU") {
+		if err != nil || v < 0 || v == 0 && !strings.Contains(column, "CPU") && !machine {
 			t.Errorf("row %q: %s = %q: implausible", row, column, cell)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"time"
 
 	"github.com/ferrygrid/ferry/internal/bench"
 	"github.com/ferrygrid/ferry/internal/wan"
@@ -36,17 +34,14 @@ func runBenchReplicas(ctx context.Context, e *env, args []string) error {
 	size := fs.String("size", "1G", "the file's `SIZE`")
 	reps := fs.Int("reps", 3, "`N` runs of each mode")
 	kill := fs.Bool("kill", true, "also a multi-source copy whose fastest replica is killed a quarter of the way through")
-	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
-	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: /dev/shm)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "time limit `DURATION` for each client run")
-	csvPath := fs.String("csv", "", "also write every run to `FILE` as CSV")
+	lf := addLabBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	cfg := bench.ReplicasConfig{Ferry: *ferry, Reps: *reps, Kill: *kill, Dir: *dir, Timeout: *timeout, Progress: e.stderr}
+	cfg := bench.ReplicasConfig{Ferry: *lf.ferry, Reps: *reps, Kill: *kill, Dir: *lf.dir, Timeout: *lf.timeout, Progress: e.stderr}
 	for _, s := range splitList(*rates) {
 		r, err := wan.ParseRate(s)
 		if err != nil || r <= 0 {
@@ -61,36 +56,15 @@ func runBenchReplicas(ctx context.Context, e *env, args []string) error {
 	if cfg.Size, err = bench.ParseSize(*size); err != nil || cfg.Size <= 0 {
 		return usagef("-size: want a positive size (%v)", err)
 	}
-	if *reps < 1 || *timeout <= 0 {
+	if *reps < 1 || *lf.timeout <= 0 {
 		return usagef("-reps must be at least 1, -timeout positive")
 	}
-	if cfg.Ferry == "" {
-		if cfg.Ferry, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
-		}
+	if err := defaultFerry(&cfg.Ferry); err != nil {
+		return err
 	}
 	results, runErr := bench.RunReplicas(ctx, cfg)
-	if len(results) > 0 {
-		if err := bench.WriteReplicasTable(e.stdout, cfg, results); err != nil {
-			return err
-		}
-		if *csvPath != "" {
-			if err := writeFileWith(*csvPath, func(w io.Writer) error { return bench.WriteReplicasCSV(w, cfg, results) }); err != nil {
-				return err
-			}
-		}
-	}
-	if runErr != nil {
-		return runErr
-	}
-	failed := 0
-	for _, r := range results {
-		if r.Err != "" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (see above)", failed, len(results))
-	}
-	return nil
+	return finishLabBench(e, *lf.csv, results, runErr,
+		func(w io.Writer) error { return bench.WriteReplicasTable(w, cfg, results) },
+		func(w io.Writer) error { return bench.WriteReplicasCSV(w, cfg, results) },
+		func(r bench.ReplicasResult) bool { return r.Err != "" })
 }

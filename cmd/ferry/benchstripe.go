@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"time"
 
 	"github.com/ferrygrid/ferry/internal/bench"
 	"github.com/ferrygrid/ferry/internal/wan"
@@ -39,17 +37,14 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 	par := fs.Int("p", 2, "`N` data connections per stripe")
 	reps := fs.Int("reps", 3, "`N` runs per implementation and count")
 	impls := fs.String("impls", "ferry,gct", "comma-separated `IMPLS`: ferry, gct")
-	ferry := fs.String("ferry", "", "the ferry `BINARY` to benchmark (default: this executable)")
-	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: /dev/shm)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "time limit `DURATION` for each client run")
-	csvPath := fs.String("csv", "", "also write every run to `FILE` as CSV")
+	lf := addLabBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	cfg := bench.StripeConfig{Ferry: *ferry, Parallel: *par, Reps: *reps, Dir: *dir, Timeout: *timeout, Progress: e.stderr}
+	cfg := bench.StripeConfig{Ferry: *lf.ferry, Parallel: *par, Reps: *reps, Dir: *lf.dir, Timeout: *lf.timeout, Progress: e.stderr}
 	var err error
 	if cfg.Movers, err = parseInts(*movers); err != nil {
 		return usagef("-movers: %v", err)
@@ -60,7 +55,7 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 	if cfg.PerMover, err = bench.ParseSize(*size); err != nil || cfg.PerMover <= 0 {
 		return usagef("-size: want a positive size (%v)", err)
 	}
-	if *par < 1 || *reps < 1 || *timeout <= 0 {
+	if *par < 1 || *reps < 1 || *lf.timeout <= 0 {
 		return usagef("-p and -reps must be at least 1, -timeout positive")
 	}
 	for _, i := range splitList(*impls) {
@@ -69,33 +64,14 @@ func runBenchStripe(ctx context.Context, e *env, args []string) error {
 		}
 		cfg.Impls = append(cfg.Impls, bench.Impl(i))
 	}
-	if cfg.Ferry == "" && slices.Contains(cfg.Impls, bench.Ferry) {
-		if cfg.Ferry, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding this executable: %w (give -ferry)", err)
+	if slices.Contains(cfg.Impls, bench.Ferry) {
+		if err := defaultFerry(&cfg.Ferry); err != nil {
+			return err
 		}
 	}
 	results, runErr := bench.RunStripe(ctx, cfg)
-	if len(results) > 0 {
-		if err := bench.WriteStripeTable(e.stdout, cfg, results); err != nil {
-			return err
-		}
-		if *csvPath != "" {
-			if err := writeFileWith(*csvPath, func(w io.Writer) error { return bench.WriteStripeCSV(w, cfg, results) }); err != nil {
-				return err
-			}
-		}
-	}
-	if runErr != nil {
-		return runErr
-	}
-	failed := 0
-	for _, r := range results {
-		if r.Err != "" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (see above)", failed, len(results))
-	}
-	return nil
+	return finishLabBench(e, *lf.csv, results, runErr,
+		func(w io.Writer) error { return bench.WriteStripeTable(w, cfg, results) },
+		func(w io.Writer) error { return bench.WriteStripeCSV(w, cfg, results) },
+		func(r bench.StripeResult) bool { return r.Err != "" })
 }

@@ -25,6 +25,9 @@ type Workload string
 const (
 	Mem  Workload = "mem"  // memory to memory: zeros to /dev/null
 	Disk Workload = "disk" // a page-cached file to a new local file
+	// DiskUp is Disk the other way: a page-cached local file uploaded to
+	// a new file in the server's directory.
+	DiskUp Workload = "disk-up"
 	// GSI is the secured cases, over gsiftp:// with a test PKI: the GSI
 	// login time (rows GSILogin, GSILoginDeleg) and memory-to-memory
 	// throughput with authenticated data channels (rows GSIDCAU,
@@ -71,9 +74,12 @@ const (
 // Workloads and Impls list the known values in report order. The default
 // run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk, GSI, SmallFiles, SmallFilesUp, SmallFiles3PT}
+	Workloads = []Workload{Mem, Disk, DiskUp, GSI, SmallFiles, SmallFilesUp, SmallFiles3PT}
 	Impls     = []Impl{Ferry, GCT, Raw}
 )
+
+// disk reports whether w reads or writes a file: Disk or DiskUp.
+func (w Workload) disk() bool { return w == Disk || w == DiskUp }
 
 // Applies reports whether impl has a run for workload: raw TCP has only
 // the memory-to-memory run.
@@ -145,6 +151,11 @@ type Sample struct {
 	// when unknown: a process so short-lived that it ended before its
 	// first sample (see the package documentation).
 	ClientRSS, ServerRSS int64
+
+	// Machine is what the machine's CPUs did while the client ran (for a
+	// login: across all the logins of its row): cores busy and the share
+	// the hypervisor stole.
+	Machine cpuShare
 }
 
 // Paths of the GCT programs; LookPath is tried first.
@@ -153,7 +164,8 @@ const (
 	gctClient = "/usr/bin/globus-url-copy"
 )
 
-// sourceName is the file the disk workload copies, in the served directory.
+// sourceName is the file the disk workloads copy, in the served directory:
+// Disk downloads it, DiskUp uploads it.
 const sourceName = "source.dat"
 
 // runner holds the state of one Run.
@@ -226,7 +238,7 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 		}
 	}()
 	for _, w := range cfg.Workloads {
-		if w == Disk {
+		if w.disk() {
 			if err := r.writeSource(ctx); err != nil {
 				return samples, err
 			}
@@ -240,7 +252,12 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 			if err := r.makeGSI(); err != nil {
 				return samples, err
 			}
+			cpus := startMachine()
 			logins, err := r.logins(ctx)
+			share := cpus.share()
+			for i := range logins {
+				logins[i].Machine = share
+			}
 			samples = append(samples, logins...)
 			if err != nil {
 				return samples, err
@@ -262,9 +279,9 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 						}
 						s.Rep = rep
 						samples = append(samples, s)
-						fmt.Fprintf(r.progress, "bench: %-10s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %s/%s MiB%s\n",
+						fmt.Fprintf(r.progress, "bench: %-10s p=%-2d run %d/%d %-5s %7.2f Gbit/s  %6.2fs  cpu %.2f+%.2fs  rss %s/%s MiB  machine %.2f cores, %.1f%% stolen%s\n",
 							row, p, rep, cfg.Reps, impl, s.Gbps, s.Wall.Seconds(), s.ClientCPU.Seconds(), s.ServerCPU.Seconds(),
-							rssMiB(s.ClientRSS), rssMiB(s.ServerRSS), filesPerSecond(cfg, s))
+							rssMiB(s.ClientRSS), rssMiB(s.ServerRSS), s.Machine.Busy, 100*s.Machine.Steal, filesPerSecond(cfg, s))
 					}
 				}
 			}
@@ -299,7 +316,7 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk, gsi, smallfiles, smallfiles-up, smallfiles-3pt)", w)
+			return fmt.Errorf("bench: unknown workload %q (mem, disk, disk-up, gsi, smallfiles, smallfiles-up, smallfiles-3pt)", w)
 		}
 	}
 	for _, i := range c.Impls {

@@ -30,13 +30,16 @@
 // globus-url-copy) and with raw TCP (iperf3, the ceiling), and reports
 // throughput, CPU time and peak memory of both ends.
 //
-// Three workloads are measured:
+// The workloads:
 //
 //	mem   memory to memory: Ferry's null storage (a path named like a size
 //	      reads as zeros) and GCT's /dev/zero, both written to /dev/null;
 //	      iperf3 for raw TCP
 //	disk  a page-cached random file in a served directory, copied to a new
 //	      local file that is removed after each run; no raw TCP row
+//	disk-up  the same file uploaded (ferry cp file:///… ftp://…,
+//	      globus-url-copy file:///… ftp://…) to a new file in the server's
+//	      directory, removed after each run; no raw TCP row
 //	gsi   the secured cases, over gsiftp:// (not in the CLI's default set):
 //	      a test PKI, a proxy and a grid-mapfile are made in the scratch
 //	      directory and GSI servers started (ferry serve -cert -gridmap

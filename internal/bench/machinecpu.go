@@ -77,3 +77,67 @@ func shareSince(before, after machineCPU, cpus int) cpuShare {
 
 // onlineCPUs is the number of CPUs /proc/stat's cpu line sums over.
 func onlineCPUs() int { return runtime.NumCPU() }
+
+// machineMeter measures what the machine's CPUs do between its start and
+// a call of share: every process of a run shares them (client, servers,
+// the network's forwarding and shapers), so a run that kept them busy or
+// lost them to the hypervisor measured the machine, not the software.
+type machineMeter struct {
+	before machineCPU
+	err    error
+}
+
+// startMachine starts a machineMeter.
+func startMachine() machineMeter {
+	before, err := readMachineCPU()
+	return machineMeter{before: before, err: err}
+}
+
+// share returns what the CPUs did since the start: zero if /proc/stat
+// could not be read.
+func (m machineMeter) share() cpuShare {
+	after, err := readMachineCPU()
+	if m.err != nil || err != nil {
+		return cpuShare{}
+	}
+	return shareSince(m.before, after, onlineCPUs())
+}
+
+// stolenLimit is the share of CPU time the hypervisor may steal during a
+// run for the run to count as steady. On these shared machines steal comes
+// in bursts; a run that lost a fifth of its CPU loses throughput too (the
+// shapers and forwarding run late), which measures the host, not Ferry.
+const stolenLimit = 0.05
+
+// machineSummary is what the machine's CPUs did over a cell's runs.
+type machineSummary struct {
+	busy  float64 // median cores busy
+	steal float64 // the largest share stolen in one run
+	n     int     // runs
+}
+
+// summarizeMachine returns the summary of the shares of a cell's runs.
+func summarizeMachine(shares []cpuShare) machineSummary {
+	busy := make([]float64, len(shares))
+	var steal float64
+	for i, s := range shares {
+		busy[i] = s.Busy
+		steal = max(steal, s.Steal)
+	}
+	return machineSummary{busy: Summarize(busy).Median, steal: steal, n: len(shares)}
+}
+
+// String renders the summary as "cores busy, max stolen": "1.85, 0.4 %".
+func (m machineSummary) String() string {
+	return fmt.Sprintf("%.2f, %.1f %%", m.busy, 100*m.steal)
+}
+
+// steady reports whether no run of the cell lost stolenLimit or more of
+// the CPU to the hypervisor.
+func (m machineSummary) steady() bool { return m.steal < stolenLimit }
+
+// csvFields renders a share as CSV fields: cores busy and the stolen
+// fraction.
+func (s cpuShare) csvFields() []string {
+	return []string{strconv.FormatFloat(s.Busy, 'f', 2, 64), strconv.FormatFloat(s.Steal, 'f', 4, 64)}
+}

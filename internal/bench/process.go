@@ -34,6 +34,9 @@ type usage struct {
 	wall time.Duration // from Start to the end of Wait
 	cpu  time.Duration // user + system, from wait4
 	rss  int64         // peak RSS in bytes (see peakOf); rssUnknown if not known
+	// machine is what the machine's CPUs did while the process ran (set
+	// by runClient only).
+	machine cpuShare
 }
 
 // rssUnknown is a peak RSS that could not be measured: the process ended
@@ -99,6 +102,7 @@ func runClient(parent context.Context, timeout time.Duration, env []string, path
 	var stdout bytes.Buffer
 	stderr := &tail{}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cpus := startMachine()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return usage{}, nil, fmt.Errorf("bench: %w", err)
@@ -110,6 +114,7 @@ func runClient(parent context.Context, timeout time.Duration, env []string, path
 	self := selfPeak()
 	err := cmd.Wait()
 	u := usageOf(cmd.ProcessState, time.Since(start))
+	u.machine = cpus.share()
 	u.rss = peakOf(watch.stop(), cmd.ProcessState, self)
 	if err != nil {
 		switch {

@@ -105,30 +105,19 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) ([]ReplicasResult, err
 			return nil, errors.New("bench: replicas: every replica's rate must be positive")
 		}
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Minute
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	base := cfg.Dir
-	if base == "" {
-		base = "/dev/shm"
-		if _, err := os.Stat(base); err != nil {
-			base = os.TempDir()
-		}
-	}
-	scratch, err := os.MkdirTemp(base, "ferry-replicas-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer os.RemoveAll(scratch)
-	r := &replicasRunner{cfg: cfg, scratch: scratch}
+	return inLabScratch(&cfg.Timeout, &cfg.Progress, cfg.Dir, "ferry-replicas-bench-", func(scratch string) ([]ReplicasResult, error) {
+		return (&replicasRunner{cfg: cfg, scratch: scratch}).runAll(ctx)
+	})
+}
+
+// runAll starts the lab and its servers, registers the replicas and runs
+// every mode, Reps times.
+func (r *replicasRunner) runAll(ctx context.Context) ([]ReplicasResult, error) {
+	cfg := r.cfg
 	if err := r.writeSource(); err != nil {
 		return nil, err
 	}
-	lab, err := wan.StartLab(ctx, wan.LabConfig{Hosts: len(cfg.Rates) + 1, Name: "ferryrep",
-		Sysctls: map[string]string{"net.ipv4.tcp_rmem": "4096 131072 8388608", "net.ipv4.tcp_wmem": "4096 16384 8388608"}})
+	lab, err := wan.StartLab(ctx, wan.LabConfig{Hosts: len(cfg.Rates) + 1, Name: "ferryrep", Sysctls: labSysctls()})
 	if err != nil {
 		return nil, err
 	}
@@ -161,23 +150,13 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) ([]ReplicasResult, err
 	if cfg.Kill {
 		modes = append(modes, ReplicaKilled)
 	}
-	var results []ReplicasResult
-	for rep := range cfg.Reps {
-		for _, mode := range modes {
-			res := r.run(sctx, mode, rep)
-			if ctx.Err() != nil {
-				return results, context.Cause(ctx)
-			}
-			if res.Err != "" {
-				fmt.Fprintf(cfg.Progress, "bench: replicas %s rep %d: %s\n", mode, rep+1, res.Err)
-			} else {
-				fmt.Fprintf(cfg.Progress, "bench: replicas %s rep %d: %.0f Mbit/s (%d bytes in %v; read %v; %.2f cores busy, %.1f%% stolen)\n",
-					mode, rep+1, res.Mbps(), res.Bytes, res.Wall.Round(time.Millisecond), res.Read, res.CPU.Busy, 100*res.CPU.Steal)
-			}
-			results = append(results, res)
+	return labRuns(ctx, cfg.Reps, modes, func(mode string, rep int) ReplicasResult {
+		res := r.run(sctx, mode, rep)
+		if ctx.Err() == nil {
+			labRunLine(cfg.Progress, "replicas "+mode, rep, res.Err, res.Bytes, res.Wall, fmt.Sprintf("read %v; ", res.Read), res.CPU)
 		}
-	}
-	return results, nil
+		return res
+	})
 }
 
 type replicasRunner struct {
@@ -303,7 +282,7 @@ func (r *replicasRunner) run(ctx context.Context, mode string, rep int) Replicas
 	cmd := r.clientCmd(cctx, args...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	before, cpuErr := readMachineCPU()
+	cpus := startMachine()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Err = err.Error()
@@ -330,10 +309,7 @@ func (r *replicasRunner) run(ctx context.Context, mode string, rep int) Replicas
 	}
 	err := cmd.Wait()
 	res.Wall = time.Since(start)
-	after, cpuErr2 := readMachineCPU()
-	if cpuErr == nil && cpuErr2 == nil {
-		res.CPU = shareSince(before, after, onlineCPUs())
-	}
+	res.CPU = cpus.share()
 	if killed >= 0 {
 		if serr := r.startServer(ctx, killed); serr != nil && err == nil {
 			err = serr
@@ -456,8 +432,8 @@ func WriteReplicasTable(w io.Writer, cfg ReplicasConfig, results []ReplicasResul
 	chosen, singles := 0, 0
 	best := slices.Index(cfg.Rates, slices.Max(cfg.Rates))
 	for _, mode := range modes {
-		var rates, busy []float64
-		var stolen float64
+		var rates []float64
+		var cpus []cpuShare
 		reads := make([][]float64, len(cfg.Rates))
 		failed, identical, ran := 0, 0, 0
 		for _, r := range results {
@@ -473,8 +449,7 @@ func WriteReplicasTable(w io.Writer, cfg ReplicasConfig, results []ReplicasResul
 				identical++
 			}
 			rates = append(rates, r.Mbps())
-			busy = append(busy, r.CPU.Busy)
-			stolen = max(stolen, r.CPU.Steal)
+			cpus = append(cpus, r.CPU)
 			for i, n := range r.Read {
 				reads[i] = append(reads[i], float64(n)/(1<<20))
 			}
@@ -503,7 +478,6 @@ func WriteReplicasTable(w io.Writer, cfg ReplicasConfig, results []ReplicasResul
 			continue
 		}
 		slices.Sort(rates)
-		slices.Sort(busy)
 		med := median(rates)
 		if mode == ReplicaMulti {
 			multiRatio = med / ceiling
@@ -517,8 +491,8 @@ func WriteReplicasTable(w io.Writer, cfg ReplicasConfig, results []ReplicasResul
 		if failed > 0 {
 			cell += fmt.Sprintf(", %d failed", failed)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %s | %d of %d | %.2f, %.1f %% |\n", name, ceiling, cell, med/ceiling,
-			strings.Join(per, ", "), identical, ran, median(busy), 100*stolen)
+		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %s | %d of %d | %s |\n", name, ceiling, cell, med/ceiling,
+			strings.Join(per, ", "), identical, ran, summarizeMachine(cpus))
 	}
 	fmt.Fprintln(w)
 	if singles > 0 {
@@ -543,12 +517,8 @@ func WriteReplicasCSV(w io.Writer, cfg ReplicasConfig, results []ReplicasResult)
 	}
 	cw.Write(append(header, "cores_busy", "steal", "error"))
 	for _, r := range results {
-		mb := ""
-		if r.Err == "" {
-			mb = strconv.FormatFloat(r.Mbps(), 'f', 1, 64)
-		}
-		rec := []string{r.Mode, itoa(r.Rep + 1), strconv.FormatInt(r.Bytes, 10), strconv.FormatFloat(r.Wall.Seconds(), 'f', 3, 64), mb,
-			strconv.FormatBool(r.Identical)}
+		rec := append([]string{r.Mode, itoa(r.Rep + 1), strconv.FormatInt(r.Bytes, 10)}, labRunFields(r.Err, r.Bytes, r.Wall)...)
+		rec = append(rec, strconv.FormatBool(r.Identical))
 		for i := range cfg.Rates {
 			var n int64
 			if i < len(r.Read) {
@@ -556,7 +526,7 @@ func WriteReplicasCSV(w io.Writer, cfg ReplicasConfig, results []ReplicasResult)
 			}
 			rec = append(rec, strconv.FormatInt(n, 10))
 		}
-		cw.Write(append(rec, strconv.FormatFloat(r.CPU.Busy, 'f', 2, 64), strconv.FormatFloat(r.CPU.Steal, 'f', 4, 64), r.Err))
+		cw.Write(append(append(rec, r.CPU.csvFields()...), r.Err))
 	}
 	cw.Flush()
 	return cw.Error()

@@ -99,7 +99,7 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	if cfg.WANDelay > 0 {
 		where = strings.Replace(where, "Loopback", fmt.Sprintf("Emulated WAN (%v one way)", cfg.WANDelay), 1)
 	}
-	fmt.Fprintf(&b, "%s. Medians, with the range (min–max) of the runs in parentheses.\n\n", where)
+	fmt.Fprintf(&b, "%s. Medians, with the range (min–max) of the runs in parentheses; %s.\n\n", where, stolenOverall(samples))
 	head := []string{"workload", "p"}
 	for _, i := range cfg.Impls {
 		head = append(head, i.label()+" Gbit/s")
@@ -117,6 +117,7 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	for _, i := range cfg.Impls {
 		head = append(head, i.label()+" peak RSS MiB client/server")
 	}
+	head = append(head, machineHead)
 	row(&b, head)
 	align := []string{"---", "--:"}
 	for range head[2:] {
@@ -159,15 +160,27 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 				}
 				r = append(r, peakMiB(c.clientRSS)+"/"+peakMiB(c.serverRSS))
 			}
+			r = append(r, machineCell(samples, func(s Sample) bool { return s.Workload == wl && s.P == p }))
 			row(&b, r)
 		}
 	}
 	hasGSI := slices.Contains(cfg.Workloads, GSI)
-	b.WriteString(`
-- mem: Ferry's null storage (a path named by the size reads as zeros) to ` + "`ferry cp … /dev/null`" + `; GCT's
+	b.WriteString("\n")
+	// A note per workload of the table (GSI's rows are mem over gsiftp://).
+	if slices.Contains(cfg.Workloads, Mem) || hasGSI {
+		b.WriteString(`- mem: Ferry's null storage (a path named by the size reads as zeros) to ` + "`ferry cp … /dev/null`" + `; GCT's
   /dev/zero to ` + "`globus-url-copy -len SIZE … file:///dev/null`" + `; raw TCP is ` + "`iperf3 -P p -l 1M -n SIZE`" + `.
-- disk: a random file, in the page cache, copied to a new local file (removed after each run).
 `)
+	}
+	if slices.ContainsFunc(cfg.Workloads, Workload.disk) {
+		b.WriteString(`- disk: a random file, in the page cache, downloaded to a new local file (removed after each run).
+`)
+	}
+	if slices.Contains(cfg.Workloads, DiskUp) {
+		b.WriteString(`- disk-up: the same file uploaded (` + "`ferry cp file:///… ftp://…`" + `, ` + "`globus-url-copy file:///… ftp://…`" + `) to a new
+  file in the server's directory (removed after each run).
+`)
+	}
 	if hasGSI {
 		b.WriteString(`- gsi-dcau, gsi-prot-p: mem over gsiftp:// with a test PKI, a proxy and a grid-mapfile (GSI servers: ` + "`ferry serve -storage null -cert … -gridmap …`" + `
   and ` + "`globus-gridftp-server`" + ` as root, mapping to a local account); both clients delegate and use DCAU A;
@@ -184,6 +197,7 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
   iperf3 server that ended before its first sample: wait4's ru_maxrss when it exceeds the benchmark's own
   peak (exec inherits that), else unknown; "?" when no run of the cell had a value.
 `)
+	b.WriteString(machineNote)
 	if hasGSI {
 		writeLogins(&b, cfg, samples)
 	}
@@ -222,6 +236,7 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 	for _, i := range impls {
 		head = append(head, i.label()+" s")
 	}
+	head = append(head, machineHead)
 	row(b, head)
 	align := []string{"---", "--:"}
 	for range head[2:] {
@@ -262,6 +277,7 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 				}
 				r = append(r, fmt.Sprintf("%.2f", float64(cfg.smallFiles())/(c.Median*perFile)))
 			}
+			r = append(r, machineCell(samples, func(s Sample) bool { return s.Workload == w && s.P == p }))
 			row(b, r)
 		}
 	}
@@ -269,7 +285,7 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 - Download (smallfiles): ` + "`ferry cp -q -r -cc p ftp://…/small/ DIR/`" + ` against ` + "`ferry serve`" + ` (pipelined batches, Ferry's
   default) vs ` + "`globus-url-copy -r -cd -cc p -pp -fast ftp://…/small/ file://DIR/`" + ` against ` + "`globus-gridftp-server`" + `;
   upload (smallfiles-up) the same the other way. Each client is a process of its own; wall time from its
-  start to its exit (logins and listing included); s is the median wall time.
+  start to its exit (logins and listing included); s is the median wall time. Machine: as in the table above.
 `)
 }
 
@@ -300,6 +316,7 @@ func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
 	if hasBoth {
 		head = append(head, "GCT/Ferry")
 	}
+	head = append(head, machineHead)
 	row(b, head)
 	align := []string{"---"}
 	for range head[1:] {
@@ -326,6 +343,7 @@ func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
 		if hasBoth {
 			r = append(r, ratio(times[GCT], times[Ferry]))
 		}
+		r = append(r, machineCell(samples, func(s Sample) bool { return s.Workload == wl }))
 		row(b, r)
 	}
 	b.WriteString(`
@@ -333,7 +351,8 @@ func writeLogins(b *strings.Builder, cfg Config, samples []Sample) {
   the time from before the TCP connect to the 230 reply (TLS handshake, the ADAT round trips, the grid-mapfile
   look-up and, for GCT, its fork of a session process). With delegation the server makes a key pair and the
   client signs a proxy for it; without, the client sends '0' instead of 'D'. The servers' logins alternate,
-  after one untimed login each. GCT/Ferry above 1 means Ferry logs in faster.
+  after one untimed login each. GCT/Ferry above 1 means Ferry logs in faster. Machine: across all the logins
+  of the row.
 `)
 }
 
@@ -351,9 +370,48 @@ func host() string {
 	return s
 }
 
+// machineHead is the heading of the column of what the machine's CPUs
+// did during a row's runs.
+const machineHead = "machine: cores busy, max stolen"
+
+// machineNote explains machineHead's column.
+var machineNote = fmt.Sprintf(`- Machine: what this machine's CPUs did while each client ran, from /proc/stat: the median number of cores
+  busy (of %d; every process of the run shares them) and the largest share of CPU time the hypervisor stole
+  in one run of the row, all implementations together. "!" marks a row where a run lost %.0f %% or more: its
+  numbers measure the host as much as the software.
+`, onlineCPUs(), 100*stolenLimit)
+
+// machineCell renders what the machine's CPUs did over the samples that
+// match: "1.85, 0.4 %", with " !" when a run lost stolenLimit or more.
+func machineCell(samples []Sample, match func(Sample) bool) string {
+	var shares []cpuShare
+	for _, s := range samples {
+		if match(s) {
+			shares = append(shares, s.Machine)
+		}
+	}
+	if len(shares) == 0 {
+		return na
+	}
+	m := summarizeMachine(shares)
+	if !m.steady() {
+		return m.String() + " !"
+	}
+	return m.String()
+}
+
+// stolenOverall says the largest share stolen in any run of samples.
+func stolenOverall(samples []Sample) string {
+	var steal float64
+	for _, s := range samples {
+		steal = max(steal, s.Machine.Steal)
+	}
+	return fmt.Sprintf("at most %.1f %% of the CPU time stolen by the hypervisor in one run", 100*steal)
+}
+
 // csvHeader is the first record WriteCSV writes.
 var csvHeader = []string{"workload", "impl", "p", "rep", "bytes", "wall_s", "gbit_s",
-	"client_cpu_s", "server_cpu_s", "client_peak_rss_bytes", "server_peak_rss_bytes"}
+	"client_cpu_s", "server_cpu_s", "client_peak_rss_bytes", "server_peak_rss_bytes", "cores_busy", "steal"}
 
 // WriteCSV writes every sample as a CSV record, after a header. An
 // unknown peak RSS is an empty field; a GSI login's wall_s is its login
@@ -369,10 +427,10 @@ func WriteCSV(w io.Writer, samples []Sample) error {
 		return strconv.FormatInt(n, 10)
 	}
 	for _, s := range samples {
-		cw.Write([]string{string(s.Workload), string(s.Impl), strconv.Itoa(s.P), strconv.Itoa(s.Rep),
+		cw.Write(append([]string{string(s.Workload), string(s.Impl), strconv.Itoa(s.P), strconv.Itoa(s.Rep),
 			strconv.FormatInt(s.Bytes, 10), f(s.Wall.Seconds()), f(s.Gbps),
 			f(s.ClientCPU.Seconds()), f(s.ServerCPU.Seconds()),
-			rss(s.ClientRSS), rss(s.ServerRSS)})
+			rss(s.ClientRSS), rss(s.ServerRSS)}, s.Machine.csvFields()...))
 	}
 	cw.Flush()
 	return cw.Error()

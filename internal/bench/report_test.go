@@ -10,7 +10,7 @@ import (
 
 // fakeSamples returns two repetitions of every run of cfg, with rates
 // that make the medians easy to check: Ferry 10 and 14, GCT 4 and 6, raw
-// 20 and 30 Gbit/s.
+// 20 and 30 Gbit/s; the machine's cores 1 and 2 busy, 1 % and 2 % stolen.
 func fakeSamples(cfg Config) []Sample {
 	rates := map[Impl][2]float64{Ferry: {10, 14}, GCT: {4, 6}, Raw: {20, 30}}
 	var out []Sample
@@ -25,7 +25,8 @@ func fakeSamples(cfg Config) []Sample {
 						out = append(out, Sample{Workload: w, Impl: i, P: p, Rep: rep, Bytes: cfg.Size,
 							Wall: time.Second, Gbps: rates[i][rep-1],
 							ClientCPU: time.Duration(rep) * 100 * time.Millisecond, ServerCPU: 300 * time.Millisecond,
-							ClientRSS: 10 << 20, ServerRSS: int64(rep) * 20 << 20})
+							ClientRSS: 10 << 20, ServerRSS: int64(rep) * 20 << 20,
+							Machine: cpuShare{Busy: float64(rep), Steal: 0.01 * float64(rep)}})
 					}
 				}
 			}
@@ -46,9 +47,9 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("heading does not give the size and repetitions")
 	}
 	wantRows := []string{
-		"| mem | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | 25.00 (20.00–30.00) | 2.40 | 0.48 | 0.15+0.30 | 0.15+0.30 | 0.15+0.30 | 10/30 | 10/30 | 10/30 |",
+		"| mem | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | 25.00 (20.00–30.00) | 2.40 | 0.48 | 0.15+0.30 | 0.15+0.30 | 0.15+0.30 | 10/30 | 10/30 | 10/30 | 1.50, 2.0 % |",
 		"| mem | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | 25.00 (20.00–30.00) | 2.40 | 0.48 |",
-		"| disk | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | 10/30 | n/a |",
+		"| disk | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | 10/30 | n/a | 1.50, 2.0 % |",
 		"| disk | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a |",
 	}
 	for _, r := range wantRows {
@@ -66,8 +67,8 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("%d table lines, want a header, an alignment row and 4 rows", len(table))
 	}
 	for _, l := range table {
-		if n := strings.Count(l, "|"); n != 14 {
-			t.Errorf("%d bars, want 14 (13 columns): %s", n, l)
+		if n := strings.Count(l, "|"); n != 15 {
+			t.Errorf("%d bars, want 15 (14 columns): %s", n, l)
 		}
 	}
 }
@@ -81,11 +82,36 @@ func TestWriteTableSubset(t *testing.T) {
 	if err := WriteTable(&b, cfg, s); err != nil {
 		t.Fatal(err)
 	}
-	if want := "| mem | 2 | 3.50 | 0.00+0.00 | 5/6 |"; !strings.Contains(b.String(), want) {
+	if want := "| mem | 2 | 3.50 | 0.00+0.00 | 5/6 | 0.00, 0.0 % |"; !strings.Contains(b.String(), want) {
 		t.Errorf("want row %q in\n%s", want, b.String())
 	}
 	if strings.Contains(b.String(), "Ferry/") {
 		t.Errorf("ratio columns without the other implementation:\n%s", b.String())
+	}
+	if strings.Contains(b.String(), "- disk") {
+		t.Errorf("a note on the disk workloads without them:\n%s", b.String())
+	}
+}
+
+func TestWriteTableDiskUp(t *testing.T) {
+	cfg := Config{Size: 1 << 30, Parallel: []int{1, 4}, Workloads: []Workload{DiskUp}, Impls: Impls}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| disk-up | 1 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | 10/30 | n/a | 1.50, 2.0 % |",
+		"| disk-up | 4 |",
+		"- disk: a random file",
+		"- disk-up: the same file uploaded",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "- mem:") {
+		t.Errorf("a note on mem without it:\n%s", out)
 	}
 }
 
@@ -94,6 +120,7 @@ func TestWriteTableGSI(t *testing.T) {
 	samples := fakeSamples(cfg)
 	// Unknown peaks are left out of the medians; a cell without any is "?".
 	samples[0].ServerRSS = rssUnknown // gsi-dcau ferry rep 1
+	samples[0].Machine.Steal = 0.2    // a run of gsi-dcau lost a fifth: "!"
 	for i := range samples {
 		if samples[i].Workload == GSIPriv && samples[i].Impl == GCT {
 			samples[i].ClientRSS = rssUnknown
@@ -102,8 +129,8 @@ func TestWriteTableGSI(t *testing.T) {
 	for rep, ms := range []time.Duration{10, 30, 20} {
 		for _, w := range []Workload{GSILogin, GSILoginDeleg} {
 			samples = append(samples,
-				Sample{Workload: w, Impl: Ferry, Rep: rep + 1, Wall: ms * time.Millisecond},
-				Sample{Workload: w, Impl: GCT, Rep: rep + 1, Wall: 2 * ms * time.Millisecond})
+				Sample{Workload: w, Impl: Ferry, Rep: rep + 1, Wall: ms * time.Millisecond, Machine: cpuShare{Busy: 0.5, Steal: 0.03}},
+				Sample{Workload: w, Impl: GCT, Rep: rep + 1, Wall: 2 * ms * time.Millisecond, Machine: cpuShare{Busy: 0.5, Steal: 0.03}})
 		}
 	}
 	var b bytes.Buffer
@@ -114,12 +141,13 @@ func TestWriteTableGSI(t *testing.T) {
 	t.Logf("\n%s", out)
 	for _, want := range []string{
 		"1G per run, 2 run(s) per cell",
-		"| gsi-dcau | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/40 | 10/30 | n/a |",
-		"| gsi-prot-p | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | ?/30 | n/a |",
+		"| gsi-dcau | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/40 | 10/30 | n/a | 1.50, 20.0 % ! |",
+		"| gsi-prot-p | 4 | 12.00 (10.00–14.00) | 5.00 (4.00–6.00) | n/a | 2.40 | n/a | 0.15+0.30 | 0.15+0.30 | n/a | 10/30 | ?/30 | n/a | 1.50, 2.0 % |",
 		"GSI login: connect to 230, ms, 3 login(s) per cell",
-		"| login | Ferry server ms | GCT server ms | GCT/Ferry |",
-		"| without delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 |",
-		"| with delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 |",
+		"at most 20.0 % of the CPU time stolen by the hypervisor in one run",
+		"| login | Ferry server ms | GCT server ms | GCT/Ferry | machine: cores busy, max stolen |",
+		"| without delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 | 0.50, 3.0 % |",
+		"| with delegation | 20.0 (10.0–30.0) | 40.0 (20.0–60.0) | 2.00 | 0.50, 3.0 % |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q", want)
@@ -129,7 +157,7 @@ func TestWriteTableGSI(t *testing.T) {
 	if err := WriteCSV(&csvOut, samples); err != nil {
 		t.Fatal(err)
 	}
-	if want := "gsi-dcau,ferry,4,1,1073741824,1.000000,10.000000,0.100000,0.300000,10485760,\n"; !strings.Contains(csvOut.String(), want) {
+	if want := "gsi-dcau,ferry,4,1,1073741824,1.000000,10.000000,0.100000,0.300000,10485760,,1.00,0.2000\n"; !strings.Contains(csvOut.String(), want) {
 		t.Errorf("CSV has no record %q:\n%s", want, csvOut.String())
 	}
 	if want := "gsi-login-deleg,gct,0,3,0,0.040000,0.000000,"; !strings.Contains(csvOut.String(), want) {
@@ -154,7 +182,7 @@ func TestWriteCSV(t *testing.T) {
 	if got := strings.Join(recs[0], ","); got != strings.Join(csvHeader, ",") {
 		t.Errorf("header %q", got)
 	}
-	if got, want := strings.Join(recs[1], ","), "mem,ferry,1,1,1048576,1.000000,10.000000,0.100000,0.300000,10485760,20971520"; got != want {
+	if got, want := strings.Join(recs[1], ","), "mem,ferry,1,1,1048576,1.000000,10.000000,0.100000,0.300000,10485760,20971520,1.00,0.0100"; got != want {
 		t.Errorf("first record %q, want %q", got, want)
 	}
 }

@@ -36,10 +36,10 @@ func TestRunReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// mem: gct and raw; disk: gct only; each at 2 p; gsi: 2 rows of gct
-	// at 2 p, and 2 logins with and without delegation; smallfiles and
-	// smallfiles-up and smallfiles-3pt: gct at 2 p.
-	if want := 2*2 + 2 + 2*2 + 2*2 + 2 + 2 + 2; len(samples) != want {
+	// mem: gct and raw; disk and disk-up: gct only; each at 2 p; gsi: 2
+	// rows of gct at 2 p, and 2 logins with and without delegation;
+	// smallfiles and smallfiles-up and smallfiles-3pt: gct at 2 p.
+	if want := 2*2 + 2 + 2 + 2*2 + 2*2 + 2 + 2 + 2; len(samples) != want {
 		t.Fatalf("%d samples, want %d", len(samples), want)
 	}
 	checkSamples(t, cfg, samples)

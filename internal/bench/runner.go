@@ -83,9 +83,17 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	if s.Workload == GSIPriv {
 		sec = []string{"-dcpriv"}
 	}
+	// The disk workloads' copy: a new local file (Disk) or a new file in
+	// the served directory (DiskUp), removed after the run.
 	var dest string
-	if s.Workload == Disk {
+	switch s.Workload {
+	case Disk:
 		dest = filepath.Join(r.dest, fmt.Sprintf("%s-p%d.dat", s.Impl, s.P))
+	case DiskUp:
+		dest = filepath.Join(r.served, fmt.Sprintf("up-%s-p%d.dat", s.Impl, s.P))
+	}
+	if dest != "" {
+		os.Remove(dest)
 		defer os.Remove(dest)
 	}
 	// Parallelism 1 is each client's default, stream mode; -p N selects
@@ -100,10 +108,13 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 			args = append(args, "-p", itoa(s.P))
 		}
 		args = append(args, sec...)
-		if s.Workload != Disk {
-			args = append(args, base+"/"+size, os.DevNull)
-		} else {
+		switch s.Workload {
+		case Disk:
 			args = append(args, base+"/"+sourceName, dest)
+		case DiskUp: // Ferry's server is rooted at the served directory
+			args = append(args, "file://"+r.source, base+"/"+filepath.Base(dest))
+		default:
+			args = append(args, base+"/"+size, os.DevNull)
 		}
 	case GCT:
 		path = r.gctClient
@@ -111,10 +122,13 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 			args = append(args, "-p", itoa(s.P))
 		}
 		args = append(args, sec...)
-		if s.Workload != Disk {
-			args = append(args, "-len", size, base+"/dev/zero", "file://"+os.DevNull)
-		} else {
+		switch s.Workload {
+		case Disk:
 			args = append(args, base+r.source, "file://"+dest)
+		case DiskUp:
+			args = append(args, "file://"+r.source, base+dest)
+		default:
+			args = append(args, "-len", size, base+"/dev/zero", "file://"+os.DevNull)
 		}
 	}
 	m, err := startMeter(srv, s.Impl == GCT)
@@ -129,7 +143,7 @@ func (r *runner) runGridFTP(ctx context.Context, s *Sample) error {
 	if err != nil {
 		return err
 	}
-	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
+	s.Wall, s.ClientCPU, s.ClientRSS, s.Machine = u.wall, u.cpu, u.rss, u.machine
 	s.Gbps = bitRate(s.Bytes, s.Wall) / 1e9
 	if dest != "" {
 		fi, err := os.Stat(dest)
@@ -176,7 +190,7 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 	case impl == Ferry:
 		path = r.cfg.Ferry
 		args = []string{"serve", "-listen", net.JoinHostPort(r.host(), "0"), "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
-		if w.small() {
+		if w.small() || w == DiskUp {
 			args[3] = "-anonymous-write"
 		}
 		if w == SmallFiles3PT || w == smallFiles3PTDest {
@@ -430,7 +444,7 @@ func (r *runner) runRaw(ctx context.Context, s *Sample) error {
 		return fmt.Errorf("bench: iperf3 sent %d bytes at %v bit/s, want %d bytes",
 			res.End.SumSent.Bytes, res.End.SumSent.BitsPerSecond, s.Bytes)
 	}
-	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
+	s.Wall, s.ClientCPU, s.ClientRSS, s.Machine = u.wall, u.cpu, u.rss, u.machine
 	s.ServerCPU, s.ServerRSS = su.cpu, su.rss
 	s.Gbps = res.End.SumSent.BitsPerSecond / 1e9
 	return nil

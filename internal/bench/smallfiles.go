@@ -179,7 +179,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	if err != nil {
 		return s, err
 	}
-	s.Wall, s.ClientCPU, s.ClientRSS = u.wall, u.cpu, u.rss
+	s.Wall, s.ClientCPU, s.ClientRSS, s.Machine = u.wall, u.cpu, u.rss, u.machine
 	s.Gbps = bitRate(s.Bytes, s.Wall) / 1e9
 	return s, checkTree(check, n, size)
 }

@@ -87,35 +87,20 @@ func RunStripe(ctx context.Context, cfg StripeConfig) ([]StripeResult, error) {
 			return nil, errors.New("bench: stripe: no ferry binary")
 		}
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Minute
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
 	// GCT's sessions run as nobody: the scratch directory must be open to
 	// them. It lives on tmpfs when /dev/shm exists (GCT's source file).
-	base := cfg.Dir
-	if base == "" {
-		base = "/dev/shm"
-		if _, err := os.Stat(base); err != nil {
-			base = os.TempDir()
-		}
-	}
-	scratch, err := os.MkdirTemp(base, "ferry-stripe-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer os.RemoveAll(scratch)
-	if err := os.Chmod(scratch, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	r := &stripeRunner{cfg: cfg, scratch: scratch}
+	return inLabScratch(&cfg.Timeout, &cfg.Progress, cfg.Dir, "ferry-stripe-bench-", func(scratch string) ([]StripeResult, error) {
+		return (&stripeRunner{cfg: cfg, scratch: scratch}).runAll(ctx)
+	})
+}
+
+// runAll runs every node count of the configuration.
+func (r *stripeRunner) runAll(ctx context.Context) ([]StripeResult, error) {
 	if err := writeMode(r.secret(), []byte("ferry-stripe-bench-"+strconv.Itoa(os.Getpid())+"-secret\n"), 0o600); err != nil {
 		return nil, err
 	}
 	var results []StripeResult
-	for _, n := range cfg.Movers {
+	for _, n := range r.cfg.Movers {
 		res, err := r.runCount(ctx, n)
 		results = append(results, res...)
 		if err != nil {
@@ -136,8 +121,7 @@ func (r *stripeRunner) hosts() string  { return filepath.Join(r.scratch, "hosts"
 // runCount runs every implementation and repetition with n data nodes a
 // side, in one lab.
 func (r *stripeRunner) runCount(ctx context.Context, n int) ([]StripeResult, error) {
-	lab, err := wan.StartLab(ctx, wan.LabConfig{Hosts: 2*n + 1, Rate: r.cfg.Rate, Name: "ferrybench",
-		Sysctls: map[string]string{"net.ipv4.tcp_rmem": "4096 131072 8388608", "net.ipv4.tcp_wmem": "4096 16384 8388608"}})
+	lab, err := wan.StartLab(ctx, wan.LabConfig{Hosts: 2*n + 1, Rate: r.cfg.Rate, Name: "ferrybench", Sysctls: labSysctls()})
 	if err != nil {
 		return nil, err
 	}
@@ -156,31 +140,23 @@ func (r *stripeRunner) runCount(ctx context.Context, n int) ([]StripeResult, err
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
-	var results []StripeResult
-	for rep := range r.cfg.Reps {
-		for _, impl := range r.cfg.Impls {
-			res := StripeResult{Impl: impl, Movers: n, Rep: rep, Bytes: size}
-			var err error
-			switch impl {
-			case Ferry:
-				res.Wall, res.CPU, err = r.runFerry(ctx, lab, n, size)
-			case GCT:
-				res.Wall, res.CPU, err = r.runGCT(ctx, lab, n, size)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return results, context.Cause(ctx)
-				}
-				res.Err = err.Error()
-				fmt.Fprintf(r.cfg.Progress, "bench: stripe %s n=%d rep %d: %v\n", impl, n, rep+1, err)
-			} else {
-				fmt.Fprintf(r.cfg.Progress, "bench: stripe %s n=%d rep %d: %.0f Mbit/s (%d bytes in %v; %.2f cores busy, %.1f%% stolen)\n",
-					impl, n, rep+1, res.Mbps(), size, res.Wall.Round(time.Millisecond), res.CPU.Busy, 100*res.CPU.Steal)
-			}
-			results = append(results, res)
+	return labRuns(ctx, r.cfg.Reps, r.cfg.Impls, func(impl Impl, rep int) StripeResult {
+		res := StripeResult{Impl: impl, Movers: n, Rep: rep, Bytes: size}
+		var err error
+		switch impl {
+		case Ferry:
+			res.Wall, res.CPU, err = r.runFerry(ctx, lab, n, size)
+		case GCT:
+			res.Wall, res.CPU, err = r.runGCT(ctx, lab, n, size)
 		}
-	}
-	return results, nil
+		if err != nil {
+			res.Err = err.Error()
+		}
+		if ctx.Err() == nil {
+			labRunLine(r.cfg.Progress, fmt.Sprintf("stripe %s n=%d", impl, n), rep, res.Err, size, res.Wall, "", res.CPU)
+		}
+		return res
+	})
 }
 
 // writeHosts writes the hosts file GCT's programs see as /etc/hosts: GCT
@@ -408,26 +384,16 @@ func (r *stripeRunner) client(ctx context.Context, lab *wan.Lab, gct bool, path 
 	prepare(cmd)
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
-	before, cpuErr := readMachineCPU()
+	cpus := startMachine()
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
-	after, cpuErr2 := readMachineCPU()
+	cpu := cpus.share()
 	if err != nil {
 		return 0, cpuShare{}, fmt.Errorf("%s: %w%s", filepath.Base(path), err, out.suffix())
 	}
-	var cpu cpuShare
-	if cpuErr == nil && cpuErr2 == nil {
-		cpu = shareSince(before, after, onlineCPUs())
-	}
 	return wall, cpu, nil
 }
-
-// stolenLimit is the share of CPU time the hypervisor may steal during a
-// run for the run to count as steady. On these shared machines steal comes
-// in bursts; a run that lost a fifth of its CPU loses throughput too (the
-// shapers and forwarding run late), which measures the host, not Ferry.
-const stolenLimit = 0.05
 
 // WriteStripeTable writes, for every node count and implementation, the
 // median aggregate rate of the steady runs (those that lost less than
@@ -452,8 +418,8 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 	for _, n := range cfg.Movers {
 		fmt.Fprintf(w, "| %d | %.0f |", n, float64(n)*float64(cfg.Rate)/1e6)
 		for _, impl := range cfg.Impls {
-			var rates, steady, busy []float64
-			var stolen float64
+			var rates, steady []float64
+			var cpus []cpuShare
 			failed := 0
 			for _, r := range results {
 				if r.Impl == impl && r.Movers == n {
@@ -465,8 +431,7 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 					if r.CPU.Steal < stolenLimit {
 						steady = append(steady, r.Mbps())
 					}
-					busy = append(busy, r.CPU.Busy)
-					stolen = max(stolen, r.CPU.Steal)
+					cpus = append(cpus, r.CPU)
 				}
 			}
 			if len(rates) == 0 {
@@ -474,7 +439,6 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 				continue
 			}
 			slices.Sort(rates)
-			slices.Sort(busy)
 			left := len(rates) - len(steady)
 			if len(steady) == 0 {
 				steady, left = rates, 0
@@ -495,7 +459,7 @@ func WriteStripeTable(w io.Writer, cfg StripeConfig, results []StripeResult) err
 			if b := base[impl]; b > 0 {
 				ratio = fmt.Sprintf("%.2f", med/b)
 			}
-			fmt.Fprintf(w, "%s | %s | %.2f, %.1f %% |", cell, ratio, median(busy), 100*stolen)
+			fmt.Fprintf(w, "%s | %s | %s |", cell, ratio, summarizeMachine(cpus))
 		}
 		fmt.Fprintln(w)
 	}
@@ -508,13 +472,10 @@ func WriteStripeCSV(w io.Writer, cfg StripeConfig, results []StripeResult) error
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"impl", "data_nodes", "rep", "rate_per_host_bit_s", "p", "bytes", "wall_s", "mbit_s", "cores_busy", "steal", "error"})
 	for _, r := range results {
-		mb := ""
-		if r.Err == "" {
-			mb = strconv.FormatFloat(r.Mbps(), 'f', 1, 64)
-		}
-		cw.Write([]string{string(r.Impl), itoa(r.Movers), itoa(r.Rep + 1), strconv.FormatInt(cfg.Rate, 10), itoa(cfg.Parallel),
-			strconv.FormatInt(r.Bytes, 10), strconv.FormatFloat(r.Wall.Seconds(), 'f', 3, 64), mb,
-			strconv.FormatFloat(r.CPU.Busy, 'f', 2, 64), strconv.FormatFloat(r.CPU.Steal, 'f', 4, 64), r.Err})
+		rec := []string{string(r.Impl), itoa(r.Movers), itoa(r.Rep + 1), strconv.FormatInt(cfg.Rate, 10), itoa(cfg.Parallel),
+			strconv.FormatInt(r.Bytes, 10)}
+		rec = append(rec, labRunFields(r.Err, r.Bytes, r.Wall)...)
+		cw.Write(append(append(rec, r.CPU.csvFields()...), r.Err))
 	}
 	cw.Flush()
 	return cw.Error()
