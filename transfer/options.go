@@ -59,6 +59,20 @@ type Options struct {
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
 	Verify      bool
 	ChecksumAlg string
+	// SrcModule and DstModule name server-side processing module chains
+	// (docs/modules.md), with their parameters: the source server sends
+	// its chain's output for the path (ERET NAME="PARAMS" PATH), the
+	// destination server undoes its chain over the data before storing
+	// it (ESTO). A copy with modules moves the whole file, in one
+	// attempt after another with Restart, and takes no Offset, Length
+	// or Verify.
+	SrcModule, SrcModuleParams string
+	DstModule, DstModuleParams string
+}
+
+// hasModules reports whether the options name a processing module.
+func (o *Options) hasModules() bool {
+	return o.SrcModule != "" || o.SrcModuleParams != "" || o.DstModule != "" || o.DstModuleParams != ""
 }
 
 // modeE reports whether the options ask for MODE E.

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,24 @@ import (
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
+
+// featModules is the FEAT line listing the processing modules clients
+// may name in ERET and ESTO ("DPM gzip,tar"; docs/modules.md), or ""
+// when the server allows none. GCT has no such line (its "DSI" line names
+// the storage back-end), so this one is Ferry's.
+func featModules(allowed []string) string {
+	var names []string
+	for _, n := range allowed {
+		if m, found := dpm.Lookup(n); found && !slices.Contains(names, m.Name) {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return "DPM " + strings.Join(names, ",")
+}
 
 // moduleRefusal is the reply refusing a module chain that Resolve or
 // ParseSpec rejected.
