@@ -136,6 +136,7 @@ type cpFlags struct {
 	sources      int        // -sources: replicas an lfn: download reads from at once
 	srcModule    moduleFlag // -src-module (cpmodules.go)
 	dstModule    moduleFlag // -dst-module
+	tar          bool       // -tar: -r as one tar stream (cptar.go)
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -338,6 +339,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
 		return err
 	}
+	if f.tar {
+		return copyTarTree(ctx, e, *f, *jf, reqs)
+	}
 	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
 		if f.off > 0 || f.length > 0 {
 			return usagef("-off and -len copy part of one file; they do not go with -r, -f, -sync or wildcards")
@@ -365,7 +369,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 		}
 		fmt.Fprint(w, cpHelp)
 		if !syncMode {
-			fmt.Fprint(w, cpModulesHelp)
+			fmt.Fprint(w, cpModulesHelp+cpTarHelp)
 		}
 	}
 	f = &cpFlags{}

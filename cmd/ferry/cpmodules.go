@@ -55,6 +55,7 @@ func (m *moduleFlag) Set(v string) error {
 // registerModuleFlags adds -src-module and -dst-module to a cp flag set.
 func registerModuleFlags(fs *flag.FlagSet, f *cpFlags) {
 	fs.Var(&f.srcModule, "src-module", "have the source server send its processing module chain's output for SRC: `NAME[=PARAMS]` (gzip, zstd, tar, cat, cksum; see below)")
+	fs.BoolVar(&f.tar, "tar", false, "with -r, between a server and a local directory: move the tree as one tar stream through the server's tar module when its FEAT offers it (see below)")
 	fs.Var(&f.dstModule, "dst-module", "have the destination server undo a processing module chain over the data before storing it at DST: `NAME[=PARAMS]` (gzip, zstd: the data is compressed, stored decompressed; tar: a tar unpacked into the directory DST)")
 }
 
@@ -64,6 +65,8 @@ func (f *cpFlags) hasModules() bool { return f.srcModule.name != "" || f.dstModu
 // checkModuleCopy refuses module flags with a copy they cannot go with.
 func checkModuleCopy(f *cpFlags, many bool) error {
 	switch {
+	case f.tar && f.hasModules():
+		return usagef("-tar uses the tar module itself; it does not go with -src-module or -dst-module")
 	case !f.hasModules():
 		return nil
 	case many:
