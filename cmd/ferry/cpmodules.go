@@ -54,9 +54,9 @@ func (m *moduleFlag) Set(v string) error {
 
 // registerModuleFlags adds -src-module and -dst-module to a cp flag set.
 func registerModuleFlags(fs *flag.FlagSet, f *cpFlags) {
-	fs.Var(&f.srcModule, "src-module", "have the source server send its processing module chain's output for SRC: `NAME[=PARAMS]` (gzip, zstd, tar, cat, cksum; see below)")
+	fs.Var(&f.srcModule, "src-module", "have the source server send its processing module chain's output for SRC: `MODULE` is NAME or NAME=PARAMS (gzip, zstd, tar, cat, cksum; see below)")
 	fs.BoolVar(&f.tar, "tar", false, "with -r, between a server and a local directory: move the tree as one tar stream through the server's tar module when its FEAT offers it (see below)")
-	fs.Var(&f.dstModule, "dst-module", "have the destination server undo a processing module chain over the data before storing it at DST: `NAME[=PARAMS]` (gzip, zstd: the data is compressed, stored decompressed; tar: a tar unpacked into the directory DST)")
+	fs.Var(&f.dstModule, "dst-module", "have the destination server undo a processing module chain over the data before storing it at DST: `MODULE` is NAME or NAME=PARAMS (gzip, zstd: the data is compressed, stored decompressed; tar: a tar unpacked into the directory DST)")
 }
 
 // hasModules reports whether a module flag was given.
