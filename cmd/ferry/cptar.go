@@ -116,9 +116,19 @@ func copyTarTree(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job
 
 // tarDownload retrieves the tree src as a tar stream (ERET tar) and
 // unpacks it into the local directory dst.
-func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpFlags, src, dst location) (int64, error) {
+func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpFlags, src, dst location) (n int64, err error) {
+	_, statErr := os.Stat(dst.path)
 	if err := os.MkdirAll(dst.path, 0o777); err != nil {
 		return 0, err
+	}
+	if os.IsNotExist(statErr) {
+		// A download that fails before anything arrived leaves no
+		// directory it made (Remove takes only an empty one).
+		defer func() {
+			if err != nil {
+				os.Remove(dst.path)
+			}
+		}()
 	}
 	st, err := posix.New(dst.path)
 	if err != nil {
@@ -127,7 +137,6 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pr, pw := io.Pipe()
-	var n int64
 	var rerr error
 	done := make(chan struct{})
 	go func() {

@@ -71,6 +71,15 @@ func TestCpTarTree(t *testing.T) {
 	}
 	checkTree(t, filepath.Join(dir, "up"), want)
 
+	// A missing tree: an error, and no directory made for it.
+	missing := filepath.Join(local, "missing")
+	if r := ferry(t, nil, "cp", "-r", "-tar", url+"/no-such-tree", missing); r.code != 1 || !strings.Contains(r.stderr, "as tar") {
+		t.Errorf("-r -tar of a missing tree: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("a failed -r -tar download left %s: %v", missing, err)
+	}
+
 	// Without the tar module on the server: file by file.
 	dir2, url2 := startModuleSrv(t, "gzip")
 	r = ok(t, "cp", "-r", "-tar", down+"/", url2+"/plain/")
