@@ -26,6 +26,15 @@ type Options struct {
 	Stripe bool
 	// NoTPT routes server-to-server copies through this client.
 	NoTPT bool
+	// SrcModule and DstModule name server-side processing module chains
+	// (docs/modules.md), with their parameters: the source server sends
+	// its chain's output for the path (ERET NAME="PARAMS" PATH), the
+	// destination server undoes its chain over the data before storing
+	// it (ESTO). A copy with modules moves the whole file, in one
+	// attempt after another with Restart, and takes no Offset, Length
+	// or Verify.
+	SrcModule, SrcModuleParams string
+	DstModule, DstModuleParams string
 	// Active makes the client listen for data connections (EPRT/PORT).
 	// The Engine's Dial applies it; it is recorded in the history.
 	Active bool
@@ -59,15 +68,6 @@ type Options struct {
 	// Verify compares checksums (CKSM) after the copy, with ChecksumAlg.
 	Verify      bool
 	ChecksumAlg string
-	// SrcModule and DstModule name server-side processing module chains
-	// (docs/modules.md), with their parameters: the source server sends
-	// its chain's output for the path (ERET NAME="PARAMS" PATH), the
-	// destination server undoes its chain over the data before storing
-	// it (ESTO). A copy with modules moves the whole file, in one
-	// attempt after another with Restart, and takes no Offset, Length
-	// or Verify.
-	SrcModule, SrcModuleParams string
-	DstModule, DstModuleParams string
 }
 
 // hasModules reports whether the options name a processing module.
