@@ -85,6 +85,9 @@ func (c *Conn) RetrieveAt(ctx context.Context, path string, w io.WriterAt, opts 
 	if o.Offset < 0 {
 		return 0, fmt.Errorf("client: RETR %s: negative offset %d", path, o.Offset)
 	}
+	if err := checkRetrieveModule(&o); err != nil {
+		return 0, err
+	}
 	if o.Parallel > 1 || o.ModeE {
 		return c.retrieveEBlock(ctx, path, w, &o)
 	}
@@ -207,6 +210,13 @@ func (c *Conn) retrieveEBlock(ctx context.Context, path string, dst io.WriterAt,
 	} else {
 		rest = o.Restart.Clone()
 		rest.Add(Range{Start: 0, End: o.Offset})
+	}
+	if o.Module != "" {
+		// REST ranges apply to the module chain's output.
+		var err error
+		if command, err = moduleCommand("ERET", o.Module, o.ModuleParams, path); err != nil {
+			return 0, err
+		}
 	}
 	if err := checkLine(command); err != nil {
 		return 0, err
@@ -528,6 +538,9 @@ func (c *Conn) StoreAt(ctx context.Context, path string, r io.ReaderAt, size int
 	if o.Offset < 0 || size < 0 {
 		return 0, fmt.Errorf("client: STOR %s: negative offset or size", path)
 	}
+	if err := checkStoreModule(&o); err != nil {
+		return 0, err
+	}
 	if o.Parallel > 1 || o.ModeE || o.Part.End > o.Part.Start {
 		return c.storeEBlock(ctx, path, r, size, &o)
 	}
@@ -573,6 +586,12 @@ func (c *Conn) storeEBlock(ctx context.Context, path string, src io.ReaderAt, si
 	} else {
 		// STOR in MODE E truncates unless REST says what is there.
 		rest = shiftRanges(o.Restart, 0, window)
+	}
+	if o.Module != "" {
+		var err error
+		if command, err = moduleCommand("ESTO", o.Module, o.ModuleParams, path); err != nil {
+			return 0, err
+		}
 	}
 	if err := checkLine(command); err != nil {
 		return 0, err

@@ -273,6 +273,11 @@ func (s *Session) Download(ctx context.Context, path string, dst io.WriterAt, op
 	return s.run(ctx, s.Retry, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
 		ao := o
 		ao.Restart = have.snapshot()
+		if o.Module != "" {
+			// A module chain's output is made anew for each attempt:
+			// it is fetched again whole.
+			ao.Restart = RangeSet{}
+		}
 		ao.Committed = have.record(o.Committed)
 		ao.Progress, ao.ProgressInterval = prog, interval
 		return c.RetrieveAt(ctx, path, dst, &ao)
@@ -306,6 +311,11 @@ func (s *Session) Upload(ctx context.Context, src io.ReaderAt, size int64, path 
 			}
 		}
 		ao.Restart = have.snapshot()
+		if o.Module != "" {
+			// The server runs a module chain over the whole data only:
+			// a retry sends it all again.
+			ao.Restart = RangeSet{}
+		}
 		ao.Acknowledged = have.record(o.Acknowledged)
 		ao.Progress = func(p Progress) {
 			if p.Bytes > 0 {
@@ -361,6 +371,7 @@ func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, 
 		pol.StallTimeout = 0
 	}
 	partial := o.Offset > 0 || o.Length > 0
+	modules := o.SrcModule != "" || o.DstModule != ""
 	have := newReceived(o.Restart)
 	var started atomic.Bool // the destination accepted a STOR: its file is ours
 	return s.run(ctx, pol, o.Progress, o.ProgressInterval, func(ctx context.Context, c *Conn, attempt int, prog func(Progress), interval time.Duration) (int64, error) {
@@ -368,13 +379,18 @@ func (s *Session) ThirdParty(ctx context.Context, srcPath string, dst *Session, 
 		if err != nil {
 			return 0, err
 		}
-		if !modeE && !partial && started.Load() {
+		if !modeE && !partial && !modules && started.Load() {
 			if sz := uploadedSize(ctx, dc, dstPath); sz > 0 {
 				have.add(Range{Start: 0, End: sz})
 			}
 		}
 		ao := o
 		ao.Restart = have.snapshot()
+		if modules {
+			// Module chains run over the whole data: a retry moves it
+			// all again.
+			ao.Restart = RangeSet{}
+		}
 		ao.Acknowledged = have.record(o.Acknowledged)
 		ao.Progress, ao.ProgressInterval = prog, interval
 		ao.begun = func() { started.Store(true) }

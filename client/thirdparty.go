@@ -96,6 +96,14 @@ type ThirdPartyOptions struct {
 	// DefaultProgressInterval.
 	ProgressInterval time.Duration
 
+	// SrcModule and DstModule, when not empty, name processing module
+	// chains (as RetrieveOptions.Module and StoreOptions.Module): the
+	// source gets ERET SrcModule="SrcModuleParams" PATH, the destination
+	// ESTO DstModule="DstModuleParams" PATH. They take no Offset, Length,
+	// PartOf or Restart.
+	SrcModule, SrcModuleParams string
+	DstModule, DstModuleParams string
+
 	// begun, when not nil, is called when the destination accepted the
 	// transfer (its 125 or 150): from then on its file is this copy's.
 	begun func()
@@ -122,6 +130,9 @@ func ThirdParty(ctx context.Context, src *Conn, srcPath string, dst *Conn, dstPa
 	}
 	if o.Offset < 0 || o.Length < 0 {
 		return 0, fmt.Errorf("client: third party: negative offset or length")
+	}
+	if err := checkThirdPartyModules(&o); err != nil {
+		return 0, err
 	}
 	if src == dst {
 		return 0, errors.New("client: third party: source and destination are the same Conn")
@@ -308,7 +319,7 @@ func (t *thirdParty) sourcePrelude(modeE bool, size *int64) []step {
 	o, src := t.o, t.src
 	var steps []step
 	steps = append(steps, src.modeStep(modeE)...)
-	if *size < 0 {
+	if *size < 0 && o.SrcModule == "" {
 		steps = append(steps, step{line: "SIZE " + t.srcPath, check: func(r Reply) error {
 			if r.Code == 213 {
 				if n, perr := strconv.ParseInt(strings.TrimSpace(r.Text()), 10, 64); perr == nil && n >= 0 {
@@ -402,11 +413,18 @@ func (t *thirdParty) window(size int64) (window, error) {
 		}
 		w.storCmd = fmt.Sprintf("ESTO A %d %s", o.Offset, t.dstPath)
 		w.retrCmd = fmt.Sprintf("ERET P %d %d %s", o.Offset, w.length, t.srcPath)
-	} else if size >= 0 && !o.KnownSize {
+	} else if size >= 0 && !o.KnownSize && o.SrcModule == "" {
 		// A size the caller planned earlier may be stale (a file still
 		// being written): announced with ALLO, it would make a Ferry
 		// destination refuse the grown file. Only a fresh SIZE is sent.
+		// A module chain's output has no size before it is made.
 		w.length = size
+	}
+	if o.SrcModule != "" {
+		w.retrCmd, _ = moduleCommand("ERET", o.SrcModule, o.SrcModuleParams, t.srcPath)
+	}
+	if o.DstModule != "" {
+		w.storCmd, _ = moduleCommand("ESTO", o.DstModule, o.DstModuleParams, t.dstPath)
 	}
 	if w.length >= 0 {
 		span := Range{Start: t.base, End: t.base + w.length}

@@ -70,6 +70,13 @@ type RetrieveOptions struct {
 	// ProgressInterval is the period of Progress and Committed; zero
 	// means DefaultProgressInterval.
 	ProgressInterval time.Duration
+
+	// Module, when not empty, names a server-side processing module
+	// chain ("gzip", "tar,zstd"; docs/modules.md) whose output for the
+	// path is retrieved instead of the file: ERET Module="ModuleParams"
+	// PATH, as globus-url-copy -smn/-smp sends it. It takes no Length.
+	Module       string
+	ModuleParams string
 }
 
 // StoreOptions modifies Store and StoreAt. The zero value (or nil)
@@ -146,6 +153,15 @@ type StoreOptions struct {
 	// ProgressInterval is the period of Progress; zero means
 	// DefaultProgressInterval.
 	ProgressInterval time.Duration
+
+	// Module, when not empty, names a server-side processing module
+	// chain that the server runs backwards over the data before storing
+	// it ("gzip": the data is gzip-compressed and stored decompressed;
+	// "tar": a tar unpacked into the directory path): ESTO
+	// Module="ModuleParams" PATH, as globus-url-copy -dmn/-dmp sends it.
+	// It takes no Append, Offset, Restart, Part or Striped.
+	Module       string
+	ModuleParams string
 }
 
 // brokenError marks an error after which the control connection's state is
@@ -176,11 +192,19 @@ func (c *Conn) retrieveStream(ctx context.Context, path string, w io.Writer, o *
 	if o.Offset < 0 {
 		return 0, fmt.Errorf("client: RETR %s: negative offset %d", path, o.Offset)
 	}
+	if err := checkRetrieveModule(o); err != nil {
+		return 0, err
+	}
 	var pre []string
 	command := "RETR " + path
 	limit := int64(-1)
 	cut := false // the data connection is closed before the server is done
 	switch {
+	case o.Module != "":
+		command, _ = moduleCommand("ERET", o.Module, o.ModuleParams, path)
+		if o.Offset > 0 {
+			pre = append(pre, fmt.Sprintf("REST %d", o.Offset))
+		}
 	case o.Length > 0 && c.hasFeature("ERET"):
 		command = fmt.Sprintf("ERET P %d %d %s", o.Offset, o.Length, path)
 	case o.Length > 0:
@@ -228,6 +252,9 @@ func (c *Conn) Store(ctx context.Context, path string, r io.Reader, opts *StoreO
 }
 
 func (c *Conn) storeStream(ctx context.Context, path string, r io.Reader, o *StoreOptions) (int64, error) {
+	if err := checkStoreModule(o); err != nil {
+		return 0, err
+	}
 	var pre []string
 	if o.Size > 0 {
 		pre = append(pre, fmt.Sprintf("ALLO %d", o.Size))
@@ -238,6 +265,9 @@ func (c *Conn) storeStream(ctx context.Context, path string, r io.Reader, o *Sto
 	command := "STOR " + path
 	if o.Append {
 		command = "APPE " + path
+	}
+	if o.Module != "" {
+		command, _ = moduleCommand("ESTO", o.Module, o.ModuleParams, path)
 	}
 	var moved atomic.Int64
 	cw := newConnWatch(o.Progress)

@@ -147,6 +147,11 @@ func (c *copier) sourceSize(src Location) int64 {
 // copyFile copies src to dst: a third-party transfer, a download, an
 // upload or a local copy.
 func (c *copier) copyFile(ctx context.Context, src, dst Location) (int64, error) {
+	if c.o.hasModules() {
+		if err := c.checkModules(src, dst); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case src.Kind == Remote && dst.Kind == Remote:
 		n, err := c.remoteToRemote(ctx, src, dst)
@@ -295,9 +300,11 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 		StripeBlockSize: int64(c.o.StripeBlockSize),
 		Reuse:           c.o.Fast,
 		Progress:        c.progressFunc(),
+		Module:          c.o.DstModule,
+		ModuleParams:    c.o.DstModuleParams,
 	}
 	var saver *stateSaver
-	if c.o.resumable() {
+	if c.o.resumable() && !c.o.hasModules() {
 		abs, err := filepath.Abs(src.Path)
 		if err != nil {
 			return 0, err
@@ -324,7 +331,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 	s := c.session(dst)
 	defer c.release(ctx, s)
 	var n int64
-	if c.retuneUploadWanted(ctx, s, off, size, fi.Size()) {
+	if !c.o.hasModules() && c.retuneUploadWanted(ctx, s, off, size, fi.Size()) {
 		n, c.tuning, err = c.retuneUpload(ctx, s, src, dst, f, size, *opts)
 	} else {
 		n, err = s.Upload(ctx, f, size, dst.Path, opts)
@@ -367,7 +374,8 @@ func (c *copier) uploadStream(ctx context.Context, r io.Reader, size int64, dst 
 		return 0, err
 	}
 	n, err := conn.Store(ctx, dst.Path, r, &client.StoreOptions{Size: size, Offset: c.o.Offset,
-		TCPBuffer: int(c.o.TCPBuffer), Progress: c.progressFunc()})
+		TCPBuffer: int(c.o.TCPBuffer), Progress: c.progressFunc(),
+		Module: c.o.DstModule, ModuleParams: c.o.DstModuleParams})
 	if err != nil {
 		return n, c.leftOnServer(ctx, dst, n, size, &OpError{What: "upload to " + dst.String(), Err: err})
 	}
@@ -453,6 +461,13 @@ func (c *copier) download(ctx context.Context, src, dst Location) (int64, error)
 	case err == nil && !fi.Mode().IsRegular():
 		return c.downloadDirect(ctx, src, dst)
 	}
+	if c.o.SrcModule != "" {
+		// A module chain's output has no size or date to resume by: it
+		// goes to a temporary file renamed into place when complete.
+		s := c.session(src)
+		defer c.release(ctx, s)
+		return c.downloadWhole(ctx, s, src, dst, false)
+	}
 	return c.downloadResumable(ctx, src, dst)
 }
 
@@ -466,7 +481,7 @@ func (c *copier) downloadDirect(ctx context.Context, src, dst Location) (int64, 
 	s := c.session(src)
 	defer c.release(ctx, s)
 	var n int64
-	if start, end, ok := c.retuneDirect(ctx, s, src, sink.f); ok {
+	if start, end, ok := c.retuneDirect(ctx, s, src, sink.f); ok && !c.o.hasModules() {
 		// A device that takes writes at any offset (/dev/null, a disk)
 		// is re-tuned as a file is; no resume state: nothing to resume.
 		n, c.tuning, err = c.retuneDownload(ctx, s, src, dst, sink.f, start, end, *c.retrieveOptions())
@@ -544,6 +559,9 @@ func (c *copier) retrieveOptions() *client.RetrieveOptions {
 		ModeE:     c.o.Fast || c.o.Stripe,
 		Reuse:     c.o.Fast,
 		Progress:  c.progressFunc(),
+
+		Module:       c.o.SrcModule,
+		ModuleParams: c.o.SrcModuleParams,
 	}
 	if c.o.Stripe {
 		o.StripeBlockSize = c.o.StripeBlockSize // globus-url-copy -stripe -sbs
@@ -568,7 +586,8 @@ func (c *copier) downloadStdout(ctx context.Context, src Location) (int64, error
 		return 0, err
 	}
 	n, err := conn.Retrieve(ctx, src.Path, c.e.stdout(), &client.RetrieveOptions{Offset: c.o.Offset, Length: c.limit(),
-		TCPBuffer: int(c.o.TCPBuffer), Progress: c.progressFunc()})
+		TCPBuffer: int(c.o.TCPBuffer), Progress: c.progressFunc(),
+		Module: c.o.SrcModule, ModuleParams: c.o.SrcModuleParams})
 	if errors.Is(err, syscall.EPIPE) {
 		return n, nil
 	}
@@ -805,10 +824,16 @@ func (c *copier) thirdParty(ctx context.Context, src, dst Location) (int64, erro
 		StripeBlockSize: int64(c.o.StripeBlockSize),
 		TCPBuffer:       int(c.o.TCPBuffer),
 		Progress:        c.progressFunc(),
+		SrcModule:       c.o.SrcModule,
+		SrcModuleParams: c.o.SrcModuleParams,
+		DstModule:       c.o.DstModule,
+		DstModuleParams: c.o.DstModuleParams,
 	}
 	var n int64
 	var err error
-	if size := c.retuneThirdPartySize(ctx, ss, ds, src); size > 0 {
+	if c.o.hasModules() {
+		n, err = ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
+	} else if size := c.retuneThirdPartySize(ctx, ss, ds, src); size > 0 {
 		n, c.tuning, err = c.retuneThirdParty(ctx, ss, ds, src, dst, size, *opts)
 	} else {
 		n, err = ss.ThirdParty(ctx, src.Path, ds, dst.Path, opts)
@@ -874,7 +899,8 @@ func (c *copier) throughClient(ctx context.Context, src, dst Location) (int64, e
 	pr, pw := io.Pipe()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := sconn.Retrieve(tctx, src.Path, pw, &client.RetrieveOptions{Offset: c.o.Offset, Length: c.limit()})
+		_, err := sconn.Retrieve(tctx, src.Path, pw, &client.RetrieveOptions{Offset: c.o.Offset, Length: c.limit(),
+			Module: c.o.SrcModule, ModuleParams: c.o.SrcModuleParams})
 		if err != nil {
 			err = &OpError{What: "download " + src.String(), Err: err}
 			cancel(err)
@@ -882,7 +908,8 @@ func (c *copier) throughClient(ctx context.Context, src, dst Location) (int64, e
 		// A failed download must not look like the end of the file.
 		pw.CloseWithError(err)
 	})
-	n, err := dconn.Store(tctx, dst.Path, pr, &client.StoreOptions{Offset: c.o.Offset})
+	n, err := dconn.Store(tctx, dst.Path, pr, &client.StoreOptions{Offset: c.o.Offset,
+		Module: c.o.DstModule, ModuleParams: c.o.DstModuleParams})
 	if err != nil {
 		err = &OpError{What: "upload to " + dst.String(), Err: err}
 		cancel(err)
@@ -978,4 +1005,21 @@ func (s *sink) abort() {
 			s.fs.Remove(s.name)
 		}
 	}
+}
+
+// checkModules refuses processing modules where no server runs them (a
+// source module on a local source, a destination module on a local
+// destination) and with the options they cannot go with.
+func (c *copier) checkModules(src, dst Location) error {
+	switch {
+	case (c.o.SrcModule != "" || c.o.SrcModuleParams != "") && src.Kind != Remote:
+		return fmt.Errorf("a source module needs a server as the source, not %s", src)
+	case (c.o.DstModule != "" || c.o.DstModuleParams != "") && dst.Kind != Remote:
+		return fmt.Errorf("a destination module needs a server as the destination, not %s", dst)
+	case c.o.Offset > 0 || c.o.Length >= 0:
+		return errors.New("processing modules move whole files: no -off or -len")
+	case c.o.Verify:
+		return errors.New("processing modules change the data: no -verify")
+	}
+	return nil
 }

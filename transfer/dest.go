@@ -38,7 +38,9 @@ func (c *copier) prepare(ctx context.Context, src Location, dst *Location, creat
 		return err
 	}
 	fsys := job.Remote{Conn: ds.Conn}
-	if base := baseOf(src); base != "" && !strings.HasSuffix(dst.Path, "/") {
+	// With a destination module (tar unpacks into the directory DST),
+	// DST is used as it is.
+	if base := baseOf(src); base != "" && !strings.HasSuffix(dst.Path, "/") && c.o.DstModule == "" {
 		if in, err := fsys.Stat(ctx, dst.Path); err == nil && in.Type == job.TypeDir {
 			dst.Path = strings.TrimSuffix(dst.Path, "/") + "/" + base
 			dst.Display = strings.TrimSuffix(dst.Display, "/") + "/" + base
@@ -58,7 +60,8 @@ func (c *copier) prepare(ctx context.Context, src Location, dst *Location, creat
 // server refused it because src is a directory, the error says so.
 func (c *copier) dirSource(ctx context.Context, src Location, err error) error {
 	var re *client.ReplyError
-	if err == nil || ctx.Err() != nil || !errors.As(err, &re) {
+	if err == nil || ctx.Err() != nil || !errors.As(err, &re) || c.o.SrcModule != "" {
+		// A source module (tar) may read a directory: its refusal says why.
 		return err
 	}
 	s := c.session(src)

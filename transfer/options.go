@@ -26,6 +26,15 @@ type Options struct {
 	Stripe bool
 	// NoTPT routes server-to-server copies through this client.
 	NoTPT bool
+	// SrcModule and DstModule name server-side processing module chains
+	// (docs/modules.md), with their parameters: the source server sends
+	// its chain's output for the path (ERET NAME="PARAMS" PATH), the
+	// destination server undoes its chain over the data before storing
+	// it (ESTO). A copy with modules moves the whole file, in one
+	// attempt after another with Restart, and takes no Offset, Length
+	// or Verify.
+	SrcModule, SrcModuleParams string
+	DstModule, DstModuleParams string
 	// Active makes the client listen for data connections (EPRT/PORT).
 	// The Engine's Dial applies it; it is recorded in the history.
 	Active bool
@@ -66,6 +75,11 @@ type Options struct {
 	// page cache when the copy ends: a crash of ferry loses nothing (its
 	// resume state stays true), a crash of the machine may.
 	Fsync bool
+}
+
+// hasModules reports whether the options name a processing module.
+func (o *Options) hasModules() bool {
+	return o.SrcModule != "" || o.SrcModuleParams != "" || o.DstModule != "" || o.DstModuleParams != ""
 }
 
 // modeE reports whether the options ask for MODE E.

@@ -129,15 +129,18 @@ type cpFlags struct {
 	checksumAlg  string
 	fsync        bool
 	fast         bool
-	noTPT        bool      // -notpt
-	stripe       bool      // -stripe
-	gsi          *gsiFlags // nil: the defaults
-	history      string    // -history: the history database; "": $FERRY_HISTORY or the default
-	concurrency  int       // of a job (-cc), for the history
-	pipeline     bool      // of a job (-pp), for the history
-	auto         bool      // -auto: let the advisor choose when -p and -tcp-bs are not given
-	explicit     bool      // -p or -tcp-bs was given
-	sources      int       // -sources: replicas an lfn: download reads from at once
+	noTPT        bool       // -notpt
+	stripe       bool       // -stripe
+	gsi          *gsiFlags  // nil: the defaults
+	history      string     // -history: the history database; "": $FERRY_HISTORY or the default
+	concurrency  int        // of a job (-cc), for the history
+	pipeline     bool       // of a job (-pp), for the history
+	auto         bool       // -auto: let the advisor choose when -p and -tcp-bs are not given
+	explicit     bool       // -p or -tcp-bs was given
+	sources      int        // -sources: replicas an lfn: download reads from at once
+	srcModule    moduleFlag // -src-module (cpmodules.go)
+	dstModule    moduleFlag // -dst-module
+	tar          bool       // -tar: -r as one tar stream (cptar.go)
 }
 
 // Defaults of the restart flags, those of globus-url-copy.
@@ -328,6 +331,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err != nil {
 		return err
 	}
+	if err := checkModuleCopy(f, jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) || replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)); err != nil {
+		return err
+	}
 	if len(reqs) == 1 && (replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)) {
 		return copyLFN(ctx, e, name, *f, *jf, reqs[0]) // replica_cp.go
 	}
@@ -336,6 +342,9 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	}
 	if err := f.gsi.mixedThirdParty(e.stderr, reqs, f.noTPT); err != nil {
 		return err
+	}
+	if f.tar {
+		return copyTarTree(ctx, e, *f, *jf, reqs)
 	}
 	if jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) {
 		if f.off > 0 || f.length > 0 {
@@ -363,6 +372,9 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 			fmt.Fprint(w, syncHelp)
 		}
 		fmt.Fprint(w, cpHelp)
+		if !syncMode {
+			fmt.Fprint(w, cpModulesHelp+cpTarHelp)
+		}
 	}
 	f = &cpFlags{}
 	jf = &jobFlags{mirror: syncMode}
@@ -410,6 +422,9 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	listURL = fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
+	if !syncMode {
+		registerModuleFlags(fs, f)
+	}
 	return fs, f, jf, listURL
 }
 
@@ -580,8 +595,12 @@ func (f cpFlags) options() transfer.Options {
 		Fsync:           f.fsync,
 		Concurrency:     f.concurrency,
 		Pipeline:        f.pipeline,
+		SrcModule:       f.srcModule.name,
+		SrcModuleParams: f.srcModule.params,
+		DstModule:       f.dstModule.name,
+		DstModuleParams: f.dstModule.params,
 	}
-	if f.auto && !f.explicit {
+	if f.auto && !f.explicit && !f.hasModules() {
 		// The engine asks the advisor (transfer.AutoChoice).
 		o.Auto, o.Parallel, o.TCPBuffer = true, 0, 0
 	}

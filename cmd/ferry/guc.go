@@ -87,6 +87,8 @@ type gucConfig struct {
 	cred, srcCred, dstCred          string
 
 	urls []string // the source and destination URLs
+
+	modules gucModules // -mn/-mp, -smn/-smp, -dmn/-dmp (gucmodules.go)
 }
 
 // Reasons of the refused options.
@@ -96,7 +98,6 @@ const (
 	whyPipe     = "running commands on the server (the popen driver) is not implemented by Ferry, as a matter of policy"
 	whyAuthz    = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
 	whyG2       = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
-	whyModule   = "choosing the server's storage module from the client needs the server side, which Ferry does not have yet"
 	whyDataCred = "a separate data channel credential (DCSC P, or a generated one for auto) is not implemented by Ferry's client yet"
 	whyNLB      = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
 )
@@ -162,12 +163,13 @@ var gucOptions = []gucOption{
 	{names: []string{"udt"}, refuse: whyUDT},
 	{names: []string{"no-g2", "nogridftp2"}, refuse: whyG2},
 	{names: []string{"dp", "delayed-pasv"}, apply: noEffect}, // Ferry's third-party copies order PASV and PORT themselves
-	{names: []string{"mn", "module-name"}, arg: gucText, refuse: whyModule},
-	{names: []string{"mp", "module-parameters"}, arg: gucText, refuse: whyModule},
-	{names: []string{"smn", "src-module-name"}, arg: gucText, refuse: whyModule},
-	{names: []string{"smp", "src-module-parameters"}, arg: gucText, refuse: whyModule},
-	{names: []string{"dmn", "dst-module-name"}, arg: gucText, refuse: whyModule},
-	{names: []string{"dmp", "dst-module-parameters"}, arg: gucText, refuse: whyModule},
+	// Processing modules: gucmodules.go.
+	{names: []string{"mn", "module-name"}, arg: gucText, apply: gucModule(true, true, false)},
+	{names: []string{"mp", "module-parameters"}, arg: gucText, apply: gucModule(true, true, true)},
+	{names: []string{"smn", "src-module-name"}, arg: gucText, apply: gucModule(true, false, false)},
+	{names: []string{"smp", "src-module-parameters"}, arg: gucText, apply: gucModule(true, false, true)},
+	{names: []string{"dmn", "dst-module-name"}, arg: gucText, apply: gucModule(false, true, false)},
+	{names: []string{"dmp", "dst-module-parameters"}, arg: gucText, apply: gucModule(false, true, true)},
 	{names: []string{"aa", "authz-assert"}, arg: gucText, refuse: whyAuthz},
 	{names: []string{"saa", "src-authz-assert"}, arg: gucText, refuse: whyAuthz},
 	{names: []string{"daa", "dst-authz-assert"}, arg: gucText, refuse: whyAuthz},
@@ -355,6 +357,7 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 	if c.listFile != "" {
 		args = append(args, "-f", c.listFile)
 	}
+	args = append(args, c.moduleArgs()...)
 	return append(args, c.urls...), nil
 }
 

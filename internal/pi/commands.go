@@ -612,6 +612,9 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("DCAU", "DCAU")
 	add("ERET", "ERET")
 	add("ESTO", "ESTO")
+	if feat := featModules(s.cfg.AllowedModules); feat != "" {
+		add("ERET", feat)
+	}
 	add("MLST", "MLST "+wire.FeatMLST(s.facts))
 	add("OPTS", "PARALLEL")
 	if s.canPart() {

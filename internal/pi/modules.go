@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,24 @@ import (
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
+
+// featModules is the FEAT line listing the processing modules clients
+// may name in ERET and ESTO ("DPM gzip,tar"; docs/modules.md), or ""
+// when the server allows none. GCT has no such line (its "DSI" line names
+// the storage back-end), so this one is Ferry's.
+func featModules(allowed []string) string {
+	var names []string
+	for _, n := range allowed {
+		if m, found := dpm.Lookup(n); found && !slices.Contains(names, m.Name) {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return "DPM " + strings.Join(names, ",")
+}
 
 // moduleRefusal is the reply refusing a module chain that Resolve or
 // ParseSpec rejected.
@@ -125,7 +145,11 @@ func (r *spoolReader) Close() error { return nil }
 // channel started.
 func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool) {
 	rest, hasRest := s.takeRest()
-	allo := s.allo
+	// An ALLO before ESTO is not the size of the data: GCT's
+	// globus-url-copy -smn M -dmn M between two servers announces the
+	// source file's SIZE, and the source's module changes it. The
+	// modules check their data's end themselves (gzip, zstd and tar
+	// trailers, cksum).
 	s.allo = -1
 	sp, err := dpm.ParseSpec(arg)
 	if err != nil {
@@ -157,7 +181,7 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	limits := s.moduleLimits()
 	sw := &spoolWriter{f: spool, limit: limits.MaxBytes}
 	req := s.newRequest(p)
-	req.Size = allo
+	req.Size = -1
 	if s.mode == xfer.ModeEBlock {
 		req.PerfInterval, req.RangeInterval = s.perfFreq, s.rangeFreq
 	}
@@ -168,9 +192,6 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	})
 	if err == nil && sw.end() != n {
 		err = &xfer.DataError{Err: fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, sw.end())}
-	}
-	if err == nil && allo >= 0 && n != allo {
-		err = &xfer.DataError{Err: fmt.Errorf("the data ended after %d of the %d bytes announced (ALLO)", n, allo)}
 	}
 	if err == nil && s.lost.Load() {
 		err = errControlLost
