@@ -24,6 +24,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/replica"
 )
 
 //go:embed assets
@@ -90,6 +91,10 @@ type Config struct {
 	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
+	// Catalogue, when not nil, is the replica catalogue the app shows,
+	// read-only, to every logged-in user (catalogue.go); nil means no
+	// catalogue view. The app does not close it.
+	Catalogue *replica.Catalogue
 	// Site, when not nil, makes the app one of several instances that
 	// share sessions, endpoints and the job queue through a PostgreSQL
 	// database (site.go); nil keeps them in this process.
@@ -284,6 +289,8 @@ func (a *App) routes() {
 	m.HandleFunc("POST /api/credential/delete", a.authed(true, a.dropCredential))
 	m.HandleFunc("GET /api/events", a.authed(false, a.events))
 	m.HandleFunc("GET /api/history", a.authed(false, a.history))
+	m.HandleFunc("GET /api/catalogue/list", a.authed(false, limited(a.catalogueList)))
+	m.HandleFunc("GET /api/catalogue/lfn", a.authed(false, limited(a.catalogueLFN)))
 	a.mux = m
 }
 

@@ -23,6 +23,8 @@
 //	POST /api/jobs/{id}/cancel|retry
 //	GET  /api/events                Server-Sent Events: the user's jobs at each change
 //	GET  /api/history               the user's past transfers
+//	GET  /api/catalogue/list?dir=&from=&limit=   the replica catalogue's names below an LFN directory, a page
+//	GET  /api/catalogue/lfn?lfn=    one LFN and its replicas (404: unknown)
 //
 // Security: every user's endpoints, credentials and jobs live in that
 // user's own state, reached only through the session; a request never

@@ -176,6 +176,8 @@ type loginRequest struct {
 type meReply struct {
 	User string `json:"user"`
 	CSRF string `json:"csrf"`
+	// Catalogue says the app shows a replica catalogue.
+	Catalogue bool `json:"catalogue,omitempty"`
 }
 
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
@@ -221,7 +223,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "sessions: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf})
+	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf, Catalogue: a.cfg.Catalogue != nil})
 }
 
 // authed wraps a handler that needs a logged-in user; a state-changing
@@ -379,5 +381,5 @@ func (a *App) logout(w http.ResponseWriter, r *http.Request, u *userState, s *se
 }
 
 func (a *App) me(w http.ResponseWriter, r *http.Request, u *userState, s *session) {
-	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf})
+	writeJSON(w, http.StatusOK, meReply{User: s.user, CSRF: s.csrf, Catalogue: a.cfg.Catalogue != nil})
 }

@@ -65,10 +65,11 @@ function el(tag, attrs = {}, ...kids) {
 }
 
 function show(view) {
-  for (const v of ["login-view", "browse-view", "history-view"]) $("#" + v).hidden = v !== view;
+  for (const v of ["login-view", "browse-view", "history-view", "catalogue-view"]) $("#" + v).hidden = v !== view;
   $("#tabs").hidden = view === "login-view";
   $("#tab-browse").classList.toggle("active", view === "browse-view");
   $("#tab-history").classList.toggle("active", view === "history-view");
+  $("#tab-catalogue").classList.toggle("active", view === "catalogue-view");
 }
 
 // ---- login ----
@@ -80,6 +81,8 @@ async function boot() {
   $("#tab-browse").addEventListener("click", () => show("browse-view"));
   $("#tab-history").addEventListener("click", () => { show("history-view"); loadHistory(); });
   $("#history-refresh").addEventListener("click", loadHistory);
+  $("#tab-catalogue").addEventListener("click", () => { show("catalogue-view"); loadCatalogue(cat.dir); });
+  $("#catalogue-more").addEventListener("click", () => loadCatalogue(cat.dir, cat.next));
   $("#history-filter").addEventListener("input", renderHistory);
   $("#history-outcome").addEventListener("change", loadHistory);
   setupDialogs();
@@ -111,6 +114,7 @@ function loggedIn(me) {
   app.csrf = me.csrf;
   app.user = me.user;
   $("#whoami").textContent = me.user;
+  $("#tab-catalogue").hidden = !me.catalogue;
   show("browse-view");
   listen();
   loadCred();
@@ -660,6 +664,83 @@ function renderHistory() {
   }
   $("#history tbody").replaceChildren(frag);
   renderCharts(historyRows.filter((r) => !f || (r.src + " " + r.dst + " " + r.outcome + " " + r.kind).toLowerCase().includes(f)));
+}
+
+// ---- replica catalogue (read-only) ----
+
+const cat = { dir: "/", next: "" };
+
+// loadCatalogue lists the LFN directory dir: its first page, or the page
+// at the cursor from, appended.
+async function loadCatalogue(dir, from) {
+  $("#catalogue-error").textContent = "";
+  let res;
+  try {
+    res = await api("GET", "/api/catalogue/list?dir=" + encodeURIComponent(dir) + (from ? "&from=" + encodeURIComponent(from) : ""));
+  } catch (e) {
+    $("#catalogue-error").textContent = e.message;
+    return;
+  }
+  cat.dir = res.dir;
+  cat.next = res.next || "";
+  catalogueCrumbs();
+  const frag = document.createDocumentFragment();
+  for (const e of res.entries) {
+    const name = el("a", { href: "#", text: e.dir ? e.name + "/" : e.name });
+    name.addEventListener("click", (ev) => { ev.preventDefault(); if (e.dir) loadCatalogue(e.lfn); else loadLFN(e.lfn); });
+    frag.append(el("tr", { class: "lfn " + (e.dir ? "dir" : "file"), "data-lfn": e.lfn },
+      el("td", { class: "name" }, name),
+      el("td", { class: "num", text: e.dir ? "" : fmtBytes(e.size) }),
+      el("td", { text: e.alg || "" }),
+      el("td", { class: "num", text: e.dir ? "" : (e.ok || 0) + "/" + (e.replicas || 0) }),
+    ));
+  }
+  if (from) $("#catalogue tbody").append(frag);
+  else $("#catalogue tbody").replaceChildren(frag);
+  $("#catalogue-more").hidden = !cat.next;
+}
+
+function catalogueCrumbs() {
+  const nav = $("#catalogue-crumbs");
+  nav.textContent = "";
+  const crumb = (label, target) => {
+    const a = el("a", { text: label, href: "#", "data-path": target });
+    a.addEventListener("click", (ev) => { ev.preventDefault(); loadCatalogue(target); });
+    return a;
+  };
+  nav.append("lfn:", crumb("/", "/"));
+  let acc = "";
+  for (const part of cat.dir.split("/").filter(Boolean)) {
+    acc += "/" + part;
+    nav.append(" ", crumb(part, acc), " /");
+  }
+}
+
+// loadLFN shows one LFN's replicas.
+async function loadLFN(lfn) {
+  $("#catalogue-error").textContent = "";
+  let e;
+  try {
+    e = await api("GET", "/api/catalogue/lfn?lfn=" + encodeURIComponent(lfn));
+  } catch (err) {
+    $("#catalogue-error").textContent = err.message;
+    return;
+  }
+  $("#lfn-name").textContent = "lfn:" + e.lfn;
+  $("#lfn-meta").textContent = fmtBytes(e.size) + " (" + e.size + " bytes), " + e.alg + " " + e.sum;
+  const frag = document.createDocumentFragment();
+  for (const r of e.replicas) {
+    frag.append(el("tr", { class: "replica state-" + r.state, "data-url": r.url },
+      el("td", { class: "url", text: r.url }),
+      el("td", { class: "num", text: String(r.size) }),
+      el("td", { class: "sum", text: e.alg + " " + r.sum }),
+      el("td", { class: "verified", text: fmtTime(r.verified) || "never" }),
+      el("td", { class: "state", text: r.state + (r.note ? ": " + r.note : "") }),
+    ));
+  }
+  $("#replicas tbody").replaceChildren(frag);
+  $("#lfn-more").textContent = e.more ? e.more + " more replicas not shown" : "";
+  $("#lfn-detail").hidden = false;
 }
 
 // ---- charts (Chart.js, vendored in vendor/chartjs) ----
