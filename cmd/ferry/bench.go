@@ -64,6 +64,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return runBenchChaos(ctx, e, args)
 	case "replicas":
 		return runBenchReplicas(ctx, e, args)
+	case "sessions":
+		return runBenchSessions(ctx, e, args)
 	}
 	size := fs.String("size", "4G", "`SIZE` per run: bytes, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels `N,...` (1: stream mode; N: MODE E with N streams)")
