@@ -35,8 +35,12 @@ func TestIdleSessionMemory(t *testing.T) {
 	after := inUse()
 	per := float64(after-before) / idleSessions
 	t.Logf("%d idle sessions: %.0f bytes each (heap+stacks in use)", idleSessions, per)
-	if per > idleSessionBudget {
-		t.Errorf("an idle session holds %.0f bytes, want at most %d", per, idleSessionBudget)
+	budget := idleSessionBudget
+	if raceEnabled {
+		budget += budget / 2 // the race detector's own state per goroutine
+	}
+	if per > float64(budget) {
+		t.Errorf("an idle session holds %.0f bytes, want at most %d", per, budget)
 	}
 	// Every session is still there and answers.
 	for _, c := range conns {
