@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "benchmark Ferry against GCT and raw TCP on loopback or an emulated WAN",
-		usage:   "[loopback] [flags] | wan -preset NAME [flags] | stripe [flags] | chaos [flags] | replicas [flags]",
+		usage:   "[loopback] [flags] | wan -preset NAME [flags] | stripe [flags] | chaos [flags] | replicas [flags] | sessions [flags]",
 		run:     runBench,
 	})
 }
@@ -48,7 +48,7 @@ func benchVerb(verb, usage, summary string) *command {
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(benchVerb("loopback", "[flags]", "benchmark Ferry against GCT and raw TCP on loopback (the default verb; also: ferry bench wan -h, ferry bench stripe -h, ferry bench chaos -h, ferry bench replicas -h)"), e)
+	fs := newFlagSet(benchVerb("loopback", "[flags]", "benchmark Ferry against GCT and raw TCP on loopback (the default verb; also: ferry bench wan -h, ferry bench stripe -h, ferry bench chaos -h, ferry bench replicas -h, ferry bench sessions -h)"), e)
 	usage := fs.Usage
 	fs.Usage = func() { usage(); fmt.Fprint(fs.Output(), benchHelp) }
 	var mode string
@@ -64,6 +64,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return runBenchChaos(ctx, e, args)
 	case "replicas":
 		return runBenchReplicas(ctx, e, args)
+	case "sessions":
+		return runBenchSessions(ctx, e, args)
 	}
 	size := fs.String("size", "4G", "`SIZE` per run: bytes, with an optional K, M, G or T (binary) suffix")
 	par := fs.String("p", "1,4,8", "comma-separated parallelism levels `N,...` (1: stream mode; N: MODE E with N streams)")

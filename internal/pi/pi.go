@@ -4,10 +4,11 @@
 // STREAM, GridFTP's CKSM), keeps the session's state, answers with replies
 // shaped as GCT's server shapes them, and hands data movement to a DTP.
 //
-// Layout: session.go runs a session (reader goroutine, executor, reply
-// writer, idle timeout, ABOR); commands.go is the command table, where every
-// verb is found; files.go the namespace commands; transfer.go the data
-// commands; replies.go maps errors to reply codes in one place.
+// Layout: session.go runs a session (the reader goroutine, an executor
+// goroutine only while commands wait, reply writer, idle timeout, ABOR);
+// commands.go is the command table, where every verb is found; files.go
+// the namespace commands; transfer.go the data commands; replies.go maps
+// errors to reply codes in one place.
 //
 // The PI never touches data sockets or storage bytes itself: it calls the
 // DTP interface defined here, and the storage's metadata operations.

@@ -29,6 +29,10 @@ var errControlLost = errors.New("control connection closed")
 // writeTimeout bounds writing one reply to a client that stopped reading.
 const writeTimeout = 2 * time.Minute
 
+// readBufSize is the control reader's buffer: a command line is short,
+// and every idle session holds one (issue 17: 10,000 idle sessions).
+const readBufSize = 512
+
 // item is one unit of work the reader hands to the executor: a parsed
 // command, or an error to answer in order (a line too long, a bad line).
 type item struct {
@@ -38,6 +42,9 @@ type item struct {
 	// Once a context exists, a line that was not wrapped is refused,
 	// whenever it was read.
 	wrapped bool
+	// shutdown: the server is shutting down (Serve's ctx); the session
+	// ends with 421.
+	shutdown bool
 }
 
 // session is one control connection. Fields below "executor state" are
@@ -85,7 +92,10 @@ type session struct {
 	// same file; an upload to the file forgets it.
 	sum struct{ path, value string }
 
-	done chan struct{} // closed when the executor stops; unblocks the reader
+	done      chan struct{}  // closed when the executor ends the session; unblocks the reader
+	q         queue          // items between the reader and the executor
+	executors sync.WaitGroup // the executor goroutine, while one runs
+	endErr    error          // what Serve returns; set by the executor
 
 	// security (security.go)
 	sec          secState                    // the one record of how the channel is protected and by whom
@@ -248,46 +258,116 @@ func (s *session) serve(ctx context.Context) (err error) {
 	s.dtp = s.cfg.NewDTP(s.conn)
 	s.reply(220, "%s", s.cfg.Banner)
 
-	items := make(chan item, 16)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		s.readLoop(items)
-	}()
-	defer func() {
-		close(s.done)
-		s.conn.Close() // unblocks the reader
-		<-readerDone
-	}()
+	// A server shutting down ends the session after the commands queued
+	// before it, with 421; an idle session has no executor to notice, so
+	// the shutdown comes as one more item.
+	stop := context.AfterFunc(ctx, func() { s.enqueue(ctx, item{shutdown: true}) })
+	defer stop()
+	// This goroutine reads; executors come and go (enqueue).
+	s.readLoop(ctx)
+	s.q.Lock()
+	s.q.closed = true // no executor starts after this
+	s.q.Unlock()
+	s.executors.Wait()
+	return s.endErr
+}
 
-	for !s.quit {
+// maxQueued bounds the commands read ahead of the executor (pipelining).
+const maxQueued = 16
+
+// queue holds the items read but not yet executed, and whether an
+// executor goroutine runs. An idle session has neither items nor
+// executor: only its reader waits, with a small buffer (issue 17).
+type queue struct {
+	sync.Mutex
+	items   []item        // guarded by Mutex
+	running bool          // an executor goroutine runs; guarded by Mutex
+	closed  bool          // the session ends: no more items or executors; guarded by Mutex
+	space   chan struct{} // executor → reader: the queue has room again
+}
+
+// enqueue queues it for the executor, starting one if none runs, and
+// reports false when the session ends first. At most maxQueued items wait:
+// beyond, it waits for room.
+func (s *session) enqueue(ctx context.Context, it item) bool {
+	s.q.Lock()
+	for len(s.q.items) >= maxQueued && !s.q.closed {
+		if s.q.space == nil {
+			s.q.space = make(chan struct{}, 1)
+		}
+		space := s.q.space
+		s.q.Unlock()
 		select {
-		case <-ctx.Done():
-			s.reply(421, "Server shutting down; closing control connection.")
-			return ctx.Err()
-		case it, ok := <-items:
-			if !ok {
-				return nil
+		case <-space:
+		case <-s.done:
+		}
+		s.q.Lock()
+	}
+	if s.q.closed {
+		s.q.Unlock()
+		return false
+	}
+	s.q.items = append(s.q.items, it)
+	start := !s.q.running
+	if start {
+		s.q.running = true
+		s.executors.Add(1)
+	}
+	s.q.Unlock()
+	if start {
+		go s.executeQueued(ctx)
+	}
+	return true
+}
+
+// executeQueued runs the queued items in order, one at a time, and ends
+// when none is left; it alone touches the executor state meanwhile. After
+// a command that ends the session (QUIT, a shutdown) it closes the
+// connection, which ends the reader.
+func (s *session) executeQueued(ctx context.Context) {
+	defer s.executors.Done()
+	for {
+		s.q.Lock()
+		if len(s.q.items) == 0 || s.q.closed && s.quit {
+			s.q.running = false
+			s.q.items = nil
+			s.q.Unlock()
+			return
+		}
+		it := s.q.items[0]
+		s.q.items[0] = item{}
+		if s.q.items = s.q.items[1:]; len(s.q.items) == 0 {
+			s.q.items = nil
+		}
+		if s.q.space != nil {
+			select {
+			case s.q.space <- struct{}{}:
+			default:
 			}
+		}
+		s.q.Unlock()
+		if it.shutdown {
+			s.reply(421, "Server shutting down; closing control connection.")
+			s.quit, s.endErr = true, ctx.Err()
+		} else {
 			s.execute(ctx, it)
 		}
+		if s.quit {
+			s.q.Lock()
+			s.q.closed = true
+			s.q.Unlock()
+			close(s.done)
+			s.conn.Close() // ends the reader
+		}
 	}
-	return nil
 }
 
 // readLoop reads and parses command lines and queues them for the executor,
 // in order. ABOR also cancels the running command at once (RFC 959 §4.1.3).
-// It ends, closing items, when the connection fails or idles out.
-func (s *session) readLoop(items chan<- item) {
-	defer close(items)
-	push := func(it item) bool {
-		select {
-		case items <- it:
-			return true
-		case <-s.done:
-			return false
-		}
-	}
+// It ends when the connection fails or idles out, or the executor ended
+// the session.
+func (s *session) readLoop(ctx context.Context) {
+	push := func(it item) bool { return s.enqueue(ctx, it) }
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in control reader", "panic", p)
@@ -297,7 +377,7 @@ func (s *session) readLoop(items chan<- item) {
 	defer s.cancelRunning(errControlLost)
 	defer s.lost.Store(true)
 	conn := s.conn
-	lr := wire.NewLineReader(conn, s.cfg.maxLine())
+	lr := wire.NewLineReaderSize(conn, s.cfg.maxLine(), readBufSize)
 	idle := s.cfg.idleTimeout()
 	loginBy := time.Now().Add(s.cfg.loginTimeout())
 	for {
@@ -361,7 +441,7 @@ func (s *session) readLoop(items chan<- item) {
 			}
 			if next != conn {
 				conn = next
-				lr = wire.NewLineReader(conn, s.cfg.maxLine())
+				lr = wire.NewLineReaderSize(conn, s.cfg.maxLine(), readBufSize)
 			}
 		}
 	}

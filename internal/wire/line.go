@@ -32,7 +32,17 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 	if max < 1 {
 		max = 1
 	}
-	return &LineReader{r: bufio.NewReader(r), max: max}
+	return NewLineReaderSize(r, max, 4096)
+}
+
+// NewLineReaderSize is NewLineReader with a read buffer of size bytes
+// (at least 16): a small one keeps idle readers cheap, at the cost of more
+// reads for long bursts of lines.
+func NewLineReaderSize(r io.Reader, max, size int) *LineReader {
+	if max < 1 {
+		max = 1
+	}
+	return &LineReader{r: bufio.NewReaderSize(r, size), max: max}
 }
 
 // ReadLine returns the next line without its terminator. A line ends at CRLF
