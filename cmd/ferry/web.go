@@ -20,6 +20,7 @@ import (
 	"github.com/ferrygrid/ferry/internal/auth"
 	"github.com/ferrygrid/ferry/internal/gsi"
 	hist "github.com/ferrygrid/ferry/internal/history"
+	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/web"
 )
 
@@ -162,6 +163,17 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 	}
 	st := hist.OpenOrOff(ctx, hist.DSN(c.dsn), log)
 	defer st.Close()
+	// The replica catalogue lives in the same database; without it the
+	// web UI just has no Catalogue tab.
+	var cat *replica.Catalogue
+	if dsn := hist.DSN(c.dsn); dsn != hist.OffDSN {
+		if cat, err = replica.Open(ctx, dsn); err != nil {
+			log.Warn("ferry web: no replica catalogue", "err", err)
+			cat = nil
+		} else {
+			defer cat.Close()
+		}
+	}
 	l, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
@@ -180,7 +192,7 @@ func runWeb(ctx context.Context, e *env, args []string) error {
 		self = append(self, ta.AddrPort())
 	}
 	app, err := web.New(web.Config{Passwd: pw, CertUser: certUser, Roots: c.roots, History: st, Secure: c.useTLS, TrustDir: c.certDir, Log: log,
-		AllowNet: c.allow, DenyNet: c.deny, Self: self, Hosts: hosts, Site: site})
+		AllowNet: c.allow, DenyNet: c.deny, Self: self, Hosts: hosts, Site: site, Catalogue: cat})
 	if err != nil {
 		l.Close()
 		return err

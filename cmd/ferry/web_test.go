@@ -12,9 +12,13 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/ferrygrid/ferry/internal/replica"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,9 +81,11 @@ func startWeb(t *testing.T, args ...string) (base string) {
 
 // TestWebHTTPS serves ferry web over HTTPS on a non-loopback-safe
 // configuration and checks the session cookie is Secure.
-func TestWebHTTPS(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+// webCert writes a self-signed certificate for 127.0.0.1 and its key
+// into dir.
+func webCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
@@ -90,6 +96,12 @@ func TestWebHTTPS(t *testing.T) {
 	kder, _ := x509.MarshalECPrivateKey(key)
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	return certFile, keyFile
+}
+
+func TestWebHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := webCert(t, dir)
 	pw := filepath.Join(dir, "passwd")
 	if err := auth.SetUser(pw, "alice", "alice-secret", ""); err != nil {
 		t.Fatal(err)
@@ -193,5 +205,53 @@ func TestWebDefaultHosts(t *testing.T) {
 	h, _ := os.Hostname()
 	if got := defaultWebHosts(":443", ""); len(got) != 1 || got[0] != h {
 		t.Errorf("listen on all: %q, want [%s]", got, h)
+	}
+}
+
+// TestWebCatalogue: ferry web opens the replica catalogue of its history
+// database: a logged-in user sees an LFN registered with ferry replica,
+// with its replica; with -history off there is no catalogue to show.
+func TestWebCatalogue(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := webCert(t, dir)
+	pw := filepath.Join(dir, "passwd")
+	if err := auth.SetUser(pw, "alice", "alice-secret", ""); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "history.db")
+	cat, err := replica.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "ftp://replica.example.org/data/f.root"
+	if err := cat.Add(t.Context(), "/cms/run1/f.root", "ADLER32", replica.Replica{URL: url, Size: 42, Sum: "0a0b0c0d"}); err != nil {
+		t.Fatal(err)
+	}
+	cat.Close()
+
+	for _, history := range []string{db, "off"} {
+		base := startWeb(t, "-listen", "127.0.0.1:0", "-cert", certFile, "-key", keyFile, "-passwd", pw, "-history", history, "-root", dir)
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar, Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		res, err := hc.Post(base+"api/login", "application/json", strings.NewReader(`{"user":"alice","password":"alice-secret"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("history %s: login: %d", history, res.StatusCode)
+		}
+		res, err = hc.Get(base + "api/catalogue/lfn?lfn=" + neturl.QueryEscape("lfn:/cms/run1/f.root"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch {
+		case history == "off" && res.StatusCode != http.StatusNotFound:
+			t.Errorf("history off: the LFN gives %d, want 404 (no catalogue): %s", res.StatusCode, body)
+		case history != "off" && (res.StatusCode != 200 || !strings.Contains(string(body), url)):
+			t.Errorf("the LFN gives %d %s, want 200 with its replica %s", res.StatusCode, body, url)
+		}
 	}
 }
