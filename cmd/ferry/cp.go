@@ -559,6 +559,7 @@ func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
 		Log:    warnLogger(e),
 	}
 	eng.DCAU, eng.Prot = dataChannelParams(f.gsi)
+	eng.PlainPeerNoDCAU = f.gsi != nil && f.gsi.plainPeer
 	if h := historyStore(e, f.history); h != nil {
 		eng.History = h
 	}
