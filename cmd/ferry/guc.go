@@ -542,8 +542,8 @@ Performance
 Restart
   -rst | -restart               retry failed transfers, resuming them
   -rst-retries N                at most N retries (0: no limit; default 5)
-  -rst-interval SECONDS         wait between retries (0: back off exponentially; default 0)
-  -rst-timeout SECONDS          give up after SECONDS in all (0: never; default 0)
+  -rst-interval SECONDS         wait between retries, the same each time (0: from 1s, doubled each time; default 0)
+  -rst-timeout SECONDS          retry no failure after SECONDS from the start (0: never; default 0)
   -stall-timeout | -st SECONDS  end an attempt that moved nothing for SECONDS (0: never; default 600)
   A duration with a unit (90s, 2m) is accepted wherever SECONDS is.
 
@@ -573,6 +573,14 @@ Refused, with the reason: -data-cred, -nlb | -nl-bottleneck, -udt,
 (-SP | -src-pipe, -DP | -dst-pipe, -pipe) and the driver stack options
 (-dcstack, -fsstack, -src-dcstack, -src-fsstack, -dst-dcstack, -dst-fsstack
 and their long spellings).
+
+Also accepted, as globus-url-copy's parser accepts them: -filename,
+-fast-data-channels, -transfer-time, -list-url, -striped, -IPv6,
+-restart-retries, -restart-interval, -restart-timeout, -checksum, -algo,
+-ppq | -pipelineq N, and, with no effect (as there, but for -no-allo):
+-g2 | -gridftp2, -allo | -allocate, -no-allo | -no-allocate,
+-cp | -copy-perms, -preserve. Refused: -u, -P, -nli | -nl-interval,
+-CP | -plugin, -X | -extentions, -MC | -multicast.
 `
 
 // isGUCName reports whether the program was invoked as globus-url-copy.
