@@ -76,3 +76,39 @@ func TestRetryWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectRetries: Connect waits for a server that cannot be reached
+// as the policy spaces retries; without retries it tries once, and a
+// refusal (a bad login) is not tried again.
+func TestConnectRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		s := &client.Session{Retry: client.RetryPolicy{Retries: 3, Interval: 2 * time.Second, MaxInterval: 2 * time.Second}, Dial: func(context.Context) (*client.Conn, error) {
+			at = append(at, time.Since(start))
+			return nil, errors.New("connection refused")
+		}}
+		if _, err := s.Connect(t.Context()); err == nil {
+			t.Fatal("connected")
+		}
+		if want := secs(0, 2, 4, 6); !slices.Equal(at, want) {
+			t.Errorf("dials at %v, want %v", at, want)
+		}
+		at = nil
+		s.Retry = client.RetryPolicy{}
+		s.Connect(t.Context())
+		if len(at) != 1 {
+			t.Errorf("no retries: %d dials", len(at))
+		}
+		at = nil
+		s.Retry = client.RetryPolicy{Retries: 3}
+		s.Dial = func(context.Context) (*client.Conn, error) {
+			at = append(at, time.Since(start))
+			return nil, &client.ReplyError{Reply: client.Reply{Code: 530, Lines: []string{"Login incorrect."}}}
+		}
+		s.Connect(t.Context())
+		if len(at) != 1 {
+			t.Errorf("a bad login: %d dials", len(at))
+		}
+	})
+}

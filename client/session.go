@@ -97,6 +97,56 @@ func (s *Session) Conn(ctx context.Context) (*Conn, error) {
 	return c, nil
 }
 
+// Connect is Conn, but a dial that fails is tried again as Retry allows
+// a failed transfer to be: up to Retry.Retries more times, waiting
+// Retry.Interval (doubled up to Retry.MaxInterval) in between, and not
+// after Retry.Deadline or Retry.Timeout; a refusal such as a bad login
+// is final. The first connection of a copy is made with Connect, so that
+// a server that cannot be reached yet is waited for, as
+// globus-url-copy's restart plugin does; once it is up, the transfers'
+// own attempts redial with Conn.
+func (s *Session) Connect(ctx context.Context) (*Conn, error) {
+	c, err := s.Conn(ctx)
+	if err == nil || s.Retry.Retries <= 0 {
+		return c, err
+	}
+	pol := s.Retry
+	if pol.Interval <= 0 {
+		pol.Interval = DefaultRetryInterval
+	}
+	if pol.MaxInterval <= 0 {
+		pol.MaxInterval = DefaultMaxRetryInterval
+	}
+	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
+	if pol.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
+		defer cancel()
+	}
+	wait := pol.Interval
+	for attempt := 0; attempt < pol.Retries; attempt++ {
+		late := !pol.Deadline.IsZero() && time.Now().After(pol.Deadline)
+		if late || ctx.Err() != nil || !retryable(err, false) {
+			return nil, err
+		}
+		if pol.OnRetry != nil {
+			pol.OnRetry(attempt, err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = nextWait(wait, pol.MaxInterval)
+		if c, err = s.Conn(ctx); err == nil {
+			return c, nil
+		}
+	}
+	return nil, err
+}
+
 // Close ends the Session's connection with QUIT.
 func (s *Session) Close(ctx context.Context) error {
 	if s.conn == nil {

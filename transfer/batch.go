@@ -173,12 +173,12 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		if ds != nil {
 			dialTogether(ctx, s, ds)
 		}
-		conn, err := s.Conn(ctx)
+		conn, err := s.Connect(ctx)
 		failed := remote
 		var dconn *client.Conn
 		if err == nil && ds != nil {
 			failed = pairs[idx[0]].Dst
-			dconn, err = ds.Conn(ctx)
+			dconn, err = ds.Connect(ctx)
 		}
 		if err != nil {
 			err = &OpError{What: "connect to " + w.loc(failed).String(), Err: err}
