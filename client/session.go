@@ -38,12 +38,20 @@ type RetryPolicy struct {
 
 	// Interval is the wait before the first retry; it doubles after each
 	// further failure up to MaxInterval. Zero means DefaultRetryInterval
-	// and DefaultMaxRetryInterval.
+	// and DefaultMaxRetryInterval; a MaxInterval below Interval is
+	// Interval, so MaxInterval == Interval is a fixed wait (as
+	// globus-url-copy -rst-interval N). The doubling saturates: a
+	// MaxInterval of math.MaxInt64 is a back-off without bound.
 	Interval, MaxInterval time.Duration
 
 	// Timeout, when positive, bounds the whole transfer, retries
 	// included.
 	Timeout time.Duration
+
+	// Deadline, when not zero, is the time after which a failed
+	// attempt is not retried; unlike Timeout it cuts no attempt short
+	// (globus-url-copy's -rst-timeout, counted from its start).
+	Deadline time.Time
 
 	// StallTimeout, when positive, ends an attempt in which no data
 	// moved for that long (ErrStalled); it is retried like any failure.
@@ -89,6 +97,56 @@ func (s *Session) Conn(ctx context.Context) (*Conn, error) {
 	return c, nil
 }
 
+// Connect is Conn, but a dial that fails is tried again as Retry allows
+// a failed transfer to be: up to Retry.Retries more times, waiting
+// Retry.Interval (doubled up to Retry.MaxInterval) in between, and not
+// after Retry.Deadline or Retry.Timeout; a refusal such as a bad login
+// is final. The first connection of a copy is made with Connect, so that
+// a server that cannot be reached yet is waited for, as
+// globus-url-copy's restart plugin does; once it is up, the transfers'
+// own attempts redial with Conn.
+func (s *Session) Connect(ctx context.Context) (*Conn, error) {
+	c, err := s.Conn(ctx)
+	if err == nil || s.Retry.Retries <= 0 {
+		return c, err
+	}
+	pol := s.Retry
+	if pol.Interval <= 0 {
+		pol.Interval = DefaultRetryInterval
+	}
+	if pol.MaxInterval <= 0 {
+		pol.MaxInterval = DefaultMaxRetryInterval
+	}
+	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
+	if pol.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
+		defer cancel()
+	}
+	wait := pol.Interval
+	for attempt := 0; attempt < pol.Retries; attempt++ {
+		late := !pol.Deadline.IsZero() && time.Now().After(pol.Deadline)
+		if late || ctx.Err() != nil || !retryable(err, false) {
+			return nil, err
+		}
+		if pol.OnRetry != nil {
+			pol.OnRetry(attempt, err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = nextWait(wait, pol.MaxInterval)
+		if c, err = s.Conn(ctx); err == nil {
+			return c, nil
+		}
+	}
+	return nil, err
+}
+
 // Close ends the Session's connection with QUIT.
 func (s *Session) Close(ctx context.Context) error {
 	if s.conn == nil {
@@ -121,8 +179,9 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 		pol.Interval = DefaultRetryInterval
 	}
 	if pol.MaxInterval <= 0 {
-		pol.MaxInterval = max(DefaultMaxRetryInterval, pol.Interval)
+		pol.MaxInterval = DefaultMaxRetryInterval
 	}
+	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
 	if pol.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
@@ -150,7 +209,8 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 			err = withFirst(err, first)
 		}
 		s.drop()
-		if attempt >= pol.Retries || ctx.Err() != nil || !retryable(err, moved) {
+		late := !pol.Deadline.IsZero() && time.Now().After(pol.Deadline)
+		if attempt >= pol.Retries || late || ctx.Err() != nil || !retryable(err, moved) {
 			if ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
 				err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 			}
@@ -166,8 +226,17 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 			return total, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		case <-t.C:
 		}
-		wait = min(wait*2, pol.MaxInterval)
+		wait = nextWait(wait, pol.MaxInterval)
 	}
+}
+
+// nextWait is the wait after wait: twice as long, at most maxWait, without
+// overflowing.
+func nextWait(wait, maxWait time.Duration) time.Duration {
+	if wait > maxWait/2 {
+		return maxWait
+	}
+	return wait * 2
 }
 
 // withFirst adds the first attempt's failure to a later one's when the

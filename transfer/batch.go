@@ -162,7 +162,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		// nothing would hang the batch.
 		StallTimeout: w.c.o.StallTimeout,
 	}
-	wait := w.c.o.RetryInterval
+	wait, maxWait := w.c.o.retryWaits()
 	todo := idx
 	for round := 0; len(todo) > 0; round++ {
 		last := round >= rounds || ctx.Err() != nil
@@ -173,12 +173,12 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 		if ds != nil {
 			dialTogether(ctx, s, ds)
 		}
-		conn, err := s.Conn(ctx)
+		conn, err := s.Connect(ctx)
 		failed := remote
 		var dconn *client.Conn
 		if err == nil && ds != nil {
 			failed = pairs[idx[0]].Dst
-			dconn, err = ds.Conn(ctx)
+			dconn, err = ds.Connect(ctx)
 		}
 		if err != nil {
 			err = &OpError{What: "connect to " + w.loc(failed).String(), Err: err}
@@ -227,7 +227,7 @@ func (w batchWorker) runBatch(ctx context.Context, pairs []job.Pair, idx []int, 
 			case <-t.C:
 			}
 			t.Stop()
-			wait = min(2*wait, time.Minute)
+			wait = nextWait(wait, maxWait)
 		}
 	}
 }
@@ -288,6 +288,8 @@ func (w batchWorker) batchRetryable(it *batchItem, err error) bool {
 	switch {
 	case !w.c.o.Restart, errors.As(err, &le), errors.Is(err, context.Canceled), errors.Is(err, client.ErrBadCommand):
 		return false
+	case w.c.o.retryLate(time.Now()):
+		return false // past RetryDeadline: failures are final
 	case errors.As(err, &re):
 		return re.Reply.Code/100 == 4 || it.moved.Load() > 0
 	}

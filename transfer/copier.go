@@ -369,7 +369,7 @@ func (c *copier) uploadFile(ctx context.Context, src, dst Location) (int64, erro
 func (c *copier) uploadStream(ctx context.Context, r io.Reader, size int64, dst Location) (int64, error) {
 	s := c.session(dst)
 	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
+	conn, err := s.Connect(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -418,7 +418,7 @@ func removeHint(dst Location) string {
 func (c *copier) verify(ctx context.Context, s *client.Session, remote Location, loc Location, off, length int64) error {
 	local := loc.Path
 	alg := c.o.ChecksumAlg
-	conn, err := s.Conn(ctx)
+	conn, err := s.Connect(ctx)
 	if err != nil {
 		return &OpError{What: "verify " + remote.String(), Err: err}
 	}
@@ -513,7 +513,7 @@ func (c *copier) retuneDirect(ctx context.Context, s *client.Session, src Locati
 	}
 	size, known := c.sizes[src.Path]
 	if !known {
-		conn, err := s.Conn(ctx)
+		conn, err := s.Connect(ctx)
 		if err != nil {
 			return 0, 0, false
 		}
@@ -581,7 +581,7 @@ func (c *copier) downloadStdout(ctx context.Context, src Location) (int64, error
 	}
 	s := c.session(src)
 	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
+	conn, err := s.Connect(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -609,7 +609,7 @@ func (c *copier) downloadStdout(ctx context.Context, src Location) (int64, error
 func (c *copier) downloadResumable(ctx context.Context, src, dst Location) (int64, error) {
 	s := c.session(src)
 	defer c.release(ctx, s)
-	conn, err := s.Conn(ctx)
+	conn, err := s.Connect(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -854,7 +854,7 @@ func (c *copier) thirdParty(ctx context.Context, src, dst Location) (int64, erro
 func (c *copier) verifyBoth(ctx context.Context, ss *client.Session, src Location, ds *client.Session, dst Location) error {
 	alg := c.o.ChecksumAlg
 	sum := func(s *client.Session, l Location) (string, error) {
-		conn, err := s.Conn(ctx)
+		conn, err := s.Connect(ctx)
 		if err != nil {
 			return "", &OpError{What: "verify " + l.String(), Err: err}
 		}
@@ -885,11 +885,11 @@ func (c *copier) throughClient(ctx context.Context, src, dst Location) (int64, e
 	defer c.release(ctx, ss)
 	defer c.release(ctx, ds)
 	dialTogether(ctx, ss, ds)
-	sconn, err := ss.Conn(ctx)
+	sconn, err := ss.Connect(ctx)
 	if err != nil {
 		return 0, err
 	}
-	dconn, err := ds.Conn(ctx)
+	dconn, err := ds.Connect(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -34,7 +34,7 @@ func (c *copier) prepare(ctx context.Context, src Location, dst *Location, creat
 		ds = c.tptDest(src, *dst)
 		dialTogether(ctx, c.session(src), ds)
 	}
-	if _, err := ds.Conn(ctx); err != nil {
+	if _, err := ds.Connect(ctx); err != nil {
 		return err
 	}
 	fsys := job.Remote{Conn: ds.Conn}

@@ -35,6 +35,11 @@ type Engine struct {
 	// gsiftp:// copies ("N", "A", "S"; "C", "S", "P"); "" means the
 	// defaults, DCAU A and PROT C.
 	DCAU, Prot string
+	// PlainPeerNoDCAU says the Dial'd gsiftp:// sessions have
+	// client.GSIConfig.PlainPeerNoDCAU: a third-party copy between a
+	// gsiftp:// server and an ftp:// one runs with DCAU N, and is
+	// recorded so.
+	PlainPeerNoDCAU bool
 	// Log gets the engine's warnings (a history that cannot be written);
 	// nil discards them.
 	Log *slog.Logger

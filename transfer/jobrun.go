@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/advisor"
@@ -31,6 +32,16 @@ type JobRequest struct {
 	// Preserve gives copies the source's modification time and
 	// permission bits.
 	Preserve bool
+	// StopAtFailure, with FromList, stops planning at the first pair
+	// that fails: it is in Plan.Failed, the pairs after it are
+	// JobRun.NotPlanned, and the pairs before it are planned as usual
+	// (globus-url-copy without -c copies the lines before a bad one,
+	// then stops).
+	StopAtFailure bool
+	// URLsOnly, with FromList, fails a pair whose source or destination
+	// is no URL (scheme://...), as globus-url-copy's -f does; otherwise
+	// a local path is taken as a file:// URL.
+	URLsOnly bool
 }
 
 // JobRun is a planned many-file copy. Plan may be looked at (a dry run)
@@ -43,6 +54,10 @@ type JobRun struct {
 	// may be called from several goroutines at once.
 	OnAuto func(job.Pair, *AutoChoice)
 
+	// NotPlanned are the pairs of a list after the one that stopped
+	// planning (JobRequest.StopAtFailure), in list order.
+	NotPlanned []job.Pair
+
 	req   JobRequest
 	j     *Job
 	first job.Worker // planned with; the first worker of Run
@@ -53,7 +68,7 @@ type JobRun struct {
 func (e *Engine) PlanJob(ctx context.Context, req JobRequest) (*JobRun, error) {
 	j := e.NewJob(req.Options, req.Options.Pipeline)
 	r := &JobRun{Plan: &job.Plan{}, req: req, j: j, first: j.NewWorker()}
-	for _, p := range req.Pairs {
+	for i, p := range req.Pairs {
 		err := r.add(ctx, p)
 		if err == nil {
 			continue
@@ -69,12 +84,40 @@ func (e *Engine) PlanJob(ctx context.Context, req JobRequest) (*JobRun, error) {
 			err = re
 		}
 		r.Plan.Failed = append(r.Plan.Failed, job.Result{Pair: listPair(p), Err: fmt.Errorf("line %d: %w", p.Line, err)})
+		if req.StopAtFailure {
+			for _, q := range req.Pairs[i+1:] {
+				r.NotPlanned = append(r.NotPlanned, listPair(q))
+			}
+			break
+		}
 	}
 	return r, nil
 }
 
+// isURL reports whether s starts with a URL scheme and "://".
+func isURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, c := range scheme {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
 // add plans the copy of one pair.
 func (r *JobRun) add(ctx context.Context, p job.URLPair) error {
+	if r.req.URLsOnly && r.req.FromList {
+		for _, u := range []string{p.Src, p.Dst} {
+			if !isURL(u) {
+				return fmt.Errorf("%s: not a URL (scheme://host/path)", u)
+			}
+		}
+	}
 	src, err := ParseLocation(p.Src)
 	if err != nil {
 		return err

@@ -39,12 +39,18 @@ type Options struct {
 	// The Engine's Dial applies it; it is recorded in the history.
 	Active bool
 	// Restart retries failed transfers (Retries times, waiting
-	// RetryInterval, doubled after each failure, for at most
-	// RetryTimeout in all; 0: no limit) and resumes them.
-	Restart       bool
-	Retries       int
-	RetryInterval time.Duration
-	RetryTimeout  time.Duration
+	// RetryInterval, doubled after each failure up to MaxRetryInterval,
+	// for at most RetryTimeout in all; 0: no limit) and resumes them.
+	// MaxRetryInterval 0 is client.DefaultMaxRetryInterval; equal to
+	// RetryInterval, the wait is fixed. RetryDeadline, when not zero,
+	// is the time after which no failure is retried (attempts under
+	// way go on: globus-url-copy's -rst-timeout).
+	Restart          bool
+	Retries          int
+	RetryInterval    time.Duration
+	MaxRetryInterval time.Duration
+	RetryTimeout     time.Duration
+	RetryDeadline    time.Time
 	// StallTimeout ends a transfer (or an attempt) when no data moved for
 	// that long; 0: never.
 	StallTimeout time.Duration
@@ -91,9 +97,42 @@ func (o *Options) resumable() bool { return o.modeE() || o.Restart }
 
 // retryPolicy is the client.RetryPolicy of the options.
 func (o *Options) retryPolicy() client.RetryPolicy {
-	p := client.RetryPolicy{StallTimeout: o.StallTimeout, Interval: o.RetryInterval, Timeout: o.RetryTimeout}
+	p := client.RetryPolicy{
+		StallTimeout: o.StallTimeout,
+		Interval:     o.RetryInterval,
+		MaxInterval:  o.MaxRetryInterval,
+		Timeout:      o.RetryTimeout,
+		Deadline:     o.RetryDeadline,
+	}
 	if o.Restart {
 		p.Retries = o.Retries
 	}
 	return p
+}
+
+// retryWaits are the wait before the first retry and the longest wait
+// (the doubling stops there), with the defaults of client.RetryPolicy.
+func (o *Options) retryWaits() (first, longest time.Duration) {
+	first, longest = o.RetryInterval, o.MaxRetryInterval
+	if first <= 0 {
+		first = client.DefaultRetryInterval
+	}
+	if longest <= 0 {
+		longest = client.DefaultMaxRetryInterval
+	}
+	return first, max(first, longest)
+}
+
+// retryLate reports whether now is past the RetryDeadline.
+func (o *Options) retryLate(now time.Time) bool {
+	return !o.RetryDeadline.IsZero() && now.After(o.RetryDeadline)
+}
+
+// nextWait is the wait after wait: twice as long, at most longest,
+// without overflowing.
+func nextWait(wait, longest time.Duration) time.Duration {
+	if wait > longest/2 {
+		return longest
+	}
+	return wait * 2
 }

@@ -315,8 +315,24 @@ func (e *Engine) params(src, dst Location, o Options) history.Params {
 		if p.Prot == "" {
 			p.Prot = "C"
 		}
+		if e.plainPeerNoDCAU(src, dst, o) && p.DCAU == "A" && p.Prot == "C" {
+			// The GSI side ran this copy with DCAU N (the plain
+			// side has no DCAU at all): the data connection between
+			// them was not authenticated.
+			p.DCAU = "N"
+		}
 	}
 	return p
+}
+
+// plainPeerNoDCAU reports whether a copy from src to dst is a third-party
+// transfer between a gsiftp:// server and a server without GSI or TLS
+// (ftp://) that Engine.PlainPeerNoDCAU runs with DCAU N on the gsiftp://
+// side (client.GSIConfig.PlainPeerNoDCAU).
+func (e *Engine) plainPeerNoDCAU(src, dst Location, o Options) bool {
+	plain := func(l Location) bool { return !l.GSI && !l.FTPS }
+	return e.PlainPeerNoDCAU && !o.NoTPT && src.Kind == Remote && dst.Kind == Remote &&
+		(src.GSI && plain(dst) || dst.GSI && plain(src))
 }
 
 // identity caches ClientIdentity.

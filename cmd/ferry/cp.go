@@ -78,9 +78,10 @@ tried again on a new connection (with -rst, every network failure is).
 Larger files go one by one, with resume as below.
 
 Restart: with -rst a failed transfer is retried (-rst-retries times, waiting
--rst-interval, doubled after each failure up to a minute, for at most
--rst-timeout in all) and resumes where it stopped: in MODE E with REST of
-the ranges already at the receiver. A new download to a local file of
+-rst-interval, doubled after each failure up to -rst-max-interval (a
+minute), for at most -rst-timeout in all, and none after -rst-deadline)
+and resumes where it stopped: in MODE E with REST of the ranges already
+at the receiver. A new download to a local file of
 more than 64 MiB (in any mode) also survives Ctrl-C or a crash of ferry
 itself: the ranges stored so far are kept in DST.ferry-ranges (with the
 source's size and modification time), and running the same copy again
@@ -123,7 +124,10 @@ type cpFlags struct {
 	restart      bool     // -rst
 	retries      int
 	interval     time.Duration
+	maxInterval  time.Duration // -rst-max-interval (checkCopyFlags makes its 0 math.MaxInt64); 0 here: the default
 	timeout      time.Duration
+	deadline     time.Duration // -rst-deadline; 0: none
+	deadlineAt   time.Time     // when -rst-deadline passes; set by checkCopyFlags
 	stallTimeout time.Duration
 	verify       bool
 	checksumAlg  string
@@ -238,7 +242,7 @@ var cpFlagGroups = []struct {
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
 	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
-	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-timeout", "stall-timeout", "st", "verify-checksum", "checksum-alg", "fsync"}},
+	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-max-interval", "rst-timeout", "rst-deadline", "stall-timeout", "st", "verify-checksum", "checksum-alg", "fsync"}},
 	{"Output", []string{"q", "v", "vb", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
@@ -393,6 +397,9 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: retry `N` times")
 	f.interval = client.DefaultRetryInterval
 	fs.Var((*secondsFlag)(&f.interval), "rst-interval", "with -rst: wait `DURATION` (seconds, or with a unit: 500ms, 2m) before the first retry, doubled after each further failure")
+	f.maxInterval = client.DefaultMaxRetryInterval
+	fs.Var((*secondsFlag)(&f.maxInterval), "rst-max-interval", "with -rst: the doubling of -rst-interval stops at `DURATION`; the same as -rst-interval: a fixed wait; 0: no bound")
+	fs.Var((*secondsFlag)(&f.deadline), "rst-deadline", "with -rst: retry no failure later than `DURATION` after the start; unlike -rst-timeout it stops no attempt under way (globus-url-copy's -rst-timeout); 0: no limit")
 	fs.Var((*secondsFlag)(&f.timeout), "rst-timeout", "with -rst: give up after `DURATION` (seconds, or with a unit) in all; 0: no limit")
 	f.stallTimeout = defaultStallTimeout
 	stall := "end a transfer (or, with -rst, the attempt) when no data moved for `DURATION` (seconds, or with a unit); 0: never"
@@ -450,8 +457,14 @@ func checkCopyFlags(f *cpFlags, jf *jobFlags) error {
 	if jf.del && !jf.recursive {
 		return usagef("-delete needs -r (or ferry sync)")
 	}
-	if f.retries < 0 || f.interval < 0 || f.timeout < 0 || f.stallTimeout < 0 {
-		return usagef("-rst-retries, -rst-interval, -rst-timeout and -stall-timeout must not be negative")
+	if f.retries < 0 || f.interval < 0 || f.maxInterval < 0 || f.timeout < 0 || f.deadline < 0 || f.stallTimeout < 0 {
+		return usagef("-rst-retries, -rst-interval, -rst-max-interval, -rst-timeout, -rst-deadline and -stall-timeout must not be negative")
+	}
+	if f.maxInterval == 0 {
+		f.maxInterval = math.MaxInt64 // -rst-max-interval 0: no bound
+	}
+	if f.deadline > 0 {
+		f.deadlineAt = time.Now().Add(f.deadline)
 	}
 	f.checksumAlg = strings.ToUpper(f.checksumAlg)
 	if _, err := checksum.New(f.checksumAlg); (f.verify || jf.syncLevel == job.SyncChecksum) && err != nil {
@@ -566,6 +579,7 @@ func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
 		Log:    warnLogger(e),
 	}
 	eng.DCAU, eng.Prot = dataChannelParams(f.gsi)
+	eng.PlainPeerNoDCAU = f.gsi != nil && f.gsi.plainPeer
 	if h := historyStore(e, f.history); h != nil {
 		eng.History = h
 	}
@@ -600,6 +614,7 @@ func (f cpFlags) options() transfer.Options {
 		DstModule:       f.dstModule.name,
 		DstModuleParams: f.dstModule.params,
 	}
+	o.MaxRetryInterval, o.RetryDeadline = f.maxInterval, f.deadlineAt
 	if f.auto && !f.explicit && !f.hasModules() {
 		// The engine asks the advisor (transfer.AutoChoice).
 		o.Auto, o.Parallel, o.TCPBuffer = true, 0, 0

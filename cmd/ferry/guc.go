@@ -83,6 +83,11 @@ type gucConfig struct {
 	aliasFile            string // -af
 	ccN                  int    // -cc's value; 0: not given
 
+	// Restart (see retryArgs): -rst-interval (0: back-off) and
+	// -rst-timeout (0: none), in globus-url-copy's meaning.
+	rstInterval, rstTimeout time.Duration
+	noAllo                  bool // -no-allo: Ferry still sends ALLO (see runGUC)
+
 	subject, srcSubject, dstSubject string
 	cred, srcCred, dstCred          string
 
@@ -102,6 +107,12 @@ const (
 	whyNLB      = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
 )
 
+// Reasons of refused options that globus-url-copy's -help does not list.
+const (
+	whyPlugin    = "loading a client extension (a shared object) is globus-url-copy's own mechanism; Ferry has none"
+	whyMulticast = "multicast copies need the server's bouncer driver, which Ferry's server does not have"
+)
+
 // gucOptions is every option of globus-url-copy, in the order of its help.
 var gucOptions = []gucOption{
 	{names: []string{"help", "usage"}, apply: func(c *gucConfig, _ string) error { c.help = true; return nil }},
@@ -113,11 +124,11 @@ var gucOptions = []gucOption{
 	// Both together are refused (gucConfig.check).
 	{names: []string{"a", "ascii"}, apply: func(c *gucConfig, _ string) error { c.ascii = true; return nil }},
 	{names: []string{"b", "binary"}, apply: func(c *gucConfig, _ string) error { c.binary = true; return nil }},
-	{names: []string{"f"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.listFile = v; return nil }},
+	{names: []string{"f", "filename"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.listFile = v; return nil }},
 	{names: []string{"cd", "create-dest"}, apply: func(c *gucConfig, _ string) error { c.cd = true; return cpSwitch("cd")(c, "") }},
 	{names: []string{"r", "recurse"}, apply: cpSwitch("r")},
-	{names: []string{"fast"}, apply: cpSwitch("fast")},
-	{names: []string{"t"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
+	{names: []string{"fast", "fast-data-channels"}, apply: cpSwitch("fast")},
+	{names: []string{"t", "transfer-time"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
 		d, err := parseSeconds(v)
 		c.timeLimit = d
 		return err
@@ -127,19 +138,20 @@ var gucOptions = []gucOption{
 	{names: []string{"vb", "verbose-perf"}, apply: func(c *gucConfig, _ string) error { c.perf = true; return nil }},
 	{names: []string{"dbg", "debugftp"}, apply: func(c *gucConfig, _ string) error { c.debug = true; return nil }},
 	{names: []string{"rst", "restart"}, apply: cpSwitch("rst")},
-	{names: []string{"rst-retries"}, arg: gucInt, apply: func(c *gucConfig, v string) error {
+	{names: []string{"rst-retries", "restart-retries"}, arg: gucInt, apply: func(c *gucConfig, v string) error {
 		if v == "0" { // globus-url-copy: no limit
 			v = strconv.Itoa(math.MaxInt32)
 		}
 		return cpValue("rst-retries")(c, v)
 	}},
-	{names: []string{"rst-interval"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
-		if d, _ := parseSeconds(v); d == 0 {
-			return nil // globus-url-copy's 0 is an exponential back-off: Ferry's default
-		}
-		return cpValue("rst-interval")(c, v)
+	{names: []string{"rst-interval", "restart-interval"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
+		c.rstInterval, _ = parseSeconds(v)
+		return nil
 	}},
-	{names: []string{"rst-timeout"}, arg: gucSeconds, apply: cpValue("rst-timeout")},
+	{names: []string{"rst-timeout", "restart-timeout"}, arg: gucSeconds, apply: func(c *gucConfig, v string) error {
+		c.rstTimeout, _ = parseSeconds(v)
+		return nil
+	}},
 	{names: []string{"stall-timeout", "st"}, arg: gucSeconds, apply: cpValue("stall-timeout")},
 	{names: []string{"df", "dumpfile"}, arg: gucText, apply: cpValue("df")},
 	{names: []string{"do", "dump-only"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dumpOnly = v; return nil }},
@@ -156,11 +168,11 @@ var gucOptions = []gucOption{
 	{names: []string{"dcpriv", "data-channel-private"}, apply: cpSwitch("dcpriv")},
 	{names: []string{"off", "partial-offset"}, arg: gucInt, apply: cpValue("off")},
 	{names: []string{"len", "partial-length"}, arg: gucInt, apply: cpValue("len")},
-	{names: []string{"list"}, arg: gucText, apply: cpValue("list")},
-	{names: []string{"stripe"}, apply: func(c *gucConfig, _ string) error { c.stripe = true; return cpSwitch("stripe")(c, "") }},
+	{names: []string{"list", "list-url"}, arg: gucText, apply: cpValue("list")},
+	{names: []string{"stripe", "striped"}, apply: func(c *gucConfig, _ string) error { c.stripe = true; return cpSwitch("stripe")(c, "") }},
 	{names: []string{"striped-block-size", "sbs"}, arg: gucSize, apply: func(c *gucConfig, v string) error { c.sbs = v; return nil }},
-	{names: []string{"ipv6"}, apply: noEffect}, // Ferry dials IPv6 whenever a host resolves to it
-	{names: []string{"udt"}, refuse: whyUDT},
+	{names: []string{"ipv6", "IPv6"}, apply: noEffect}, // Ferry dials IPv6 whenever a host resolves to it
+	{names: []string{"udt", "u"}, refuse: whyUDT},
 	{names: []string{"no-g2", "nogridftp2"}, refuse: whyG2},
 	{names: []string{"dp", "delayed-pasv"}, apply: noEffect}, // Ferry's third-party copies order PASV and PORT themselves
 	// Processing modules: gucmodules.go.
@@ -185,7 +197,7 @@ var gucOptions = []gucOption{
 	{names: []string{"nlb", "nl-bottleneck"}, refuse: whyNLB},
 	{names: []string{"SP", "src-pipe"}, arg: gucText, refuse: whyPipe},
 	{names: []string{"DP", "dst-pipe"}, arg: gucText, refuse: whyPipe},
-	{names: []string{"pipe"}, arg: gucText, refuse: whyPipe},
+	{names: []string{"pipe", "P"}, arg: gucText, refuse: whyPipe},
 	{names: []string{"dcstack", "data-channel-stack"}, arg: gucText, refuse: whyXIO},
 	{names: []string{"fsstack", "file-system-stack"}, arg: gucText, refuse: whyXIO},
 	{names: []string{"src-dcstack", "source-data-channel-stack"}, arg: gucText, refuse: whyXIO},
@@ -199,8 +211,32 @@ var gucOptions = []gucOption{
 	{names: []string{"af", "alias-file"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.aliasFile = v; return nil }},
 	{names: []string{"sync"}, apply: cpSwitch("sync")},
 	{names: []string{"sync-level"}, arg: gucInt, apply: cpValue("sync-level")},
-	{names: []string{"checksum-alg"}, arg: gucText, apply: cpValue("checksum-alg")},
-	{names: []string{"verify-checksum"}, apply: cpSwitch("verify-checksum")},
+	{names: []string{"checksum-alg", "algo"}, arg: gucText, apply: cpValue("checksum-alg")},
+	{names: []string{"verify-checksum", "checksum"}, apply: cpSwitch("verify-checksum")},
+
+	// The options below are accepted by globus-url-copy's parser but not
+	// listed by its -help (gucUnlisted); scripts may still use them.
+	// -g2 and -allo turn on what is on by default there; -cp and
+	// -preserve set a flag that globus-url-copy 10.12 never reads.
+	{names: []string{"g2", "gridftp2"}, apply: noEffect},
+	{names: []string{"allo", "allocate"}, apply: noEffect},
+	{names: []string{"no-allo", "no-allocate"}, apply: func(c *gucConfig, _ string) error { c.noAllo = true; return nil }},
+	{names: []string{"cp", "copy-perms"}, apply: noEffect},
+	{names: []string{"preserve"}, apply: noEffect},
+	{names: []string{"ppq", "pipelineq"}, arg: gucInt, apply: func(c *gucConfig, _ string) error { c.pipeline = true; return nil }},
+	{names: []string{"nli", "nl-interval"}, arg: gucInt, refuse: whyNLB},
+	{names: []string{"CP", "plugin"}, arg: gucText, refuse: whyPlugin},
+	{names: []string{"X", "extentions"}, arg: gucText, refuse: whyPlugin},
+	{names: []string{"MC", "multicast"}, arg: gucText, refuse: whyMulticast},
+}
+
+// gucUnlisted are the spellings globus-url-copy accepts that its -help
+// does not list (read from its argument table).
+var gucUnlisted = []string{
+	"filename", "fast-data-channels", "transfer-time", "list-url", "striped", "IPv6", "u", "P",
+	"restart-retries", "restart-interval", "restart-timeout", "algo", "checksum",
+	"g2", "gridftp2", "allo", "allocate", "no-allo", "no-allocate", "cp", "copy-perms", "preserve",
+	"ppq", "pipelineq", "nli", "nl-interval", "CP", "plugin", "X", "extentions", "MC", "multicast",
 }
 
 // gucLookup maps each spelling to its option.
@@ -323,6 +359,7 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 		args = append(args, "-cc", "1")
 	}
 	args = append(args, c.cp...)
+	args = append(args, c.retryArgs()...)
 	if c.stripe && c.sbs != "" {
 		args = append(args, "-sbs", c.sbs)
 	}
@@ -359,6 +396,25 @@ func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
 	}
 	args = append(args, c.moduleArgs()...)
 	return append(args, c.urls...), nil
+}
+
+// retryArgs are the ferry cp flags of globus-url-copy's restart timing.
+// Its restart plugin waits -rst-interval seconds before each retry, the
+// same every time; -rst-interval 0 (the default) starts at one second and
+// doubles the wait after each retry, without bound. -rst-timeout is a
+// deadline counted from the start of the run: a failure after it is not
+// retried, but no attempt is cut short (ferry cp's -rst-timeout would
+// be).
+func (c *gucConfig) retryArgs() []string {
+	args := []string{"-rst-interval", "1", "-rst-max-interval", "0"}
+	if c.rstInterval > 0 {
+		v := c.rstInterval.String()
+		args = []string{"-rst-interval", v, "-rst-max-interval", v}
+	}
+	if c.rstTimeout > 0 {
+		args = append(args, "-rst-deadline", c.rstTimeout.String())
+	}
+	return args
 }
 
 // secureURL reports whether a URL's server authenticates itself
@@ -489,8 +545,8 @@ Performance
 Restart
   -rst | -restart               retry failed transfers, resuming them
   -rst-retries N                at most N retries (0: no limit; default 5)
-  -rst-interval SECONDS         wait between retries (0: back off exponentially; default 0)
-  -rst-timeout SECONDS          give up after SECONDS in all (0: never; default 0)
+  -rst-interval SECONDS         wait between retries, the same each time (0: from 1s, doubled each time; default 0)
+  -rst-timeout SECONDS          retry no failure after SECONDS from the start (0: never; default 0)
   -stall-timeout | -st SECONDS  end an attempt that moved nothing for SECONDS (0: never; default 600)
   A duration with a unit (90s, 2m) is accepted wherever SECONDS is.
 
@@ -520,6 +576,14 @@ Refused, with the reason: -data-cred, -nlb | -nl-bottleneck, -udt,
 (-SP | -src-pipe, -DP | -dst-pipe, -pipe) and the driver stack options
 (-dcstack, -fsstack, -src-dcstack, -src-fsstack, -dst-dcstack, -dst-fsstack
 and their long spellings).
+
+Also accepted, as globus-url-copy's parser accepts them: -filename,
+-fast-data-channels, -transfer-time, -list-url, -striped, -IPv6,
+-restart-retries, -restart-interval, -restart-timeout, -checksum, -algo,
+-ppq | -pipelineq N, and, with no effect (as there, but for -no-allo):
+-g2 | -gridftp2, -allo | -allocate, -no-allo | -no-allocate,
+-cp | -copy-perms, -preserve. Refused: -u, -P, -nli | -nl-interval,
+-CP | -plugin, -X | -extentions, -MC | -multicast.
 `
 
 // isGUCName reports whether the program was invoked as globus-url-copy.
@@ -555,6 +619,10 @@ func runGUC(ctx context.Context, e *env, args []string) int {
 	if c.ascii && c.binary {
 		gucArgsError(e.stderr, "option -ascii and -binary are mutually exclusive")
 		return 1
+	}
+	if c.noAllo {
+		// Not silent: globus-url-copy would leave ALLO out.
+		fmt.Fprintln(e.stderr, "globus-url-copy: -no-allo has no effect in Ferry: it sends ALLO before each upload of known size, as globus-url-copy does by default")
 	}
 	if !(len(c.urls) == 2 || len(c.urls) == 0 && (c.listFile != "" || c.hasList())) {
 		fmt.Fprintf(e.stderr, "\nerror: a source and a destination URL are required (or -f FILE)\n\n%s\nRun globus-url-copy -help for the options.\n", gucUsage)

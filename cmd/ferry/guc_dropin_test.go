@@ -137,11 +137,11 @@ func TestGUCAliasFile(t *testing.T) {
 }
 
 // TestGUCStopsAtFirstFailure: without -c the drop-in stops at the first
-// failure. Ferry plans every pair before it copies, so a pair that cannot
-// be copied (a missing source, a destination below a file) stops the run
-// before any copy, and -df holds every pair; with -c the others are
-// copied. (A file that fails while it is copied cancels the others:
-// gucFiles.)
+// failure, as globus-url-copy: the lines of an -f list before a pair that
+// cannot be copied (a missing source, a destination below a file, no URL)
+// are copied, the run stops there, and -df holds that pair and the ones
+// after it; with -c the others are copied. (A file that fails while it
+// is copied cancels the others: gucFiles.)
 func TestGUCStopsAtFirstFailure(t *testing.T) {
 	t.Setenv("FERRY_HISTORY", "")
 	dir := t.TempDir()
@@ -165,17 +165,20 @@ func TestGUCStopsAtFirstFailure(t *testing.T) {
 	for _, bad := range []string{
 		"file://" + src + " file://" + filepath.Join(blocker, "b"),
 		"file://" + out("no-such-source") + " file://" + out("b"),
+		src + " file://" + out("b"), // a path: globus-url-copy's lists want URLs
+		"file://" + src + " " + out("b"),
 	} {
 		l := list("l", "file://"+src+" file://"+out("a"), bad, "file://"+src+" file://"+out("c"))
 		df := out("df")
 		code, _, stderr := runGUCOut(t, "-df", df, "-f", l)
-		if code != 1 || exists("a") || exists("c") {
+		if code != 1 || !exists("a") || exists("c") || exists("b") {
 			t.Errorf("%s without -c: exit %d, a %v, c %v; stderr %q", bad, code, exists("a"), exists("c"), stderr)
 		}
-		if pairs, err := job.ParseList(bytes.NewReader(mustRead(t, df))); err != nil || len(pairs) != 3 {
+		if pairs, err := job.ParseList(bytes.NewReader(mustRead(t, df))); err != nil || len(pairs) != 2 || pairs[0].Dst != "file://"+out("c") && pairs[1].Dst != "file://"+out("c") {
 			t.Errorf("%s: -df: %v, %v", bad, pairs, err)
 		}
 		os.Remove(df)
+		os.Remove(out("a"))
 		code, _, stderr = runGUCOut(t, "-c", "-f", l)
 		if code != 1 || !exists("a") || !exists("c") {
 			t.Errorf("%s with -c: exit %d, a %v, c %v; stderr %q", bad, code, exists("a"), exists("c"), stderr)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,8 +73,16 @@ func TestGUCOptionsMatchHelp(t *testing.T) {
 		}
 	}
 	for n := range gucLookup {
-		if !slices.Contains(listed, n) {
-			t.Errorf("the drop-in's table has -%s, which globus-url-copy -help does not list", n)
+		if !slices.Contains(listed, n) && !slices.Contains(gucUnlisted, n) {
+			t.Errorf("the drop-in's table has -%s, which globus-url-copy -help does not list (nor gucUnlisted)", n)
+		}
+	}
+	for _, n := range gucUnlisted {
+		if slices.Contains(listed, n) {
+			t.Errorf("gucUnlisted has -%s, which globus-url-copy -help lists", n)
+		}
+		if gucLookup[n] == nil {
+			t.Errorf("gucUnlisted has -%s, which the table lacks", n)
 		}
 	}
 	t.Logf("%d spellings in globus-url-copy -help, %d in the table", len(listed), len(gucLookup))
@@ -174,23 +183,29 @@ func TestGUCParse(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", cp, err)
 		}
+		if err := checkCopyFlags(f, j); err != nil {
+			t.Fatalf("%q: %v", cp, err)
+		}
 		jf = j
 		return f
 	}
 	f := flags()
-	if f.auto || jf.pipeline || jf.concurrency != 1 || f.retries != defaultRetries || f.stallTimeout != 600*time.Second || f.interval != 2*time.Second || f.parallel != 1 {
+	if f.auto || jf.pipeline || jf.concurrency != 1 || f.retries != defaultRetries || f.stallTimeout != 600*time.Second || f.interval != time.Second || f.maxInterval != math.MaxInt64 || f.parallel != 1 {
 		t.Errorf("defaults: auto %v, pipeline %v, cc %d, retries %d, stall %v, interval %v, p %d", f.auto, jf.pipeline, jf.concurrency, f.retries, f.stallTimeout, f.interval, f.parallel)
 	}
 	if f.history != "off" {
 		t.Errorf("history %q, want off without FERRY_HISTORY", f.history)
 	}
-	f = flags("-rst-interval", "1", "-rst-timeout", "30", "-st", "5", "-rst-retries", "0")
-	if f.interval != time.Second || f.timeout != 30*time.Second || f.stallTimeout != 5*time.Second || f.retries < 1<<30 {
-		t.Errorf("seconds: interval %v, timeout %v, stall %v, retries %d", f.interval, f.timeout, f.stallTimeout, f.retries)
+	// -rst-interval N is a fixed wait; -rst-timeout a deadline for
+	// retries, not a bound on the transfer.
+	f = flags("-rst-interval", "3", "-rst-timeout", "30", "-st", "5", "-rst-retries", "0")
+	if f.interval != 3*time.Second || f.maxInterval != 3*time.Second || f.timeout != 0 || f.deadline != 30*time.Second || f.deadlineAt.IsZero() || f.stallTimeout != 5*time.Second || f.retries < 1<<30 {
+		t.Errorf("seconds: interval %v (max %v), timeout %v, deadline %v, stall %v, retries %d", f.interval, f.maxInterval, f.timeout, f.deadline, f.stallTimeout, f.retries)
 	}
+	// -rst-interval 0: from one second, doubled without bound.
 	f = flags("-stall-timeout", "1m30s", "-rst-interval", "0")
-	if f.stallTimeout != 90*time.Second || f.interval != 2*time.Second {
-		t.Errorf("durations: stall %v, interval %v", f.stallTimeout, f.interval)
+	if f.stallTimeout != 90*time.Second || f.interval != time.Second || f.maxInterval != math.MaxInt64 || !f.deadlineAt.IsZero() {
+		t.Errorf("durations: stall %v, interval %v (max %v), deadline %v", f.stallTimeout, f.interval, f.maxInterval, f.deadlineAt)
 	}
 	f = flags("-p", "4", "-tcp-bs", "4M", "-bs", "1M", "-pp", "-cc", "3", "-stripe", "-sbs", "65536")
 	if f.parallel != 4 || f.tcpBuffer != 4<<20 || f.blockSize != 1<<20 || !jf.pipeline || jf.concurrency != 3 || f.sbs != 65536 || !f.stripe {

@@ -113,6 +113,10 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 			Mirror:      jf.mirror,
 		},
 		Preserve: jf.preserve,
+		// globus-url-copy without -c copies the lines of its -f list
+		// before a bad one; its lists hold URLs only.
+		StopAtFailure: e.stopAtFailure,
+		URLsOnly:      e.gucOutput,
 	})
 	if err != nil {
 		return err
@@ -127,7 +131,9 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 	defer obs.stop()
 	jr.OnAuto = obs.onAuto
 	var sum *job.Summary
-	if e.stopAtFailure && len(plan.Failed) > 0 {
+	if e.stopAtFailure && len(plan.Failed) > 0 && jf.listFile != "" {
+		sum = runListUntilFailure(ctx, jr, obs)
+	} else if e.stopAtFailure && len(plan.Failed) > 0 {
 		sum = &job.Summary{Failed: plan.Failed}
 		for _, p := range plan.Pairs {
 			sum.Failed = append(sum.Failed, job.Result{Pair: p, Err: errStoppedAtFailure})
@@ -146,6 +152,31 @@ func runJob(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job.URLP
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// runListUntilFailure runs a list job whose planning stopped at a bad
+// pair (env.stopAtFailure): the pairs of the lines before it are copied
+// first, then the bad pair's failure ends the job and the lines after it
+// are not copied, as globus-url-copy without -c does. When a copy fails
+// first, the bad pair is not reached either.
+func runListUntilFailure(ctx context.Context, jr *transfer.JobRun, obs job.Observer) *job.Summary {
+	bad := jr.Plan.Failed
+	jr.Plan.Failed = nil
+	sum := jr.Run(ctx, obs)
+	if sum.OK() {
+		for _, f := range bad {
+			obs.FileDone(f.Pair, 0, f.Err)
+		}
+		sum.Failed = append(sum.Failed, bad...)
+	} else {
+		for _, f := range bad {
+			sum.Failed = append(sum.Failed, job.Result{Pair: f.Pair, Err: errStoppedAtFailure})
+		}
+	}
+	for _, p := range jr.NotPlanned {
+		sum.Failed = append(sum.Failed, job.Result{Pair: p, Err: errStoppedAtFailure})
+	}
+	return sum
 }
 
 // errStoppedAtFailure is the reason of the files a job did not copy
