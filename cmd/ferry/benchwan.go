@@ -57,9 +57,9 @@ func runBenchWAN(ctx context.Context, e *env, args []string) error {
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated loss (cell i uses SEED+i)")
 	dir := fs.String("dir", "", "`DIR` for the scratch directory (default: the system's temp dir)")
 	list := fs.Bool("list", false, "print the cells and the estimated time, and run nothing")
-	remeasure := fs.Int("remeasure", -1, "tune presets: runs of the best hand-tuned flags again after the search, the reference of the ratios (default: the preset's)")
-	repeat := fs.Int("repeat", -1, "tune presets: further runs of each automatic column (default: the preset's)")
-	cellTime := fs.Duration("cell-time", 0, "tune presets: how long a cell takes at the row's bound, which sets its size (default: the preset's)")
+	remeasure := fs.Int("remeasure", -1, "tune presets: `N` runs of the best hand-tuned flags again after the search, the reference of the ratios (default: the preset's)")
+	repeat := fs.Int("repeat", -1, "tune presets: `N` further runs of each automatic column (default: the preset's)")
+	cellTime := fs.Duration("cell-time", 0, "tune presets: `DURATION` a cell takes at the row's bound, which sets its size (default: the preset's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

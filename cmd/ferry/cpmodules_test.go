@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/server"
@@ -194,14 +195,26 @@ func TestCpModuleRefused(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "nosuch is not known") {
 		t.Errorf("third party with an unknown module: exit %d, stderr %q", r.code, r.stderr)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() != "f" {
-			t.Errorf("refused copies left %s on the server", e.Name())
+	// The destination of the refused third-party copy cleans up when its
+	// STOR ends, which may be after the client gave up waiting for it.
+	var left []string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
+		left = left[:0]
+		for _, e := range ents {
+			if e.Name() != "f" {
+				left = append(left, e.Name())
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, name := range left {
+		t.Errorf("refused copies left %s on the server", name)
 	}
 
 	for _, args := range [][]string{

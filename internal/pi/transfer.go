@@ -595,8 +595,10 @@ func (s *session) finishStore(ctx context.Context, arg string, up *storePlan, n 
 	if err != nil && up.aborted {
 		return s.transferReply(err, fmt.Sprintf(" The storage keeps nothing of a failed upload: %s is as it was before it.", arg))
 	}
-	if err != nil && !started && !up.targetExisted {
-		// Nothing arrived into a file we created: leave no trace.
+	if err != nil && (!started || n == 0) && !up.targetExisted {
+		// Nothing arrived into a file we created (no data connection,
+		// or one that brought nothing: a third-party source that
+		// refused): leave no trace.
 		if rerr := s.fs.Remove(context.WithoutCancel(ctx), target); rerr != nil {
 			s.log.Warn("could not remove empty file after failed STOR", "path", target, "err", rerr)
 		}
