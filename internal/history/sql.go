@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -39,7 +40,10 @@ func (s *sqlStore) noteCorrupt(err *error) {
 	}
 }
 
-var _ Store = (*sqlStore)(nil)
+var (
+	_ Store      = (*sqlStore)(nil)
+	_ BatchAdder = (*sqlStore)(nil)
+)
 
 // sqliteTime is how SQLite keeps a time: UTC text of fixed width, so that
 // comparing texts compares times.
@@ -248,6 +252,43 @@ func (s *sqlStore) Add(ctx context.Context, r *Record) (_ int64, err error) {
 		return 0, err
 	}
 	return s.insert(ctx, "transfers", transferCols, args)
+}
+
+// AddBatch stores rs in one transaction: one commit (one WAL write and
+// sync for SQLite) for them all instead of one each. A record whose
+// arguments cannot be made is skipped and reported in the error; the
+// others are stored.
+func (s *sqlStore) AddBatch(ctx context.Context, rs []*Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	q := "INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES (" +
+		strings.TrimSuffix(strings.Repeat("?, ", len(transferCols)), ", ") + ")"
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.rebind(q))
+	if err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	defer stmt.Close()
+	var skipped error
+	for _, r := range rs {
+		args, err := s.recordArgs(r)
+		if err != nil {
+			skipped = cmp.Or(skipped, err)
+			continue
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("history: add to transfers: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	return skipped
 }
 
 // AddProbe stores p and returns its ID, as Add.
