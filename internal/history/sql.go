@@ -254,36 +254,50 @@ func (s *sqlStore) Add(ctx context.Context, r *Record) (_ int64, err error) {
 	return s.insert(ctx, "transfers", transferCols, args)
 }
 
-// AddBatch stores rs in one transaction: one commit (one WAL write and
-// sync for SQLite) for them all instead of one each. A record whose
-// arguments cannot be made is skipped and reported in the error; the
-// others are stored.
+// batchRows is how many records one INSERT of AddBatch carries: a
+// statement per row costs more than the row (SQLite allows 32766
+// arguments, PostgreSQL 65535; a record has len(transferCols)).
+const batchRows = 32
+
+// AddBatch stores rs in one transaction, batchRows to a statement: one
+// commit (one WAL write and sync for SQLite) for them all instead of one
+// each. A record whose arguments cannot be made is skipped and reported
+// in the error; the others are stored, in order.
 func (s *sqlStore) AddBatch(ctx context.Context, rs []*Record) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	q := "INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES (" +
-		strings.TrimSuffix(strings.Repeat("?, ", len(transferCols)), ", ") + ")"
+	var skipped error
+	args := make([]any, 0, batchRows*len(transferCols))
+	rows := 0
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("history: add to transfers: %w", err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, s.rebind(q))
-	if err != nil {
-		return fmt.Errorf("history: add to transfers: %w", err)
+	flush := func() error {
+		if rows == 0 {
+			return nil
+		}
+		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(transferCols)), ", ") + ")"
+		q := "INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES " +
+			strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
+		_, err := tx.ExecContext(ctx, s.rebind(q), args...)
+		args, rows = args[:0], 0
+		return err
 	}
-	defer stmt.Close()
-	var skipped error
 	for _, r := range rs {
-		args, err := s.recordArgs(r)
+		a, err := s.recordArgs(r)
 		if err != nil {
 			skipped = cmp.Or(skipped, err)
 			continue
 		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("history: add to transfers: %w", err)
+		args = append(args, a...)
+		if rows++; rows == batchRows {
+			if err := flush(); err != nil {
+				return fmt.Errorf("history: add to transfers: %w", err)
+			}
 		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("history: add to transfers: %w", err)

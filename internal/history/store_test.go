@@ -159,6 +159,25 @@ func testAddBatch(t *testing.T, dsn string) {
 	if err := AddAll(t.Context(), s, nil); err != nil {
 		t.Errorf("empty batch: %v", err)
 	}
+	// More than one statement's worth, and a remainder.
+	n := 2*batchRows + 3
+	var many []*Record
+	for i := range n {
+		r := writerRecord(2, i)
+		many = append(many, &r)
+	}
+	if err := AddAll(t.Context(), s, many); err != nil {
+		t.Fatal(err)
+	}
+	got = records(t, s, Filter{})
+	if len(got) != len(batch)+n {
+		t.Fatalf("%d records, want %d", len(got), len(batch)+n)
+	}
+	for i := range n {
+		if g := got[n-1-i]; g.SrcPath != many[i].SrcPath {
+			t.Fatalf("record %d of the big batch is %s, want %s", i, g.SrcPath, many[i].SrcPath)
+		}
+	}
 }
 
 func ids(rs []Record) []int64 {
