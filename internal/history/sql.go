@@ -272,14 +272,32 @@ func (s *sqlStore) AddBatch(ctx context.Context, rs []*Record) error {
 		return fmt.Errorf("history: add to transfers: %w", err)
 	}
 	defer tx.Rollback()
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
+	insert := func(rows int) string {
 		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(transferCols)), ", ") + ")"
-		q := "INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
-		_, err := tx.ExecContext(ctx, s.rebind(q), args...)
+		return s.rebind("INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES " +
+			strings.TrimSuffix(strings.Repeat(one+", ", rows), ", "))
+	}
+	var full *sql.Stmt // of batchRows rows, prepared once
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	flush := func() error {
+		var err error
+		switch {
+		case rows == 0:
+			return nil
+		case rows < batchRows:
+			_, err = tx.ExecContext(ctx, insert(rows), args...)
+		default:
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, insert(batchRows)); err != nil {
+					return err
+				}
+			}
+			_, err = full.ExecContext(ctx, args...)
+		}
 		args, rows = args[:0], 0
 		return err
 	}
