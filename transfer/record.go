@@ -79,27 +79,42 @@ func (r *recorder) run() {
 	for {
 		r.mu.Lock()
 		q, closed := r.queue, r.closed
+		n := len(q)
 		r.queue = nil
 		r.mu.Unlock()
-		for _, rec := range q {
-			r.write(rec)
+		for len(q) > 0 {
+			k := min(len(q), recordBatch)
+			r.write(q[:k])
+			q = q[k:]
 		}
-		if closed && len(q) == 0 {
+		if closed && n == 0 {
 			return
 		}
-		if len(q) == 0 {
+		if n == 0 {
 			<-r.wake
 		}
 	}
 }
 
-// write stores one record; the first failure is a warning, the others
+// recordBatch bounds the records written at once (in one transaction
+// when the store allows it, history.AddAll).
+const recordBatch = 512
+
+// write stores recs, the records queued while the previous ones were
+// written: a tree of small files makes them faster than one transaction
+// each could keep up with. The first failure is a warning, the others
 // are dropped quietly.
-func (r *recorder) write(rec *history.Record) {
+func (r *recorder) write(recs []*history.Record) {
 	// Not the copy's context: a cancelled copy is recorded too.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := r.store.Add(ctx, rec); err != nil && !r.warned {
+	var err error
+	if len(recs) == 1 {
+		_, err = r.store.Add(ctx, recs[0])
+	} else {
+		err = history.AddAll(ctx, r.store, recs)
+	}
+	if err != nil && !r.warned {
 		r.warned = true
 		r.log.Warn("history: cannot record transfers", "err", err)
 	}

@@ -7,6 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,4 +247,65 @@ func (r *stallReader) Read(p []byte) (int, error) {
 	r.cancel()
 	<-r.ctx.Done()
 	return 0, r.ctx.Err()
+}
+
+// gatedStore blocks its first Add until gate is closed, and counts the
+// records of each AddBatch.
+type gatedStore struct {
+	history.Off
+	gate    chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	paths   []string // in the order stored
+	batches []int    // the size of each AddBatch
+}
+
+func (g *gatedStore) Add(_ context.Context, r *history.Record) (int64, error) {
+	if len(g.paths) == 0 {
+		close(g.entered)
+		<-g.gate
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paths = append(g.paths, r.SrcPath)
+	return int64(len(g.paths)), nil
+}
+
+func (g *gatedStore) AddBatch(_ context.Context, rs []*history.Record) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.batches = append(g.batches, len(rs))
+	for _, r := range rs {
+		g.paths = append(g.paths, r.SrcPath)
+	}
+	return nil
+}
+
+// TestRecorderBatches: the records queued while one is written are
+// written together, with one AddBatch (one transaction), in order.
+func TestRecorderBatches(t *testing.T) {
+	g := &gatedStore{gate: make(chan struct{}), entered: make(chan struct{})}
+	e := &Engine{History: g}
+	r := e.recorder()
+	n := recordBatch + 10
+	r.add(&history.Record{SrcPath: "0"})
+	<-g.entered // the writer holds record 0
+	for i := 1; i < n; i++ {
+		r.add(&history.Record{SrcPath: strconv.Itoa(i)})
+	}
+	close(g.gate)
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.paths) != n {
+		t.Fatalf("%d records stored, want %d", len(g.paths), n)
+	}
+	for i, p := range g.paths {
+		if p != strconv.Itoa(i) {
+			t.Fatalf("record %d is %s: out of order", i, p)
+		}
+	}
+	if want := []int{recordBatch, n - 1 - recordBatch}; !slices.Equal(g.batches, want) {
+		t.Errorf("batches %v, want %v", g.batches, want)
+	}
 }

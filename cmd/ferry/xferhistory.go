@@ -52,6 +52,11 @@ func (l *lazyHistory) Add(ctx context.Context, r *hist.Record) (int64, error) {
 	return l.store().Add(ctx, r)
 }
 
+// AddBatch stores rs with one transaction when the store allows it.
+func (l *lazyHistory) AddBatch(ctx context.Context, rs []*hist.Record) error {
+	return hist.AddAll(ctx, l.store(), rs)
+}
+
 func (l *lazyHistory) AddProbe(ctx context.Context, p *hist.Probe) (int64, error) {
 	return l.store().AddProbe(ctx, p)
 }
@@ -78,7 +83,10 @@ func (l *lazyHistory) Close() error {
 	return err
 }
 
-var _ hist.Store = (*lazyHistory)(nil)
+var (
+	_ hist.Store      = (*lazyHistory)(nil)
+	_ hist.BatchAdder = (*lazyHistory)(nil)
+)
 
 // historyStore is the store of the -history flag value dsn for the
 // engine: nil for "off".

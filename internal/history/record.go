@@ -130,6 +130,30 @@ type LinkSummary struct {
 	Last       time.Time
 }
 
+// BatchAdder is a Store that can store many records at once, cheaper
+// than one Add each (one transaction): what a client finishing many
+// small files uses, through AddAll.
+type BatchAdder interface {
+	// AddBatch stores rs (their IDs are ignored, they are not
+	// changed). On an error some of them may have been stored.
+	AddBatch(ctx context.Context, rs []*Record) error
+}
+
+// AddAll stores rs in s: with one AddBatch when s is a BatchAdder, else
+// with one Add each. It returns the first error.
+func AddAll(ctx context.Context, s Store, rs []*Record) error {
+	if b, ok := s.(BatchAdder); ok {
+		return b.AddBatch(ctx, rs)
+	}
+	var first error
+	for _, r := range rs {
+		if _, err := s.Add(ctx, r); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Store keeps records and probes. Implementations are safe for concurrent
 // use, by goroutines and by processes sharing the database.
 //

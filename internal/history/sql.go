@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -39,7 +40,10 @@ func (s *sqlStore) noteCorrupt(err *error) {
 	}
 }
 
-var _ Store = (*sqlStore)(nil)
+var (
+	_ Store      = (*sqlStore)(nil)
+	_ BatchAdder = (*sqlStore)(nil)
+)
 
 // sqliteTime is how SQLite keeps a time: UTC text of fixed width, so that
 // comparing texts compares times.
@@ -248,6 +252,75 @@ func (s *sqlStore) Add(ctx context.Context, r *Record) (_ int64, err error) {
 		return 0, err
 	}
 	return s.insert(ctx, "transfers", transferCols, args)
+}
+
+// batchRows is how many records one INSERT of AddBatch carries: a
+// statement per row costs more than the row (SQLite allows 32766
+// arguments, PostgreSQL 65535; a record has len(transferCols)).
+const batchRows = 32
+
+// AddBatch stores rs in one transaction, batchRows to a statement: one
+// commit (one WAL write and sync for SQLite) for them all instead of one
+// each. A record whose arguments cannot be made is skipped and reported
+// in the error; the others are stored, in order.
+func (s *sqlStore) AddBatch(ctx context.Context, rs []*Record) error {
+	var skipped error
+	args := make([]any, 0, batchRows*len(transferCols))
+	rows := 0
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	defer tx.Rollback()
+	insert := func(rows int) string {
+		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(transferCols)), ", ") + ")"
+		return s.rebind("INSERT INTO transfers (" + strings.Join(transferCols, ", ") + ") VALUES " +
+			strings.TrimSuffix(strings.Repeat(one+", ", rows), ", "))
+	}
+	var full *sql.Stmt // of batchRows rows, prepared once
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	flush := func() error {
+		var err error
+		switch {
+		case rows == 0:
+			return nil
+		case rows < batchRows:
+			_, err = tx.ExecContext(ctx, insert(rows), args...)
+		default:
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, insert(batchRows)); err != nil {
+					return err
+				}
+			}
+			_, err = full.ExecContext(ctx, args...)
+		}
+		args, rows = args[:0], 0
+		return err
+	}
+	for _, r := range rs {
+		a, err := s.recordArgs(r)
+		if err != nil {
+			skipped = cmp.Or(skipped, err)
+			continue
+		}
+		args = append(args, a...)
+		if rows++; rows == batchRows {
+			if err := flush(); err != nil {
+				return fmt.Errorf("history: add to transfers: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("history: add to transfers: %w", err)
+	}
+	return skipped
 }
 
 // AddProbe stores p and returns its ID, as Add.

@@ -18,6 +18,7 @@ func runStoreTests(t *testing.T, newDSN func(t *testing.T) string) {
 		f    func(t *testing.T, dsn string)
 	}{
 		{"RoundTrip", testRoundTrip},
+		{"AddBatch", testAddBatch},
 		{"Filter", testFilter},
 		{"Links", testLinks},
 		{"Probes", testProbes},
@@ -122,6 +123,59 @@ func testRoundTrip(t *testing.T, dsn string) {
 		got := records(t, s, Filter{Limit: 1})
 		if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 			t.Errorf("read back\n%+v\nwant\n%+v", got, want)
+		}
+	}
+}
+
+// testAddBatch: AddAll stores a batch (in one transaction) as Add
+// would, in order.
+func testAddBatch(t *testing.T, dsn string) {
+	s := open(t, dsn)
+	if _, ok := s.(BatchAdder); !ok {
+		t.Fatalf("%T is not a BatchAdder", s)
+	}
+	sparse := Record{Start: t0, Kind: "local", Src: file, Dst: file, Size: -1, Outcome: OK,
+		Link: Link{Retransmits: -1}}
+	batch := []Record{full(), sparse, writerRecord(1, 2)}
+	ptrs := []*Record{&batch[0], &batch[1], &batch[2]}
+	if err := AddAll(t.Context(), s, ptrs); err != nil {
+		t.Fatal(err)
+	}
+	got := records(t, s, Filter{})
+	if len(got) != len(batch) {
+		t.Fatalf("%d records, want %d", len(got), len(batch))
+	}
+	for i, r := range batch {
+		g := got[len(got)-1-i] // newest first
+		want := stored(r)
+		want.ID = g.ID
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("record %d read back\n%+v\nwant\n%+v", i, g, want)
+		}
+		if i > 0 && g.ID <= got[len(got)-i].ID {
+			t.Errorf("record %d has ID %d, not after %d", i, g.ID, got[len(got)-i].ID)
+		}
+	}
+	if err := AddAll(t.Context(), s, nil); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+	// More than one statement's worth, and a remainder.
+	n := 2*batchRows + 3
+	var many []*Record
+	for i := range n {
+		r := writerRecord(2, i)
+		many = append(many, &r)
+	}
+	if err := AddAll(t.Context(), s, many); err != nil {
+		t.Fatal(err)
+	}
+	got = records(t, s, Filter{})
+	if len(got) != len(batch)+n {
+		t.Fatalf("%d records, want %d", len(got), len(batch)+n)
+	}
+	for i := range n {
+		if g := got[n-1-i]; g.SrcPath != many[i].SrcPath {
+			t.Fatalf("record %d of the big batch is %s, want %s", i, g.SrcPath, many[i].SrcPath)
 		}
 	}
 }

@@ -428,7 +428,8 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	if xfer.IsPartName(p) {
 		return nil, partNameRefused(arg)
 	}
-	fi, statErr := s.fs.Stat(ctx, p)
+	memo := &statMemo{fs: s.fs}
+	fi, statErr := memo.Stat(ctx, p)
 	existed := statErr == nil
 	if existed && fi.IsDir() {
 		return nil, ok(550, "%s: Is a directory.", arg)
@@ -486,10 +487,10 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 			req.StoreOffset += rs[0].End
 		}
 	}
-	keys := s.uploadKeys(ctx, p, true)
+	keys := s.uploadKeysStat(ctx, p, true, memo.Stat)
 	targetKeys := keys.files
 	if target != p {
-		targetKeys = s.uploadKeys(ctx, target, false).files
+		targetKeys = s.uploadKeysStat(ctx, target, false, memo.Stat).files
 		keys.files = append(keys.files, targetKeys...)
 	}
 	done, free := s.cfg.Uploads.begin(keys)

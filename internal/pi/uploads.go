@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/ferrygrid/ferry/dsi"
 )
 
 // Uploads records the uploads in progress on a server, so that other
@@ -92,16 +94,22 @@ func (u *Uploads) busy(k uploadKeys) bool {
 // directories above p (to the account's root) are named too, by path and
 // identity; for a command on p, p itself when it is a directory.
 func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKeys {
+	return s.uploadKeysStat(ctx, p, above, s.fs.Stat)
+}
+
+// uploadKeysStat is uploadKeys with the lookups of stat (a statMemo's,
+// to share them with the rest of a command's planning).
+func (s *session) uploadKeysStat(ctx context.Context, p string, above bool, stat func(context.Context, string) (dsi.FileInfo, error)) uploadKeys {
 	var k uploadKeys
 	k.files = append(k.files, "p:"+path.Join("/", s.acct.Home, p))
-	fi, err := s.fs.Stat(ctx, p)
+	fi, err := stat(ctx, p)
 	// The file's own identity, through any link to it (uploads in place).
 	if err == nil && !fi.IsDir() && fi.Unique != "" {
 		k.files = append(k.files, "f:"+fi.Unique)
 	}
 	dir, base := path.Split(p)
 	dir = path.Clean("/" + dir)
-	parent, perr := s.fs.Stat(ctx, dir)
+	parent, perr := stat(ctx, dir)
 	if perr == nil && parent.Unique != "" {
 		k.files = append(k.files, "u:"+parent.Unique+"/"+base)
 	}
@@ -114,7 +122,7 @@ func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKe
 	for d := dir; ; d = path.Dir(d) {
 		k.dirs = append(k.dirs, "p:"+path.Join("/", s.acct.Home, d))
 		if d != dir {
-			parent, perr = s.fs.Stat(ctx, d)
+			parent, perr = stat(ctx, d)
 		}
 		if perr == nil && parent.Unique != "" {
 			k.dirs = append(k.dirs, "d:"+parent.Unique)
@@ -124,4 +132,30 @@ func (s *session) uploadKeys(ctx context.Context, p string, above bool) uploadKe
 		}
 	}
 	return k
+}
+
+// statMemo looks paths up in a file system once: the planning of one
+// upload asks for the file, its directory and the directories above it
+// several times within microseconds, a few system calls each.
+type statMemo struct {
+	fs   dsi.Storage
+	seen []statSeen
+}
+
+type statSeen struct {
+	p   string
+	fi  dsi.FileInfo
+	err error
+}
+
+// Stat is fs.Stat of p, or what it returned the first time.
+func (m *statMemo) Stat(ctx context.Context, p string) (dsi.FileInfo, error) {
+	for _, e := range m.seen {
+		if e.p == p {
+			return e.fi, e.err
+		}
+	}
+	fi, err := m.fs.Stat(ctx, p)
+	m.seen = append(m.seen, statSeen{p, fi, err})
+	return fi, err
 }
