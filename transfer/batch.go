@@ -329,6 +329,7 @@ func (w batchWorker) settle(it *batchItem, kind batchKind, err error) error {
 			if it.sink, oerr = openTempSink(it.pair.Dst.Path); oerr != nil {
 				return &localError{err: oerr}
 			}
+			it.sink.replace = it.sink.replace || w.c.o.Fsync
 		}
 		if it.sink != nil {
 			if err == nil {
@@ -376,6 +377,9 @@ func (w batchWorker) openGet(it *batchItem, obs job.Observer) func() (io.WriterA
 		s, err := openTempSink(it.pair.Dst.Path)
 		if err != nil {
 			return nil, &localError{err: err}
+		}
+		if w.c.o.Fsync {
+			s.replace = true // synced before its rename (Options.Fsync)
 		}
 		it.sink = s
 		return &countingWriter{s: s, it: it, obs: obs}, nil
@@ -448,7 +452,7 @@ type tempSink struct {
 	fs      localFS
 	temp    string
 	final   string
-	replace bool // an existing file is replaced: synced before the rename
+	replace bool // an existing file is replaced, or Options.Fsync: synced before the rename
 
 	closed bool
 	err    error // of close
