@@ -1,4 +1,4 @@
-package main
+package lineterm
 
 import (
 	"bytes"
@@ -16,18 +16,18 @@ const (
 	keyUp, keyDown, keyLeft = "\x1b[A", "\x1b[B", "\x1b[D"
 )
 
-// newTestLineTerm returns a lineTerm reading keys through a keyReader and
+// newTestLineTerm returns a LineTerm reading keys through a KeyReader and
 // drawing into out, on a screen width columns wide.
-func newTestLineTerm(t *testing.T, keys string, width int, hist *history) (*lineTerm, *bytes.Buffer) {
+func newTestLineTerm(t *testing.T, keys string, width int, hist *History) (*LineTerm, *bytes.Buffer) {
 	t.Helper()
 	if hist == nil {
-		hist = newHistory(10)
+		hist = NewHistory(10)
 	}
 	var out bytes.Buffer
-	k := newKeyReader(strings.NewReader(keys), func() { t.Error("interrupt called at the prompt") })
-	t.Cleanup(k.stop)
-	lt := newLineTerm(k, &out, hist)
-	lt.size = func() (int, int, error) { return width, 24, nil }
+	k := NewKeyReader(strings.NewReader(keys), func() { t.Error("interrupt called at the prompt") })
+	t.Cleanup(k.Stop)
+	lt := NewLineTerm(k, &out, hist)
+	lt.Size = func() (int, int, error) { return width, 24, nil }
 	return lt, &out
 }
 
@@ -36,7 +36,7 @@ func newTestLineTerm(t *testing.T, keys string, width int, hist *history) (*line
 // Ctrl-D on an empty line and the end of the input are io.EOF.
 func TestShellTermInterrupt(t *testing.T) {
 	lt, out := newTestLineTerm(t, "abc\x03\x03next\r\x04", 80, nil)
-	if _, err := lt.readLine("> "); !errors.Is(err, errInterrupted) {
+	if _, err := lt.ReadLine("> "); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("ctrl-c: %v", err)
 	}
 	if !strings.Contains(out.String(), "abc^C\r\n") {
@@ -44,13 +44,13 @@ func TestShellTermInterrupt(t *testing.T) {
 	}
 	out.Reset()
 	// At an empty prompt, as in a shell.
-	if _, err := lt.readLine("> "); !errors.Is(err, errInterrupted) || out.String() != "> ^C\r\n" {
+	if _, err := lt.ReadLine("> "); !errors.Is(err, ErrInterrupted) || out.String() != "> ^C\r\n" {
 		t.Errorf("ctrl-c at an empty prompt: %v, output %q", err, out.String())
 	}
-	if got, err := lt.readLine("> "); got != "next" || err != nil {
+	if got, err := lt.ReadLine("> "); got != "next" || err != nil {
 		t.Errorf("after ctrl-c: %q, %v", got, err)
 	}
-	if _, err := lt.readLine("> "); err != io.EOF {
+	if _, err := lt.ReadLine("> "); err != io.EOF {
 		t.Errorf("ctrl-d on an empty line: %v", err)
 	}
 	if len(lt.hist.lines) != 1 || lt.hist.lines[0] != "next" {
@@ -58,15 +58,15 @@ func TestShellTermInterrupt(t *testing.T) {
 	}
 
 	lt, _ = newTestLineTerm(t, "", 80, nil)
-	if _, err := lt.readLine("> "); err != io.EOF {
+	if _, err := lt.ReadLine("> "); err != io.EOF {
 		t.Errorf("end of input: %v", err)
 	}
 	// A Ctrl-C inside a bracketed paste abandons the line too.
 	lt, _ = newTestLineTerm(t, "\x1b[200~rm x\x03\x1b[201~ok\r", 80, nil)
-	if _, err := lt.readLine("> "); !errors.Is(err, errInterrupted) {
+	if _, err := lt.ReadLine("> "); !errors.Is(err, ErrInterrupted) {
 		t.Errorf("ctrl-c in a paste: %v", err)
 	}
-	if got, err := lt.readLine("> "); got != "ok" || err != nil {
+	if got, err := lt.ReadLine("> "); got != "ok" || err != nil {
 		t.Errorf("after the paste: %q, %v", got, err)
 	}
 }
@@ -76,8 +76,8 @@ func TestShellTermInterrupt(t *testing.T) {
 func TestShellTermBusyInterrupt(t *testing.T) {
 	pr, pw := io.Pipe()
 	var calls atomic.Int32
-	k := newKeyReader(pr, func() { calls.Add(1) })
-	k.busy.Store(true)
+	k := NewKeyReader(pr, func() { calls.Add(1) })
+	k.Busy.Store(true)
 	go func() {
 		pw.Write([]byte("a\x03b"))
 		pw.Close()
@@ -114,7 +114,7 @@ func TestShellTermKeys(t *testing.T) {
 		{"alt-b alt-f", "one two\x1bbX\x1bb\x1bb\x1bfY\r", "one YXtwo"},
 		{"ctrl-left ctrl-right", "one two\x1b[1;5D\x1b[1;5D\x1b[1;5C_\r", "one _two"},
 		{"control bytes ignored", "a\x00\x07b\r", "ab"},
-		{"tab without completer", "a\tb\r", "ab"},
+		{"tab without Completer", "a\tb\r", "ab"},
 		{"pasted tab kept", "\x1b[200~a\tb\x1b[201~\r", "a\tb"},
 		{"ctrl-l", "ab\x0cc\r", "abc"},
 		// Input Terminal would wait on forever or read past.
@@ -129,7 +129,7 @@ func TestShellTermKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lt, _ := newTestLineTerm(t, tc.keys, 80, nil)
-			got, err := lt.readLine("> ")
+			got, err := lt.ReadLine("> ")
 			if err != nil || got != tc.want {
 				t.Errorf("got %q, %v; want %q", got, err, tc.want)
 			}
@@ -141,24 +141,24 @@ func TestShellTermKeys(t *testing.T) {
 // still counts.
 func TestShellTermSplitKeys(t *testing.T) {
 	pr, pw := io.Pipe()
-	k := newKeyReader(pr, func() {})
-	defer k.stop()
+	k := NewKeyReader(pr, func() {})
+	defer k.Stop()
 	go func() {
 		for _, b := range []string{"bc\x1b", "[", "1~a\x1b[", "4~gr\xc3", "\xbc\x1bO", "D\x1b", "[1;5", "D\r"} {
 			pw.Write([]byte(b))
 		}
 		pw.Close()
 	}()
-	lt := newLineTerm(k, io.Discard, newHistory(1))
-	if got, err := lt.readLine("> "); err != nil || got != "abcgrü" {
+	lt := NewLineTerm(k, io.Discard, NewHistory(1))
+	if got, err := lt.ReadLine("> "); err != nil || got != "abcgrü" {
 		t.Errorf("got %q, %v", got, err)
 	}
 }
 
 func TestShellTermHistory(t *testing.T) {
-	h := newHistory(10)
-	h.add("first")
-	h.add("second")
+	h := NewHistory(10)
+	h.Add("first")
+	h.Add("second")
 	keys := keyUp + "!\r" + // second!
 		keyUp + keyUp + "\r" + // second
 		"draft" + keyUp + keyDown + "\r" + // the draft comes back
@@ -167,7 +167,7 @@ func TestShellTermHistory(t *testing.T) {
 		"\x10\x10\x0e\r" // Ctrl-P Ctrl-P Ctrl-N
 	lt, _ := newTestLineTerm(t, keys, 80, h)
 	for _, want := range []string{"second!", "second", "draft", "first", "", "first"} {
-		got, err := lt.readLine("> ")
+		got, err := lt.ReadLine("> ")
 		if err != nil || got != want {
 			t.Fatalf("got %q, %v; want %q", got, err, want)
 		}
@@ -179,12 +179,12 @@ func TestShellTermHistory(t *testing.T) {
 }
 
 func TestShellHistoryBoundAndFile(t *testing.T) {
-	h := newHistory(3)
+	h := NewHistory(3)
 	for _, l := range []string{"a", "b", "b", "  ", "c", "d", "e\nf"} {
-		h.add(l)
+		h.Add(l)
 	}
 	name := filepath.Join(t.TempDir(), "hist")
-	if err := h.save(name); err != nil {
+	if err := h.Save(name); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(name); err != nil || string(b) != "b\nc\nd\n" {
@@ -193,17 +193,17 @@ func TestShellHistoryBoundAndFile(t *testing.T) {
 	if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("history file: %v %v", fi.Mode(), err)
 	}
-	h2 := newHistory(2)
-	if err := h2.load(name); err != nil || strings.Join(h2.lines, "|") != "c|d" {
+	h2 := NewHistory(2)
+	if err := h2.Load(name); err != nil || strings.Join(h2.lines, "|") != "c|d" {
 		t.Errorf("loaded %q, %v", h2.lines, err)
 	}
-	if err := newHistory(2).load(filepath.Join(t.TempDir(), "missing")); err != nil {
+	if err := NewHistory(2).Load(filepath.Join(t.TempDir(), "missing")); err != nil {
 		t.Errorf("missing history file: %v", err)
 	}
 }
 
 // files completes the last space-separated word from a fixed list.
-func files(names ...string) completer {
+func files(names ...string) Completer {
 	return func(head string) (int, []string, []string) {
 		start := strings.LastIndexByte(head, ' ') + 1
 		var out []string
@@ -230,8 +230,8 @@ func TestShellTermCompletion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lt, out := newTestLineTerm(t, tc.keys, 80, nil)
-			lt.complete = files("readme.txt", "subdir/", "data-2024.bin", "data-2025.bin")
-			got, err := lt.readLine("> ")
+			lt.Complete = files("readme.txt", "subdir/", "data-2024.bin", "data-2025.bin")
+			got, err := lt.ReadLine("> ")
 			if err != nil || got != tc.want {
 				t.Errorf("got %q, %v; want %q", got, err, tc.want)
 			}
@@ -247,10 +247,10 @@ func TestShellTermCompletion(t *testing.T) {
 
 func TestShellTermCompletionColumns(t *testing.T) {
 	lt, out := newTestLineTerm(t, "dir/x\t\r", 12, nil)
-	lt.complete = func(head string) (int, []string, []string) {
+	lt.Complete = func(head string) (int, []string, []string) {
 		return 0, []string{"dir/x1", "dir/x2", "dir/x3", "dir/x4", "dir/x5"}, []string{"x1", "x2", "x3", "x4", "x5"}
 	}
-	if _, err := lt.readLine("> "); err != nil {
+	if _, err := lt.ReadLine("> "); err != nil {
 		t.Fatal(err)
 	}
 	// Width 12, columns of 4: five names in two rows, column-major,
@@ -266,12 +266,12 @@ func FuzzShellTermReadLine(f *testing.F) {
 	f.Add([]byte("\x1b[200~a\x03\tb\x1b[201~\r\x04"))
 	f.Add([]byte("\x1b[" + strings.Repeat("\xa5", 300) + "20J~\r"))
 	f.Fuzz(func(t *testing.T, keys []byte) {
-		h := newHistory(4)
-		h.add("old")
+		h := NewHistory(4)
+		h.Add("old")
 		lt, _ := newTestLineTerm(t, string(keys), 20, h)
-		lt.complete = files("alpha", "alpine", "beta/")
+		lt.Complete = files("alpha", "alpine", "beta/")
 		for range 64 {
-			line, err := lt.readLine("$ ")
+			line, err := lt.ReadLine("$ ")
 			if err == io.EOF {
 				return
 			}

@@ -1,4 +1,7 @@
-package main
+// Package lineterm reads the command lines of ferry shell on a raw
+// terminal: line editing, history and Tab completion. It is its own
+// package so that its fuzz target runs in a small test binary.
+package lineterm
 
 // The terminal side of ferry shell. golang.org/x/term's Terminal edits
 // the lines: the cursor and Emacs keys, Up/Down through a History,
@@ -8,19 +11,19 @@ package main
 //   - Ctrl-C. ReadLine ends with io.EOF on Ctrl-C as on Ctrl-D
 //     (golang/go#62385), drops the echo of the keys read with it, and
 //     sees the same Ctrl-C again on every later call. So Terminal never
-//     gets one: keyReader turns it into a call of the shell's interrupt
+//     gets one: KeyReader turns it into a call of the shell's interrupt
 //     while a command runs, and at the prompt into interruptKey and Enter,
-//     which lineTerm shows as "^C" and returns as errInterrupted.
+//     which LineTerm shows as "^C" and returns as ErrInterrupted.
 //   - Input Terminal cannot parse. It takes an ESC and the bytes up to
 //     the next letter or '~' as one key, so the keys typed after a stray
 //     ESC are lost, and a sequence without that end fills its 256-byte
 //     buffer, after which ReadLine spins on empty reads. An invalid UTF-8
 //     byte holds back the keys read with it until the next read.
-//     keyReader passes on only complete key sequences and valid UTF-8
+//     KeyReader passes on only complete key sequences and valid UTF-8
 //     (cleanKeys).
 //   - Key sequences Terminal does not know (Home and End as ESC [1~ and
 //     ESC [4~, ESC O arrows, Alt-B/F, Ctrl-arrows, Alt-Backspace), which
-//     keyReader rewrites into ones it does.
+//     KeyReader rewrites into ones it does.
 //   - Tab completion with a candidate list, through AutoCompleteCallback.
 //   - A bounded history kept in a file.
 //   - Raw mode that keeps output processing (makeRaw).
@@ -42,9 +45,9 @@ import (
 	"github.com/ferrygrid/ferry/internal/atomicfile"
 )
 
-// errInterrupted is lineTerm.readLine's error for a line abandoned with
+// ErrInterrupted is LineTerm.ReadLine's error for a line abandoned with
 // Ctrl-C.
-var errInterrupted = errors.New("interrupted")
+var ErrInterrupted = errors.New("interrupted")
 
 // interruptKey stands for a Ctrl-C typed at the prompt: a private-use
 // rune no keyboard sends, which reaches AutoCompleteCallback like any
@@ -64,21 +67,24 @@ var keyAliases = strings.NewReplacer(
 	"\x1b\x7f", "\x17", "\x1b\x08", "\x17", // Alt-Backspace: the word before
 )
 
-// keyReader reads a raw terminal in its own goroutine and hands the bytes
+// KeyReader reads a raw terminal in its own goroutine and hands the bytes
 // to Terminal, cleaned by cleanKeys and rewritten by keyAliases. While a
-// command runs (busy), Ctrl-C calls intr instead of reaching Terminal.
-type keyReader struct {
+// command runs (Busy), Ctrl-C calls intr instead of reaching Terminal.
+type KeyReader struct {
+	// Busy says a command runs: Ctrl-C then calls intr.
+	Busy atomic.Bool
+
 	r       io.Reader
 	ch      chan []byte
 	pending []byte // read by Read only
-	busy    atomic.Bool
 	done    chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
 }
 
-func newKeyReader(r io.Reader, intr func()) *keyReader {
-	k := &keyReader{r: r, ch: make(chan []byte, 16), done: make(chan struct{})}
+// NewKeyReader starts reading r; intr is called on Ctrl-C while Busy.
+func NewKeyReader(r io.Reader, intr func()) *KeyReader {
+	k := &KeyReader{r: r, ch: make(chan []byte, 16), done: make(chan struct{})}
 	k.wg.Go(func() {
 		defer close(k.ch)
 		var cut []byte // a key sequence cut at the end of the last read
@@ -86,7 +92,7 @@ func newKeyReader(r io.Reader, intr func()) *keyReader {
 			buf := make([]byte, 256)
 			n, err := r.Read(buf)
 			b := buf[:n]
-			if k.busy.Load() && slices.Contains(b, 3) {
+			if k.Busy.Load() && slices.Contains(b, 3) {
 				intr()
 				b = slices.DeleteFunc(b, func(c byte) bool { return c == 3 })
 			}
@@ -178,7 +184,7 @@ func escapeLen(b []byte) (n int, keep bool) {
 	return 1, false // a lone ESC before a control byte or ESC
 }
 
-func (k *keyReader) Read(p []byte) (int, error) {
+func (k *KeyReader) Read(p []byte) (int, error) {
 	if len(k.pending) == 0 {
 		b, ok := <-k.ch
 		if !ok {
@@ -191,10 +197,10 @@ func (k *keyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// stop ends the reading goroutine when the reader supports deadlines (a
+// Stop ends the reading goroutine when the reader supports deadlines (a
 // terminal opened by the program does; the process's standard input
 // usually not, and its reader ends with the process).
-func (k *keyReader) stop() {
+func (k *KeyReader) Stop() {
 	k.once.Do(func() { close(k.done) })
 	if d, ok := k.r.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
 		k.wg.Wait()
@@ -202,19 +208,19 @@ func (k *keyReader) stop() {
 	}
 }
 
-// history is a bounded list of entered lines, oldest first.
-type history struct {
+// History is a bounded list of entered lines, oldest first.
+type History struct {
 	max   int
 	lines []string
 }
 
-// newHistory returns an empty history keeping at most limit lines (at
+// NewHistory returns an empty history keeping at most limit lines (at
 // least 1).
-func newHistory(limit int) *history { return &history{max: max(limit, 1)} }
+func NewHistory(limit int) *History { return &History{max: max(limit, 1)} }
 
-// add appends line unless it is blank or repeats the last line; the
+// Add appends line unless it is blank or repeats the last line; the
 // oldest lines are dropped beyond the bound.
-func (h *history) add(line string) {
+func (h *History) Add(line string) {
 	if strings.TrimSpace(line) == "" || strings.ContainsAny(line, "\r\n") {
 		return
 	}
@@ -227,9 +233,9 @@ func (h *history) add(line string) {
 	}
 }
 
-// load adds the lines of the history file name; a missing file is no
+// Load adds the lines of the history file name; a missing file is no
 // error.
-func (h *history) load(name string) error {
+func (h *History) Load(name string) error {
 	f, err := os.Open(name)
 	if os.IsNotExist(err) {
 		return nil
@@ -241,14 +247,14 @@ func (h *history) load(name string) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
-		h.add(sc.Text())
+		h.Add(sc.Text())
 	}
 	return sc.Err()
 }
 
-// save replaces the history file name (mode 0600: commands may name
+// Save replaces the history file name (mode 0600: commands may name
 // private paths) with the lines kept, through a temporary file.
-func (h *history) save(name string) error {
+func (h *History) Save(name string) error {
 	var b strings.Builder
 	for _, l := range h.lines {
 		b.WriteString(l)
@@ -257,37 +263,37 @@ func (h *history) save(name string) error {
 	return atomicfile.Write(name, []byte(b.String()))
 }
 
-// completer proposes completions for the text before the cursor, head.
+// Completer proposes completions for the text before the cursor, head.
 // Each candidate replaces head[start:]. display, when not nil, holds the
 // names to list for the candidates when they are ambiguous (the same
 // length as candidates); otherwise the candidates themselves are listed.
-type completer func(head string) (start int, candidates, display []string)
+type Completer func(head string) (start int, candidates, display []string)
 
-// lineTerm reads the shell's lines with x/term's Terminal. It is the
+// LineTerm reads the shell's lines with x/term's Terminal. It is the
 // Terminal's History (which ReadLine adds every line to): it keeps what
 // hist keeps, less the lines abandoned with Ctrl-C. Only one goroutine
-// calls readLine; resize may be called from any.
-type lineTerm struct {
+// calls ReadLine; Resize may be called from any.
+type LineTerm struct {
 	t    *term.Terminal
 	out  io.Writer // the screen, for what Terminal does not draw
-	hist *history
+	hist *History
 
-	// complete, when not nil, is called on Tab.
-	complete completer
+	// Complete, when not nil, is called on Tab.
+	Complete Completer
 
-	// size returns the terminal's size; nil, an error or a width below
+	// Size returns the terminal's size; nil, an error or a width below
 	// 10 means 80x24.
-	size func() (width, height int, err error)
+	Size func() (width, height int, err error)
 
 	// abandoned says the line being read ended with Ctrl-C; only
-	// ReadLine's callbacks and readLine touch it.
+	// Terminal.ReadLine's callbacks and ReadLine touch it.
 	abandoned bool
 }
 
-// newLineTerm returns a lineTerm reading keys from keys and drawing on
+// NewLineTerm returns a LineTerm reading keys from keys and drawing on
 // out, which must be a terminal in raw mode.
-func newLineTerm(keys io.Reader, out io.Writer, hist *history) *lineTerm {
-	lt := &lineTerm{out: out, hist: hist}
+func NewLineTerm(keys io.Reader, out io.Writer, hist *History) *LineTerm {
+	lt := &LineTerm{out: out, hist: hist}
 	lt.t = term.NewTerminal(struct {
 		io.Reader
 		io.Writer
@@ -297,12 +303,16 @@ func newLineTerm(keys io.Reader, out io.Writer, hist *history) *lineTerm {
 	return lt
 }
 
-// readLine shows prompt and returns the line the user enters. It returns
+// Terminal is the x/term Terminal that edits the lines: writing to it
+// prints above the prompt.
+func (lt *LineTerm) Terminal() *term.Terminal { return lt.t }
+
+// ReadLine shows prompt and returns the line the user enters. It returns
 // io.EOF at the end of the input or on Ctrl-D on an empty line, and
-// errInterrupted on Ctrl-C. A pasted line counts as typed.
-func (lt *lineTerm) readLine(prompt string) (string, error) {
+// ErrInterrupted on Ctrl-C. A pasted line counts as typed.
+func (lt *LineTerm) ReadLine(prompt string) (string, error) {
 	lt.t.SetPrompt(prompt)
-	lt.resize()
+	lt.Resize()
 	line, err := lt.t.ReadLine()
 	abandoned := lt.abandoned || strings.ContainsRune(line, interruptKey)
 	lt.abandoned = false
@@ -316,20 +326,20 @@ func (lt *lineTerm) readLine(prompt string) (string, error) {
 	case abandoned:
 		// A Ctrl-C in a bracketed paste skips the callback and leaves
 		// interruptKey on the line.
-		return "", errInterrupted
+		return "", ErrInterrupted
 	}
 	return line, nil
 }
 
-// resize tells Terminal the size of the screen.
-func (lt *lineTerm) resize() {
+// Resize tells Terminal the size of the screen.
+func (lt *LineTerm) Resize() {
 	w, h := lt.dimensions()
 	lt.t.SetSize(w, h)
 }
 
-func (lt *lineTerm) dimensions() (width, height int) {
-	if lt.size != nil {
-		if w, h, err := lt.size(); err == nil && w >= 10 {
+func (lt *LineTerm) dimensions() (width, height int) {
+	if lt.Size != nil {
+		if w, h, err := lt.Size(); err == nil && w >= 10 {
 			return w, max(h, 1)
 		}
 	}
@@ -337,21 +347,21 @@ func (lt *lineTerm) dimensions() (width, height int) {
 }
 
 // Add is called by ReadLine with each line it returns.
-func (lt *lineTerm) Add(line string) {
+func (lt *LineTerm) Add(line string) {
 	if !lt.abandoned && !strings.ContainsRune(line, interruptKey) {
-		lt.hist.add(line)
+		lt.hist.Add(line)
 	}
 }
 
 // Len is the number of lines in the history.
-func (lt *lineTerm) Len() int { return len(lt.hist.lines) }
+func (lt *LineTerm) Len() int { return len(lt.hist.lines) }
 
 // At returns a line of the history, 0 being the newest.
-func (lt *lineTerm) At(i int) string { return lt.hist.lines[len(lt.hist.lines)-1-i] }
+func (lt *LineTerm) At(i int) string { return lt.hist.lines[len(lt.hist.lines)-1-i] }
 
 // key is the Terminal's AutoCompleteCallback: Tab completes, interruptKey
 // ends the line with "^C".
-func (lt *lineTerm) key(line string, pos int, key rune) (string, int, bool) {
+func (lt *LineTerm) key(line string, pos int, key rune) (string, int, bool) {
 	switch key {
 	case interruptKey:
 		lt.abandoned = true
@@ -367,12 +377,12 @@ func (lt *lineTerm) key(line string, pos int, key rune) (string, int, bool) {
 // a space unless it ends in '/'), or the candidates' longest common
 // prefix; when that adds nothing, the candidates are listed above the
 // prompt.
-func (lt *lineTerm) completeAt(line string, pos int) (string, int, bool) {
-	if lt.complete == nil {
+func (lt *LineTerm) completeAt(line string, pos int) (string, int, bool) {
+	if lt.Complete == nil {
 		return "", 0, false
 	}
 	head := line[:pos]
-	start, cands, display := lt.complete(head)
+	start, cands, display := lt.Complete(head)
 	if len(cands) == 0 || start < 0 || start > len(head) {
 		return "", 0, false
 	}
