@@ -64,6 +64,7 @@ row() { # package target execs seconds new result
 }
 
 status=0
+mkdir -p "$(dirname "$table")"
 : >"$table"
 row package target executions seconds new result
 row --- --- ---: ---: ---: ---
