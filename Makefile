@@ -56,12 +56,17 @@ vet:
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# Runs every fuzz target for FUZZTIME each (go test -fuzztime: 30s, 10m,
-# or 1000000x) and prints the executions per target; crashers stay in the
-# packages' testdata/fuzz corpora.
+# Runs every fuzz target, one at a time, for FUZZTIME each (go test
+# -fuzztime: 30s, 10m, or 10000000x executions) and prints a table of
+# executions, seconds, new corpus entries and result per target, also
+# written to FUZZTABLE. Crashes land in the packages' testdata/fuzz
+# corpora. FUZZ_ONLY, FUZZ_SKIP, FUZZ_PARALLEL and FUZZ_CAP (see
+# scripts/fuzz.sh) narrow or bound the run; docs/fuzzing.md has the
+# numbers of a real one.
 FUZZTIME ?= 30s
+FUZZTABLE ?= bin/fuzz-table.md
 fuzz:
-	scripts/fuzz.sh $(FUZZTIME)
+	scripts/fuzz.sh $(FUZZTIME) $(FUZZTABLE)
 
 # Serves a fresh directory, copies a 512 MiB file up and back with ferry
 # cp, checks the checksums and prints the rates.

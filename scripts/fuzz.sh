@@ -1,18 +1,49 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the module for a given time each and prints a
-# table of executions per target. Found crashes stay in each package's
-# testdata/fuzz directory (the corpus), where go test replays them.
+# Runs every fuzz target of the module, one at a time, and prints a table
+# of executions, seconds, new corpus entries and result per target. Found
+# crashes stay in each package's testdata/fuzz directory, where go test
+# replays them; the generated corpus stays in $(go env GOCACHE)/fuzz.
 #
-#   scripts/fuzz.sh [TIME]      TIME per target, as go test -fuzztime takes
-#                               it: 30s (default), 10m, or 1000000x
-#   FUZZ_ONLY=regexp scripts/fuzz.sh 5m    only the targets whose package
-#                               path or name matches
+#   scripts/fuzz.sh [TIME [TABLE]]
+#       TIME   per target, as go test -fuzztime takes it: 30s (default),
+#              10m, or 10000000x (a number of executions)
+#       TABLE  a file that receives the table too (Markdown)
+#
+#   Environment:
+#       FUZZ_ONLY=regexp   only the targets whose package path or name
+#                          matches
+#       FUZZ_PARALLEL=n    fuzzing workers per target (go test -parallel;
+#                          default: GOMAXPROCS)
+#       FUZZ_SKIP=regexp   leave out the targets whose package path or name
+#                          matches
+#       FUZZ_LOGS=dir      keep each target's go test output in dir
+#       FUZZ_CAP=duration  stop a target after this wall time even if TIME
+#                          is not reached (timeout(1) syntax: 90s, 20m); the
+#                          row then says "capped"
+#
+#   nice -n 19 scripts/fuzz.sh 10000000x fuzz.md    what docs/fuzzing.md ran
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime=${1:-30s}
+table=${2:-/dev/null}
 only=${FUZZ_ONLY:-.}
-log=$(mktemp -d)
-trap 'rm -rf "$log"' EXIT
+skip=${FUZZ_SKIP:-^$}
+if [ -n "${FUZZ_LOGS:-}" ]; then
+	log=$FUZZ_LOGS
+	mkdir -p "$log"
+else
+	log=$(mktemp -d)
+	trap 'rm -rf "$log"' EXIT
+fi
+
+parallel=()
+if [ -n "${FUZZ_PARALLEL:-}" ]; then
+	parallel=(-parallel "$FUZZ_PARALLEL")
+fi
+capped=()
+if [ -n "${FUZZ_CAP:-}" ]; then
+	capped=(timeout -s INT -k 30s "$FUZZ_CAP")
+fi
 
 # Each target as "package<TAB>FuzzName".
 mapfile -t targets < <(
@@ -21,27 +52,46 @@ mapfile -t targets < <(
 			sed 's/^func //' | while read -r name; do
 				printf '%s\t%s\n' "$(go list "$dir")" "$name"
 			done
-	done | grep -E -- "$only" || true
+	done | grep -E -- "$only" | grep -E -v -- "$skip" || true
 )
 if [ ${#targets[@]} -eq 0 ]; then
 	echo "fuzz: no fuzz target matches $only" >&2
 	exit 2
 fi
 
+row() { # package target execs seconds new result
+	printf '| %-28s | %-26s | %12s | %7s | %5s | %s |\n' "$@" | tee -a "$table"
+}
+
 status=0
-printf '%-45s %-34s %14s %s\n' package target executions result
+mkdir -p "$(dirname "$table")"
+: >"$table"
+row package target executions seconds new result
+row --- --- ---: ---: ---: ---
 for t in "${targets[@]}"; do
 	pkg=${t%%$'\t'*}
 	name=${t#*$'\t'}
 	out="$log/$name.log"
 	result=ok
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >"$out" 2>&1; then
-		result="FAILED (see $pkg testdata/fuzz/$name)"
+	start=$SECONDS
+	rc=0
+	"${capped[@]}" go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -timeout 0 \
+		"${parallel[@]}" "$pkg" >"$out" 2>&1 || rc=$?
+	if [ $rc -eq 124 ] && [ ${#capped[@]} -gt 0 ]; then
+		# timeout(1) stopped it (SIGINT: go test ends the run cleanly).
+		result="capped at ${FUZZ_CAP}"
+	elif [ $rc -ne 0 ]; then
+		found=$(grep -o 'testdata/fuzz/[^ ]*' "$out" | head -1 || true)
+		result="FAILED: ${found:-exit status $rc}"
 		status=1
-		tail -20 "$out" >&2
+		tail -30 "$out" >&2
 	fi
-	# The last progress line carries the total: "execs: N (…/sec)".
-	execs=$(grep -o 'execs: [0-9]*' "$out" | tail -1 | awk '{print $2}')
-	printf '%-45s %-34s %14s %s\n' "${pkg#github.com/ferrygrid/ferry/}" "$name" "${execs:-?}" "$result"
+	# The last progress line carries the totals: "fuzz: elapsed: 12s,
+	# execs: N (…/sec), new interesting: K (total: M)".
+	last=$(grep 'fuzz: elapsed:.*execs:' "$out" | tail -1 || true)
+	execs=$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' <<<"$last")
+	fresh=$(sed -n 's/.*new interesting: \([0-9]*\).*/\1/p' <<<"$last")
+	row "${pkg#github.com/ferrygrid/ferry/}" "$name" "${execs:-?}" \
+		"$((SECONDS - start))" "${fresh:-?}" "$result"
 done
 exit $status

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/lineterm"
 	"github.com/ferrygrid/ferry/internal/progress"
 	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/internal/wire"
@@ -299,7 +300,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 // interactive reads command lines on the terminal in with line editing
-// (shellterm.go) until quit or EOF.
+// (internal/lineterm) until quit or EOF.
 func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string) error {
 	fd := fileFd(in)
 	restore, err := makeRaw(fd)
@@ -310,28 +311,28 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 	defer restore()
 	s.interactiveMode = true
 
-	keys := newKeyReader(in, s.interrupt)
-	defer keys.stop()
+	keys := lineterm.NewKeyReader(in, s.interrupt)
+	defer keys.Stop()
 	// The editor draws on the terminal: standard output, or standard
 	// error when output goes to a file.
 	screen := s.env.stdout
 	if tty, _ := terminal(screen); !tty {
 		screen = s.env.stderr
 	}
-	hist := newHistory(shellHistoryMax)
-	lt := newLineTerm(keys, screen, hist)
-	lt.size = func() (int, int, error) { return term.GetSize(fd) }
-	lt.complete = func(head string) (int, []string, []string) {
+	hist := lineterm.NewHistory(shellHistoryMax)
+	lt := lineterm.NewLineTerm(keys, screen, hist)
+	lt.Size = func() (int, int, error) { return term.GetSize(fd) }
+	lt.Complete = func(head string) (int, []string, []string) {
 		// What completion prints (a lost connection) goes above the
 		// prompt.
 		saved := s.env
 		e := *saved
-		e.stdout, e.stderr = lt.t, lt.t
+		e.stdout, e.stderr = lt.Terminal(), lt.Terminal()
 		s.env = &e
 		defer func() { s.env = saved }()
 		return s.complete(ctx, head)
 	}
-	defer watchResize(lt.resize)()
+	defer watchResize(lt.Resize)()
 	if historyFile == "" {
 		if home, err := os.UserHomeDir(); err == nil {
 			historyFile = filepath.Join(home, ".ferry_history")
@@ -341,32 +342,32 @@ func (s *shell) interactive(ctx context.Context, in *os.File, historyFile string
 		historyFile = ""
 	}
 	if historyFile != "" {
-		if err := hist.load(historyFile); err != nil {
+		if err := hist.Load(historyFile); err != nil {
 			fmt.Fprintf(s.env.stderr, "history: %v\n", err)
 		}
 		defer func() {
-			if err := hist.save(historyFile); err != nil {
+			if err := hist.Save(historyFile); err != nil {
 				fmt.Fprintf(s.env.stderr, "history: %v\n", err)
 			}
 		}()
 	}
 	fmt.Fprintln(s.env.stdout, "ferry shell: type 'help' for the commands, Tab completes, Ctrl-D leaves.")
 	// Pasted text is taken as typed, without completing at its tabs.
-	lt.t.SetBracketedPasteMode(true)
-	defer lt.t.SetBracketedPasteMode(false)
+	lt.Terminal().SetBracketedPasteMode(true)
+	defer lt.Terminal().SetBracketedPasteMode(false)
 	for ctx.Err() == nil {
-		line, err := lt.readLine(s.prompt())
+		line, err := lt.ReadLine(s.prompt())
 		switch {
-		case errors.Is(err, errInterrupted):
+		case errors.Is(err, lineterm.ErrInterrupted):
 			continue
 		case err == io.EOF:
 			return nil
 		case err != nil:
 			return err
 		}
-		keys.busy.Store(true)
+		keys.Busy.Store(true)
 		quit, _ := s.execute(ctx, line)
-		keys.busy.Store(false)
+		keys.Busy.Store(false)
 		if quit {
 			return nil
 		}

@@ -18,7 +18,7 @@ import (
 // completionTimeout bounds the listing a Tab may wait for.
 const completionTimeout = 10 * time.Second
 
-// complete is the shell's completer (shellterm.go).
+// complete is the shell's completer (internal/lineterm).
 func (s *shell) complete(ctx context.Context, head string) (int, []string, []string) {
 	start, word, index := partialWord(head)
 	kind := compCommand

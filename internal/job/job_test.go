@@ -528,7 +528,7 @@ func TestParseList(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("globus-url-copy's dump file: %+v, %v; want %+v", got, err, want)
 	}
-	for _, bad := range []string{"one\n", "a b c\n", "a b 0,-1 c\n", "a b 0,-1 x=1; d\n", "\"a b\n", "\"a\"b c\n"} {
+	for _, bad := range []string{"one\n", "a b c\n", "a b 0,-1 c\n", "a b 0,-1 x=1; d\n", "\"a b\n", "\"a\"b c\n", "a\"b c\n", "00 0\"\n"} {
 		if _, err := ParseList(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -63,7 +63,8 @@ func gctDumpExtras(extra []string) bool {
 
 // splitQuoted splits a line at blanks, keeping double-quoted fields
 // whole (the quotes are removed; there are no escapes, as in
-// globus-url-copy).
+// globus-url-copy). A quote elsewhere than at the start of a field is an
+// error.
 func splitQuoted(line string) ([]string, error) {
 	var out []string
 	for i := 0; i < len(line); {
@@ -83,6 +84,11 @@ func splitQuoted(line string) ([]string, error) {
 		default:
 			j := i
 			for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+				if line[j] == '"' {
+					// A quote opens a field only at its start; a URL
+					// writes one as %22.
+					return nil, fmt.Errorf("a quote inside a field")
+				}
 				j++
 			}
 			out = append(out, line[i:j])

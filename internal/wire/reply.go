@@ -43,7 +43,9 @@ func (r Reply) Class() int { return r.Code / 100 }
 // "ddd text\r\n"; a multi-line reply is "ddd-first\r\n", each middle line as
 // " " + line + "\r\n", and "ddd last\r\n". Any CR or LF inside a line's text
 // is replaced by a space, so that text from a peer or a file name cannot
-// inject a reply. A reply without lines is written as "ddd \r\n".
+// inject a reply, and a 0xFF byte is doubled (Telnet's IAC IAC, RFC 854),
+// which LineReader reads back as one. A reply without lines is written as
+// "ddd \r\n".
 func (r Reply) AppendWire(b []byte) []byte {
 	code := fmt.Sprintf("%03d", r.Code)
 	lines := r.Lines
@@ -67,12 +69,16 @@ func (r Reply) AppendWire(b []byte) []byte {
 	return b
 }
 
-// appendSafe appends s to b with CR and LF replaced by spaces.
+// appendSafe appends s to b with CR and LF replaced by spaces and IAC
+// (0xFF) escaped as IAC IAC.
 func appendSafe(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == '\r' || c == '\n' {
+		switch c {
+		case '\r', '\n':
 			c = ' '
+		case telnetIAC:
+			b = append(b, telnetIAC)
 		}
 		b = append(b, c)
 	}

@@ -23,6 +23,8 @@ func TestReplyAppendWire(t *testing.T) {
 		{Reply{550, []string{"/a\r\n250 fake: no such file"}}, "550 /a  250 fake: no such file\r\n"},
 		{Reply{250, []string{"a", "250 injected", "End."}}, "250-a\r\n 250 injected\r\n250 End.\r\n"},
 		{Reply{250, []string{"first\n", "End"}}, "250-first \r\n250 End\r\n"},
+		// A 0xFF byte (in a file name) is Telnet's IAC: doubled.
+		{Reply{257, []string{"\"/d\xff0\" created"}}, "257 \"/d\xff\xff0\" created\r\n"},
 	}
 	for _, tt := range tests {
 		if got := string(tt.r.AppendWire(nil)); got != tt.want {
@@ -32,6 +34,9 @@ func TestReplyAppendWire(t *testing.T) {
 		got, err := NewReplyReader(strings.NewReader(tt.want)).ReadReply()
 		if err != nil || got.Code != tt.r.Code {
 			t.Errorf("re-read %q = %#v, %v", tt.want, got, err)
+		}
+		if tt.r.Code == 257 && (len(got.Lines) != 1 || got.Lines[0] != tt.r.Lines[0]) {
+			t.Errorf("re-read %q = %q, want %q", tt.want, got.Lines, tt.r.Lines)
 		}
 	}
 }
