@@ -537,9 +537,23 @@ func (c *Conn) send(line string) error {
 	if c.krb != nil {
 		return c.sendKrb(line)
 	}
-	c.wbuf = append(append(c.wbuf[:0], line...), '\r', '\n')
+	c.wbuf = append(appendTelnet(c.wbuf[:0], line), '\r', '\n')
 	_, err := c.nc.Write(c.wbuf)
 	return err
+}
+
+// appendTelnet appends line to b as the control connection carries it
+// (RFC 959's Telnet): a 0xFF byte (IAC) doubled, so that a name holding
+// one reaches the server whole.
+func appendTelnet(b []byte, line string) []byte {
+	for {
+		i := strings.IndexByte(line, 0xff)
+		if i < 0 {
+			return append(b, line...)
+		}
+		b = append(append(b, line[:i+1]...), 0xff)
+		line = line[i+1:]
+	}
 }
 
 // verb returns the command word of line, for error messages.
