@@ -156,7 +156,10 @@ func (writerAt) Close() error { return nil }
 // its ReadRangeFrom moves each block from a plain TCP data connection
 // into the file inside the kernel (splice(2), see posix.SpliceAt), at the
 // block's offset; secured connections are copied through a buffer.
-type fileWriter struct{ f *os.File }
+type fileWriter struct {
+	f      *os.File
+	shared *posix.SharedFile // the streams' writes, one at a time
+}
 
 func (w fileWriter) WriteAt(p []byte, off int64) (int, error) { return w.f.WriteAt(p, off) }
 
@@ -165,13 +168,13 @@ func (fileWriter) Close() error { return nil }
 
 // ReadRangeFrom implements dsi.RangeReaderFrom.
 func (w fileWriter) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
-	return posix.SpliceAt(w.f, r, off, n)
+	return w.shared.ReadRangeFrom(r, off, n)
 }
 
 // destination adapts a download's io.WriterAt for the MODE E receiver.
 func destination(w io.WriterAt) dsi.Writer {
 	if f, ok := w.(*os.File); ok {
-		return fileWriter{f}
+		return fileWriter{f, posix.NewSharedFile(f)}
 	}
 	return writerAt{w}
 }

@@ -98,6 +98,9 @@ func (r *Reader) WriteRangeTo(w io.Writer, off, n int64) (int64, error) {
 type Writer struct {
 	f    *os.File // immutable
 	name string   // the DSI name, for errors
+	// mu serializes ReadRangeFrom's writes into f: the streams of a
+	// MODE E upload (see SharedFile).
+	mu sync.Mutex
 }
 
 // WriteAt writes p at off (see [io.WriterAt]).
@@ -122,7 +125,7 @@ func (w *Writer) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
 	if off < 0 {
 		return 0, &Error{Op: "splice", Path: w.name, Kind: dsi.ErrInvalid, Err: errNegativeOffset}
 	}
-	m, err := readRangeAt(w.f, r, off, n)
+	m, err := readRangeAt(w.f, &w.mu, r, off, n)
 	var fe *fileOpError
 	if errors.As(err, &fe) {
 		return m, ioErr(fe.op, w.name, fe.err)
@@ -132,7 +135,7 @@ func (w *Writer) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
 
 // splice is the zero-copy path of ReadRangeFrom.
 func (w *Writer) splice(sc syscall.Conn, off, n int64) (int64, bool, error) {
-	return splice(w.f, sc, off, n)
+	return splice(w.f, &w.mu, sc, off, n)
 }
 
 // ioErr wraps an error of an open file. io.EOF, io.ErrUnexpectedEOF and nil

@@ -3,6 +3,7 @@ package posix
 import (
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -85,7 +86,7 @@ func (r *Reader) sendfile(sc syscall.Conn, off, n int64) (done int64, handled bo
 // until end of stream) and writes them to f at off, with splice(2) through
 // a private pipe. handled is false when the caller should copy the rest
 // itself; the returned count is then what was stored already.
-func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
+func splice(f *os.File, mu *sync.Mutex, sc syscall.Conn, off, n int64) (done int64, handled bool, err error) {
 	sock, err := sc.SyscallConn()
 	if err != nil {
 		return 0, false, nil
@@ -156,28 +157,20 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 				}
 				return
 			}
-			// Pipe → file at an explicit offset.
-			for got > 0 {
-				o := off + done
-				m, e := syscall.Splice(p[0], nil, int(ffd), &o, int(got), spliceMove)
-				if e == syscall.EINTR {
-					continue
-				}
-				if e != nil && unsupported(e) {
-					// The file system cannot take spliced data: copy
-					// what is in the pipe and let the caller go on.
-					m, err = drain(p[0], int(ffd), off+done, got)
-					done += m
-					handled = err != nil
-					return
-				}
-				if e != nil {
-					err = os.NewSyscallError("splice", e)
-					return
-				}
-				got -= m
-				done += m
-				splicedBytes.Add(m)
+			// Pipe → file at an explicit offset, one writer of f at a
+			// time (see SharedFile).
+			if mu != nil {
+				mu.Lock()
+			}
+			m, fallback, ferr := pipeToFile(p[0], int(ffd), off+done, got)
+			if mu != nil {
+				mu.Unlock()
+			}
+			done += m
+			if ferr != nil || fallback {
+				err = ferr
+				handled = !fallback || ferr != nil
+				return
 			}
 		}
 	})
@@ -185,6 +178,29 @@ func splice(f *os.File, sc syscall.Conn, off, n int64) (done int64, handled bool
 		err = cerr
 	}
 	return done, handled, err
+}
+
+// pipeToFile moves the n bytes in the pipe pr to the file fd at off.
+// fallback reports a file system that cannot take spliced data: what was
+// in the pipe was copied (drain) and the caller copies the rest itself.
+func pipeToFile(pr, fd int, off, n int64) (done int64, fallback bool, err error) {
+	for done < n {
+		o := off + done
+		m, e := syscall.Splice(pr, nil, fd, &o, int(n-done), spliceMove)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != nil && unsupported(e) {
+			m, err := drain(pr, fd, off+done, n-done)
+			return done + m, true, err
+		}
+		if e != nil {
+			return done, false, os.NewSyscallError("splice", e)
+		}
+		done += m
+		splicedBytes.Add(m)
+	}
+	return done, false, nil
 }
 
 // rcvLowat is the SO_RCVLOWAT splice sets on a socket while at least that

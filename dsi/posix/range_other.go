@@ -4,6 +4,7 @@ package posix
 
 import (
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -13,6 +14,6 @@ func (r *Reader) sendfile(sc syscall.Conn, off, n int64) (int64, bool, error) {
 }
 
 // splice is Linux-only; elsewhere ReadRangeFrom and SpliceAt always copy.
-func splice(f *os.File, sc syscall.Conn, off, n int64) (int64, bool, error) {
+func splice(f *os.File, mu *sync.Mutex, sc syscall.Conn, off, n int64) (int64, bool, error) {
 	return 0, false, nil
 }
