@@ -129,15 +129,8 @@ func (s *Session) Connect(ctx context.Context) (*Conn, error) {
 		if late || ctx.Err() != nil || !retryable(err, false) {
 			return nil, err
 		}
-		if pol.OnRetry != nil {
-			pol.OnRetry(attempt, err, wait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
-		case <-t.C:
+		if werr := pol.pause(ctx, attempt, err, wait); werr != nil {
+			return nil, werr
 		}
 		wait = nextWait(wait, pol.MaxInterval)
 		if c, err = s.Conn(ctx); err == nil {
@@ -216,21 +209,30 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 			}
 			return total, err
 		}
-		if pol.OnRetry != nil {
-			pol.OnRetry(attempt, err, wait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return total, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
-		case <-t.C:
+		if werr := pol.pause(ctx, attempt, err, wait); werr != nil {
+			return total, werr
 		}
 		wait = nextWait(wait, pol.MaxInterval)
 	}
 }
 
 // nextWait is the wait after wait: twice as long, at most maxWait, without
+// pause announces the retry after err (OnRetry) and waits wait; it
+// returns err with ctx's cause when ctx ends first.
+func (pol RetryPolicy) pause(ctx context.Context, attempt int, err error, wait time.Duration) error {
+	if pol.OnRetry != nil {
+		pol.OnRetry(attempt, err, wait)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+	case <-t.C:
+		return nil
+	}
+}
+
 // overflowing.
 func nextWait(wait, maxWait time.Duration) time.Duration {
 	if wait > maxWait/2 {
