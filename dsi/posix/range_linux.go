@@ -240,8 +240,10 @@ func (p splicePipe) close() {
 
 // idlePipes keeps empty pipes between blocks: a pipe per block would cost
 // pipe2, fcntl and two closes (and a fresh 1 MiB ring) per MiB moved.
-// Enough for the streams of a few transfers at once; more are closed.
-var idlePipes = make(chan splicePipe, 64)
+// Enough for the streams of a transfer or two; more are closed. An idle
+// 1 MiB pipe counts against the account's pipe quota
+// (pipe-user-pages-soft, 64 MiB by default): 16 keep a quarter of it.
+var idlePipes = make(chan splicePipe, 16)
 
 // pipesMade counts the pipes getPipe has made (tests).
 var pipesMade atomic.Int64

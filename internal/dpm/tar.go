@@ -133,6 +133,21 @@ func tarName(n string) (string, error) {
 	return path.Clean("/" + n), nil
 }
 
+// tarBlock is tar's block size.
+const tarBlock = 512
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // tarUnpack stores a tar stream in the directory env.Path (ESTO), which
 // is made when missing. Only directories and regular files are made,
 // through a sub-tree of the storage rooted at the target (dsi.Sub), so
@@ -157,20 +172,29 @@ func tarUnpack(ctx context.Context, env Env, src io.Reader) error {
 	if err != nil {
 		return err
 	}
-	tr := tar.NewReader(src)
+	// The archive must end with its end-of-archive block(s): archive/tar
+	// also reports io.EOF for a stream that stops between two entries,
+	// which a sender cut short (killed, or its connection dropped) sends.
+	cr := &countingReader{r: src}
+	tr := tar.NewReader(cr)
 	made := map[string]bool{"/": true}
 	var total int64
+	var entryEnd int64 // where the last entry's padded data ends in the stream
 	for entries := 0; ; entries++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		h, err := tr.Next()
 		if err == io.EOF {
+			if cr.n-entryEnd < tarBlock {
+				return corrupt("tar", errors.New("the archive ends without its end-of-archive block: cut short"))
+			}
 			return nil
 		}
 		if err != nil {
 			return corrupt("tar", err)
 		}
+		entryEnd = cr.n + (h.Size+tarBlock-1)/tarBlock*tarBlock
 		if entries >= env.Limits.maxEntries() {
 			return fmt.Errorf("%w: more than %d entries", ErrLimit, env.Limits.maxEntries())
 		}

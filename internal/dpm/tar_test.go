@@ -209,3 +209,42 @@ func FuzzTarUnpack(f *testing.F) {
 		}
 	})
 }
+
+// TestTarCutBetweenEntries: a stream that stops between two entries, with
+// no end-of-archive block, is refused (archive/tar reads it as a clean
+// end); one end block is enough, and the two a tar writer puts are fine.
+func TestTarCutBetweenEntries(t *testing.T) {
+	whole := mkTar(t, []entry{{name: "a", body: strings.Repeat("A", 700)}, {name: "b", body: "bee"}})
+	// The end of entry a: its header, a PAX header, its data padded to
+	// blocks: find it by writing a alone without closing.
+	var one bytes.Buffer
+	tw := tar.NewWriter(&one)
+	if err := tw.WriteHeader(&tar.Header{Name: "a", Typeflag: tar.TypeReg, Size: 700, Mode: 0o644, Format: tar.FormatPAX}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(strings.Repeat("A", 700)))
+	tw.Flush()
+	cut := one.Len()
+	if !bytes.Equal(whole[:cut], one.Bytes()) {
+		t.Fatal("the archive does not start with entry a as written alone")
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"whole", whole, nil},
+		{"end blocks and padding stripped", bytes.TrimRight(whole, "\x00"), ErrCorrupt},
+		{"cut after a", whole[:cut], ErrCorrupt},
+		{"cut after a, one end block", append(append([]byte{}, whole[:cut]...), make([]byte, tarBlock)...), nil},
+		{"empty stream", nil, ErrCorrupt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := memory.New()
+			err := chain(t, `tar="" /x`, true).Store(context.Background(), Env{Storage: st, Path: "/target"}, bytes.NewReader(c.data))
+			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("ESTO tar: %v; want %v", err, c.want)
+			}
+		})
+	}
+}
