@@ -208,6 +208,9 @@ func ParseLISTLine(line string, now time.Time) (Entry, error) {
 			if n, target, ok := strings.Cut(name, " -> "); ok {
 				name, e.Slink = n, target
 			}
+			if name == "" { // " -> target": a link without a name
+				return bad("name")
+			}
 		}
 		e.Name = name
 		return e, nil
