@@ -110,14 +110,7 @@ func (s *Session) Connect(ctx context.Context) (*Conn, error) {
 	if err == nil || s.Retry.Retries <= 0 {
 		return c, err
 	}
-	pol := s.Retry
-	if pol.Interval <= 0 {
-		pol.Interval = DefaultRetryInterval
-	}
-	if pol.MaxInterval <= 0 {
-		pol.MaxInterval = DefaultMaxRetryInterval
-	}
-	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
+	pol := s.Retry.withDefaults()
 	if pol.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
@@ -168,13 +161,7 @@ type attemptFunc func(ctx context.Context, c *Conn, attempt int, prog func(Progr
 // run runs attempts until one succeeds or the policy gives up, and
 // returns the bytes moved by all of them.
 func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progress), userInterval time.Duration, f attemptFunc) (int64, error) {
-	if pol.Interval <= 0 {
-		pol.Interval = DefaultRetryInterval
-	}
-	if pol.MaxInterval <= 0 {
-		pol.MaxInterval = DefaultMaxRetryInterval
-	}
-	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
+	pol = pol.withDefaults()
 	if pol.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, pol.Timeout, ErrRetryTimeout)
@@ -217,6 +204,18 @@ func (s *Session) run(ctx context.Context, pol RetryPolicy, userProg func(Progre
 }
 
 // nextWait is the wait after wait: twice as long, at most maxWait, without
+// withDefaults fills in the intervals pol leaves at zero.
+func (pol RetryPolicy) withDefaults() RetryPolicy {
+	if pol.Interval <= 0 {
+		pol.Interval = DefaultRetryInterval
+	}
+	if pol.MaxInterval <= 0 {
+		pol.MaxInterval = DefaultMaxRetryInterval
+	}
+	pol.MaxInterval = max(pol.MaxInterval, pol.Interval)
+	return pol
+}
+
 // pause announces the retry after err (OnRetry) and waits wait; it
 // returns err with ctx's cause when ctx ends first.
 func (pol RetryPolicy) pause(ctx context.Context, attempt int, err error, wait time.Duration) error {

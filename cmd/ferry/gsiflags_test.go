@@ -56,19 +56,7 @@ func TestR9MixedPairDropsDCAUForAllPairs(t *testing.T) {
 // copy's STOR and DCAU A before the other two, whatever order they run in.
 func TestMixedPairDCAUPerTransferGCT(t *testing.T) {
 	t.Setenv("FERRY_HISTORY", "")
-	s1 := startGSI(t, nil, nil)
-	s2 := startGSI(t, s1.pki, nil)
-	f := startFerrySrv(t)
-	data := randomData(t, 64<<10)
-	gctgsi.WriteFile(t, s1.pki, filepath.Join(s1.dir, "a"), data)
-	if err := os.WriteFile(filepath.Join(f.dir, "p"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	list := filepath.Join(t.TempDir(), "list")
-	lines := fmt.Sprintf("%s/a %s/a\n%s/p %s/p\n%s/a %s/a2\n", s1.url, s2.url, f.url, s2.url, s1.url, s2.url)
-	if err := os.WriteFile(list, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, s2, _, list, data := mixedPairList(t, 64<<10)
 	code, _, stderr := runGUCOut(t, "-dbg", "-f", list)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
@@ -104,4 +92,27 @@ func TestMixedPairDCAUPerTransferGCT(t *testing.T) {
 			t.Errorf("STOR %s under DCAU %q, want %s (all: %v)", n, got[n], w, got)
 		}
 	}
+}
+
+// mixedPairList starts two GCT GSI servers of one PKI and a plain Ferry
+// server, gives the first GCT server "a" and the Ferry server "p" (size
+// bytes each), and writes a -f list of three third-party copies to the
+// second GCT server: a GSI pair, the mixed pair (plain source), and a GSI
+// pair again; data is the contents of both files.
+func mixedPairList(t *testing.T, size int) (s1, s2 gsiServer, f *ferrySrv, list string, data []byte) {
+	t.Helper()
+	s1 = startGSI(t, nil, nil)
+	s2 = startGSI(t, s1.pki, nil)
+	f = startFerrySrv(t)
+	data = randomData(t, size)
+	gctgsi.WriteFile(t, s1.pki, filepath.Join(s1.dir, "a"), data)
+	if err := os.WriteFile(filepath.Join(f.dir, "p"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list = filepath.Join(t.TempDir(), "list")
+	lines := fmt.Sprintf("%s/a %s/a\n%s/p %s/p\n%s/a %s/a2\n", s1.url, s2.url, f.url, s2.url, s1.url, s2.url)
+	if err := os.WriteFile(list, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s1, s2, f, list, data
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/ferrygrid/ferry/internal/testutil/gctgsi"
 	hist "github.com/ferrygrid/ferry/internal/history"
 )
 
@@ -17,19 +14,7 @@ import (
 func TestMixedPairDCAURecorded(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")
 	t.Setenv("FERRY_HISTORY", db)
-	s1 := startGSI(t, nil, nil)
-	s2 := startGSI(t, s1.pki, nil)
-	f := startFerrySrv(t)
-	data := randomData(t, 16<<10)
-	gctgsi.WriteFile(t, s1.pki, filepath.Join(s1.dir, "a"), data)
-	if err := os.WriteFile(filepath.Join(f.dir, "p"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	list := filepath.Join(t.TempDir(), "list")
-	lines := fmt.Sprintf("%s/a %s/a\n%s/p %s/p\n%s/a %s/a2\n", s1.url, s2.url, f.url, s2.url, s1.url, s2.url)
-	if err := os.WriteFile(list, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, _, _, list, _ := mixedPairList(t, 16<<10)
 	if code, _, stderr := runGUCOut(t, "-f", list); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
