@@ -52,6 +52,7 @@ type multiReader struct {
 	bytes int64         // of the spans fetched, and what arrived of one that failed
 	busy  time.Duration // fetching spans
 	err   error         // why it stopped, nil when it ran out of spans
+	done  bool          // it stopped
 }
 
 func (r *multiReader) rate() float64 {
@@ -111,6 +112,17 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 			fmt.Fprintf(e.stderr, "ferry %s: %s\n", lc.name, s)
 		}
 	}
+	// busyRate is the sum of the measured rates of the readers still
+	// running; the caller holds mu.
+	busyRate := func() float64 {
+		var sum float64
+		for _, r := range readers {
+			if !r.done {
+				sum += r.rate()
+			}
+		}
+		return sum
+	}
 	start := time.Now()
 	// run reads spans from one replica after another until none is left
 	// or no replica is left to start.
@@ -127,9 +139,9 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 			active++
 			readers = append(readers, r)
 			mu.Unlock()
-			err := lc.readSpans(ctx, r, split, tmp, first, &mu, cond, &active)
+			err := lc.readSpans(ctx, r, split, tmp, first, &mu, cond, &active, busyRate)
 			mu.Lock()
-			r.err = err
+			r.err, r.done = err, true
 			active--
 			cond.Broadcast()
 			mu.Unlock()
@@ -164,8 +176,10 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 	if left := split.Left(); left > 0 {
 		return fmt.Errorf("%s: every replica failed with %d of %d bytes to go; the last: %s", replica.Format(en.LFN), left, en.Size, failures[len(failures)-1])
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
+	if f.fsync {
+		if err := tmp.Sync(); err != nil {
+			return err
+		}
 	}
 	sum, err := localSum(ctx, tmp.Name(), en.Alg)
 	if err != nil {
@@ -209,7 +223,7 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 // one of them fails on comes back for it. active counts the readers
 // busy, and cond (of mu) signals a change of it or of split.
 func (lc *lfnCopy) readSpans(ctx context.Context, r *multiReader, split *replica.Splitter, w io.WriterAt, first int64,
-	mu *sync.Mutex, cond *sync.Cond, active *int) error {
+	mu *sync.Mutex, cond *sync.Cond, active *int, busyRate func() float64) error {
 	l := importLocation(r.src)
 	conn, err := connect(ctx, l, clientOptions{active: lc.f.active, gsi: lc.f.gsi})
 	if err != nil {
@@ -222,9 +236,11 @@ func (lc *lfnCopy) readSpans(ctx context.Context, r *multiReader, split *replica
 		var sp replica.Span
 		var ok bool
 		for {
-			// At most an even share of what is left, so that a slow
-			// replica does not take the whole tail of the file.
-			share := max(split.Left()/int64(max(*active, 1)), replica.MinChunk)
+			// At most r's share of what is left, in proportion to its
+			// rate among the busy readers, so that all of them finish
+			// together: an even share would leave the fast replicas
+			// idle while a slow one fetches the tail of the file.
+			share := replica.TailShare(split.Left(), rate, busyRate(), *active)
 			if sp, ok = split.Take(min(replica.ChunkFor(rate, multiTarget, first), share)); ok {
 				break
 			}

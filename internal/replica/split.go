@@ -91,6 +91,20 @@ func ChunkFor(rate float64, target time.Duration, first int64) int64 {
 	return min(max(n, MinChunk), MaxChunk)
 }
 
+// TailShare is the most a reader measured at rate bytes a second should
+// take of the left bytes not yet taken, when the rates of the readers
+// still running (its own included) sum to total and active of them are
+// busy: its share in proportion to its rate, so that all finish at about
+// the same time, or an even share while its rate is not known; never
+// less than MinChunk.
+func TailShare(left int64, rate, total float64, active int) int64 {
+	share := left / int64(max(active, 1))
+	if rate > 0 && total >= rate {
+		share = int64(float64(left) * (rate / total))
+	}
+	return max(share, MinChunk)
+}
+
 // Written records the byte ranges of a span a reader has written, so
 // that a span that fails is given back without what arrived: a reader
 // that dies costs the others at most the blocks it had in flight. It is

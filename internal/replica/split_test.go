@@ -26,6 +26,32 @@ func TestChunkFor(t *testing.T) {
 	}
 }
 
+func TestTailShare(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		name   string
+		left   int64
+		rate   float64
+		total  float64
+		active int
+		want   int64
+	}{
+		{"rate unknown: an even share", 90 * mib, 0, 0, 3, 30 * mib},
+		{"rate unknown, others measured", 90 * mib, 0, 50e6, 3, 30 * mib},
+		{"a seventh of the rate, a seventh of the rest", 70 * mib, 100, 700, 3, 10 * mib},
+		{"four sevenths", 70 * mib, 400, 700, 3, 40 * mib},
+		{"alone", 70 * mib, 400, 400, 1, 70 * mib},
+		{"never under MinChunk", 2 * mib, 100, 700, 3, MinChunk},
+		{"total not counting the reader: an even share", 60 * mib, 400, 100, 2, 30 * mib},
+		{"nothing left", 0, 100, 700, 3, MinChunk},
+	}
+	for _, tt := range tests {
+		if got := TailShare(tt.left, tt.rate, tt.total, tt.active); got != tt.want {
+			t.Errorf("%s: TailShare(%d, %v, %v, %d) = %d, want %d", tt.name, tt.left, tt.rate, tt.total, tt.active, got, tt.want)
+		}
+	}
+}
+
 // TestSplitter takes spans of different sizes from several goroutines,
 // gives some back, and checks that every byte is handed out exactly
 // once in the end.
