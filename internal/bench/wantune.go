@@ -276,8 +276,8 @@ func RowLabel(row TuneRow) string {
 // Plan returns the cells the rows run as planned, for -list and the
 // estimate: per row (b) and its repeats, the search's budget of hand
 // cells (the coarse ones, then a refinement as it might go), the
-// winner's re-runs, the fillers as if every hand cell was recorded, (c)
-// and its repeats and, with gct, (d).
+// fillers as if every hand cell was recorded, the winner's re-runs and
+// (c) with its repeats taking turns and, with gct, (d).
 func (s TuneSpec) Plan(gct bool) []WANCell {
 	var out []WANCell
 	for _, row := range s.Rows {
@@ -295,16 +295,17 @@ func (s TuneSpec) Plan(gct bool) []WANCell {
 			// so that the plan also shows a refinement.
 			tried = append(tried, TuneTrial{set, float64(len(tried) + 1)})
 		}
-		if best, ok := BestTrial(tried); ok {
-			for range s.Remeasure {
-				out = append(out, s.Cell(row, RoleRemeasure, best.TuneSetting))
-			}
-		}
 		for range max(s.HistoryTarget-len(tried), 0) {
 			out = append(out, s.Cell(row, RoleFiller, TuneSetting{}))
 		}
-		for range 1 + s.Repeat {
-			out = append(out, s.Cell(row, RoleHistory, TuneSetting{}))
+		best, haveBest := BestTrial(tried)
+		for i := range max(s.Remeasure, 1+s.Repeat) {
+			if haveBest && i < s.Remeasure {
+				out = append(out, s.Cell(row, RoleRemeasure, best.TuneSetting))
+			}
+			if i < 1+s.Repeat {
+				out = append(out, s.Cell(row, RoleHistory, TuneSetting{}))
+			}
 		}
 		if gct {
 			out = append(out, s.Cell(row, RoleGCT, TuneSetting{}))
@@ -487,7 +488,8 @@ func (t *tuneRun) run(ctx context.Context, c WANCell) (WANResult, error) {
 	return res, nil
 }
 
-// runRow runs a row: (b), (a), the fillers, (c), (d).
+// runRow runs a row: (b), (a), the fillers, a′ and (c) taking turns,
+// (d).
 func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB string) error {
 	spec := t.cfg.Spec
 	t.rows = append(t.rows, TuneRowResult{Row: row, Records: -1})
@@ -537,21 +539,6 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 		report()
 	}
 
-	// Run the winner again, recorded in a history of its own: (c)'s
-	// history holds what the search did, no more.
-	if best, ok := BestTrial(tried); ok {
-		for range spec.Remeasure {
-			c := spec.Cell(row, RoleRemeasure, best.TuneSetting)
-			c.History = gridDB + ".again"
-			res, err := t.run(ctx, c)
-			if err != nil {
-				return err
-			}
-			cur.Remeasured = append(cur.Remeasured, res)
-			report()
-		}
-	}
-
 	// Fill the history to HistoryTarget successful records, one short
 	// transfer at a time; stop if one adds none (a client that does not
 	// record).
@@ -573,24 +560,42 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	}
 	cur.Records = n
 
-	c = spec.Cell(row, RoleHistory, TuneSetting{})
-	c.History = gridDB
-	var last int64
-	if rec := newRecord(ctx, gridDB, 0); rec != nil {
-		last = rec.ID
-	}
-	if cur.Hist, err = t.run(ctx, c); err != nil {
-		return err
-	}
-	cur.HistRec = newRecord(ctx, gridDB, last)
-	report()
-	for range spec.Repeat {
-		// On the same history, which now holds (c)'s records too.
-		res, err := t.run(ctx, c)
+	// (a)'s winner again (a′, the reference of the ratios) and (c),
+	// taking turns, so that a drift of the machine over the row weighs
+	// on both alike. a′ is recorded in a history of its own: (c)'s
+	// history holds what the search did, the fillers and (c)'s own runs.
+	best, haveBest := BestTrial(tried)
+	hc := spec.Cell(row, RoleHistory, TuneSetting{})
+	hc.History = gridDB
+	for i := range max(spec.Remeasure, 1+spec.Repeat) {
+		if haveBest && i < spec.Remeasure {
+			c := spec.Cell(row, RoleRemeasure, best.TuneSetting)
+			c.History = gridDB + ".again"
+			res, err := t.run(ctx, c)
+			if err != nil {
+				return err
+			}
+			cur.Remeasured = append(cur.Remeasured, res)
+			report()
+		}
+		if i >= 1+spec.Repeat {
+			continue
+		}
+		var last int64
+		if rec := newRecord(ctx, gridDB, 0); rec != nil {
+			last = rec.ID
+		}
+		res, err := t.run(ctx, hc)
 		if err != nil {
 			return err
 		}
-		cur.HistMore = append(cur.HistMore, res)
+		if i == 0 {
+			// The first on the history as the fillers left it.
+			cur.Hist, cur.HistRec = res, newRecord(ctx, gridDB, last)
+		} else {
+			// On the same history, which now holds (c)'s records too.
+			cur.HistMore = append(cur.HistMore, res)
+		}
 		report()
 	}
 
