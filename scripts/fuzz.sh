@@ -20,6 +20,13 @@
 #       FUZZ_CAP=duration  stop a target after this wall time even if TIME
 #                          is not reached (timeout(1) syntax: 90s, 20m); the
 #                          row then says "capped"
+#       FUZZ_LEDGER=file   a CSV of every run (date, commit, package, target,
+#                          executions, seconds, result), appended to: with
+#                          TIME a number of executions (10000000x), each
+#                          target runs only what it still lacks of that
+#                          number over all the runs in the file, the least
+#                          fuzzed first, and one that has it all is left
+#                          out (scripts/fuzz-totals.sh prints the totals)
 #
 #   nice -n 19 scripts/fuzz.sh 10000000x fuzz.md    what docs/fuzzing.md ran
 set -euo pipefail
@@ -59,6 +66,28 @@ if [ ${#targets[@]} -eq 0 ]; then
 	exit 2
 fi
 
+# With a ledger and a goal in executions: what each target has had so far.
+ledger=${FUZZ_LEDGER:-}
+goal=
+declare -A had=()
+if [ -n "$ledger" ]; then
+	[ -f "$ledger" ] || echo "date,commit,package,target,executions,seconds,result" >"$ledger"
+	if [[ $fuzztime =~ ^([0-9]+)x$ ]]; then
+		goal=${BASH_REMATCH[1]}
+		while IFS=, read -r pkg name n; do
+			had[$pkg/$name]=$n
+		done < <(awk -F, 'NR > 1 && $5 ~ /^[0-9]+$/ { n[$3 "," $4] += $5 } END { for (k in n) print k "," n[k] }' "$ledger")
+		mapfile -t targets < <(
+			for t in "${targets[@]}"; do
+				pkg=${t%%$'\t'*}
+				name=${t#*$'\t'}
+				printf '%s\t%s\n' "${had[${pkg#github.com/ferrygrid/ferry/}/$name]:-0}" "$t"
+			done | sort -n -s -k1,1 | cut -f2-
+		)
+	fi
+fi
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo -)
+
 row() { # package target execs seconds new result
 	printf '| %-28s | %-26s | %12s | %7s | %5s | %s |\n' "$@" | tee -a "$table"
 }
@@ -75,7 +104,16 @@ for t in "${targets[@]}"; do
 	result=ok
 	start=$SECONDS
 	rc=0
-	"${capped[@]}" go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -timeout 0 \
+	ftime=$fuzztime
+	if [ -n "$goal" ]; then
+		left=$((goal - ${had[${pkg#github.com/ferrygrid/ferry/}/$name]:-0}))
+		if [ $left -le 0 ]; then
+			row "${pkg#github.com/ferrygrid/ferry/}" "$name" 0 0 0 "has its ${goal} in the ledger"
+			continue
+		fi
+		ftime=${left}x
+	fi
+	"${capped[@]}" go test -run '^$' -fuzz "^${name}\$" -fuzztime "$ftime" -timeout 0 \
 		"${parallel[@]}" "$pkg" >"$out" 2>&1 || rc=$?
 	if [ $rc -eq 124 ] && [ ${#capped[@]} -gt 0 ]; then
 		# timeout(1) stopped it (SIGINT: go test ends the run cleanly).
@@ -93,5 +131,9 @@ for t in "${targets[@]}"; do
 	fresh=$(sed -n 's/.*new interesting: \([0-9]*\).*/\1/p' <<<"$last")
 	row "${pkg#github.com/ferrygrid/ferry/}" "$name" "${execs:-?}" \
 		"$((SECONDS - start))" "${fresh:-?}" "$result"
+	if [ -n "$ledger" ]; then
+		printf '%s,%s,%s,%s,%s,%s,%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit" \
+			"${pkg#github.com/ferrygrid/ferry/}" "$name" "${execs:-?}" "$((SECONDS - start))" "${result//,/;}" >>"$ledger"
+	fi
 done
 exit $status
