@@ -385,7 +385,7 @@ func (s *session) refuseQueued(ctx context.Context, it item) {
 	for range max(n, 1) {
 		s.reply(421, "Service not available, closing control connection.")
 	}
-	s.log.Info("server shutting down; session closed", "refused", n)
+	s.log.Debug("server shutting down; session closed", "refused", n)
 	s.quit, s.endErr = true, ctx.Err()
 }
 
