@@ -119,6 +119,15 @@ type Env struct {
 	Params string
 	// Limits bound what ESTO writes.
 	Limits Limits
+	// Commit, when set, is asked on ESTO just before a file the chain
+	// made is put in place (its part file renamed over its name, or a
+	// file written in place closed), after everything the chain had to
+	// check about it; n is the file's size. An error refuses the file:
+	// it is removed, and the store fails with the error. The caller
+	// thus decides last whether a result may appear as complete (its
+	// control connection still there, its data channel's end in order).
+	// For a sink (tar) it is asked once per file.
+	Commit func(n int64) error
 }
 
 // Module is a named processing module. A filter has Encode and Decode;
@@ -390,8 +399,12 @@ func (c *Chain) Store(ctx context.Context, env Env, src io.Reader) (err error) {
 		}
 		return err
 	}
-	return writeFile(ctx, env.Storage, env.Path, limited)
+	return writeFile(ctx, env.Storage, env.Path, limited, env.Commit)
 }
+
+// Unpacks reports whether the chain ends in a sink (tar) on ESTO: what it
+// stores is a tree of files, not one file of the chain's output.
+func (c *Chain) Unpacks() bool { return c.steps[0].m.Unpack != nil }
 
 // maxTrailer bounds what ESTO reads after an archive's end.
 const maxTrailer = 1 << 20
@@ -399,14 +412,16 @@ const maxTrailer = 1 << 20
 // writeFile stores r as the file name. On a storage that renames, it
 // writes a private part file beside name (one FTP commands refuse, see
 // xfer.IsPartName) and renames it over name only on success, so that a
-// refused ESTO leaves an old file as it was.
-func writeFile(ctx context.Context, st dsi.Storage, name string, r io.Reader) error {
-	return writeAtomic(ctx, st, name, dsi.CreateOptions{Truncate: true, Size: -1}, ctxReader{ctx, r}, nil)
+// refused ESTO leaves an old file as it was. commit (Env.Commit), when
+// given, has the last word.
+func writeFile(ctx context.Context, st dsi.Storage, name string, r io.Reader, commit func(int64) error) error {
+	return writeAtomic(ctx, st, name, dsi.CreateOptions{Truncate: true, Size: -1}, ctxReader{ctx, r}, nil, commit)
 }
 
 // writeAtomic writes r to name (through a part file unless st writes in
-// place); check, when given, vets what was copied before it is kept.
-func writeAtomic(ctx context.Context, st dsi.Storage, name string, opts dsi.CreateOptions, r io.Reader, check func(n int64, err error) error) error {
+// place); check, when given, vets what was copied before it is kept, and
+// then commit (Env.Commit), when given, whether it may be put in place.
+func writeAtomic(ctx context.Context, st dsi.Storage, name string, opts dsi.CreateOptions, r io.Reader, check func(n int64, err error) error, commit func(int64) error) error {
 	tmp := name
 	if !dsi.WritesInPlace(st) {
 		var rnd [8]byte
@@ -425,6 +440,11 @@ func writeAtomic(ctx context.Context, st dsi.Storage, name string, opts dsi.Crea
 	}
 	if err == nil {
 		err = ctx.Err()
+	}
+	if err == nil && commit != nil {
+		// Before Close: closing a file written in place (an S3
+		// object) is what makes it appear.
+		err = commit(n)
 	}
 	if err != nil {
 		if a, ok := w.(aborter); ok {

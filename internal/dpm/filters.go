@@ -89,7 +89,17 @@ func zstdEncode(_ context.Context, env Env, dst io.Writer, src io.Reader) error 
 // zstdMaxWindow bounds the memory a zstd frame's window may ask of ESTO.
 const zstdMaxWindow = 128 << 20
 
-func zstdDecode(_ context.Context, _ Env, dst io.Writer, src io.Reader) error {
+func zstdDecode(_ context.Context, _ Env, dst io.Writer, src io.Reader) (err error) {
+	// The decoder takes an empty stream for zero frames, a clean end;
+	// a zstd stream has one frame at least (even of no data), as a gzip
+	// one has a member, so nothing at all is data that never came.
+	cr := &countingReader{r: src}
+	src = cr
+	defer func() {
+		if err == nil && cr.n == 0 {
+			err = fmt.Errorf("%w: zstd: no frame: the data is empty", ErrCorrupt)
+		}
+	}()
 	zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow),
 		zstd.WithDecoderMaxMemory(zstdMaxWindow))
 	if err != nil {

@@ -235,7 +235,7 @@ func tarUnpack(ctx context.Context, env Env, src io.Reader) error {
 			if err := mk(path.Dir(name)); err != nil {
 				return err
 			}
-			if err := tarWrite(ctx, root, name, h, tr); err != nil {
+			if err := tarWrite(ctx, root, name, h, tr, env.Commit); err != nil {
 				return err
 			}
 		case tar.TypeXGlobalHeader:
@@ -283,7 +283,7 @@ func mkdirAll(ctx context.Context, root dsi.Storage, dir string, made map[string
 	return nil
 }
 
-func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header, r io.Reader) error {
+func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header, r io.Reader, commit func(int64) error) error {
 	perm := fs.FileMode(h.Mode).Perm()
 	if perm == 0 {
 		perm = 0o644
@@ -311,7 +311,7 @@ func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header,
 				return fmt.Errorf("%w: tar: %q ends after %d of %d bytes", ErrCorrupt, h.Name, n, h.Size)
 			}
 			return err
-		})
+		}, commit)
 	if err != nil && madeEmpty {
 		root.Remove(context.WithoutCancel(ctx), name)
 	}

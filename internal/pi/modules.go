@@ -70,6 +70,8 @@ func moduleFailure(s *session, verb string, err error, arg string) wire.Reply {
 		return ok(426, "Transfer aborted.")
 	case errors.Is(err, ErrShuttingDown):
 		return ok(426, "Transfer aborted: server shutting down.")
+	case errors.As(err, new(*xfer.DataError)):
+		return s.transferReply(err, fmt.Sprintf(" Nothing was stored at %s.", arg))
 	case errors.Is(err, dpm.ErrUnsafe), errors.Is(err, dpm.ErrLimit), errors.Is(err, dpm.ErrCorrupt), errors.Is(err, dpm.ErrSyntax):
 		name := ""
 		if errors.As(err, &me) {
@@ -145,11 +147,11 @@ func (r *spoolReader) Close() error { return nil }
 // channel started.
 func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool) {
 	rest, hasRest := s.takeRest()
-	// An ALLO before ESTO is not the size of the data: GCT's
+	// An ALLO before ESTO is not always the size of the data: GCT's
 	// globus-url-copy -smn M -dmn M between two servers announces the
-	// source file's SIZE, and the source's module changes it. The
-	// modules check their data's end themselves (gzip, zstd and tar
-	// trailers, cksum).
+	// source file's SIZE, and the source's module changes it; but then
+	// it is the size of what the chain decodes (storeComplete).
+	allo := s.allo
 	s.allo = -1
 	sp, err := dpm.ParseSpec(arg)
 	if err != nil {
@@ -202,18 +204,43 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 		s.endSummary(sum, n, reply.Code)
 		return reply, started
 	}
+	env := dpm.Env{Storage: s.fs, Path: p, Limits: limits, Commit: func(out int64) error {
+		return s.storeComplete(chain, n, out, allo)
+	}}
 	err = s.runCancellable(ctx, func(ctx context.Context) error {
-		return chain.Store(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: limits}, io.NewSectionReader(spool, 0, n))
+		return chain.Store(ctx, env, io.NewSectionReader(spool, 0, n))
 	})
-	if err == nil && s.lost.Load() {
-		err = errControlLost
-	}
 	reply := ok(226, "Transfer Complete.")
 	if err != nil {
 		reply = moduleFailure(s, "ESTO", err, sp.Path)
 	}
 	s.endSummary(sum, n, reply.Code)
 	return reply, started
+}
+
+// storeComplete is asked by an ESTO chain before it puts a file in place
+// (dpm.Env.Commit): out is the file's size, n the bytes the data channel
+// brought, allo the size announced by ALLO (-1: none). The data channel
+// has ended in order (stream mode: closed; MODE E: EOF and every EOD)
+// and the decoder has seen a clean end, but a gzip or zstd stream cut
+// right after a member or frame decodes cleanly too, and in stream mode a
+// client that dies also closes the connection: the size announced tells
+// them apart. It is the size either of the data (ALLO of a file sent as
+// it is) or of what the chain makes of it (GCT's -smn M -dmn M copies
+// announce the source file's SIZE): the file is refused when it is
+// neither, that is when fewer bytes came than announced and the output
+// does not have the announced size. A sink (tar) checks its archive's
+// end itself. Checked last, so that no file appears complete once the
+// control connection is gone, whenever that happened: the client never
+// saw the upload complete.
+func (s *session) storeComplete(chain *dpm.Chain, n, out, allo int64) error {
+	if s.lost.Load() {
+		return errControlLost
+	}
+	if allo >= 0 && !chain.Unpacks() && n < allo && out != allo {
+		return &xfer.DataError{Err: fmt.Errorf("the data ended after %d bytes, decoded to %d, of the %d bytes announced (ALLO)", n, out, allo)}
+	}
+	return nil
 }
 
 // spoolWriter receives an ESTO's data into a temporary file.

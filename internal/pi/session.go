@@ -258,9 +258,10 @@ func (s *session) serve(ctx context.Context) (err error) {
 	s.dtp = s.cfg.NewDTP(s.conn)
 	s.reply(220, "%s", s.cfg.Banner)
 
-	// A server shutting down ends the session after the commands queued
-	// before it, with 421; an idle session has no executor to notice, so
-	// the shutdown comes as one more item.
+	// A server shutting down ends the session after the command running,
+	// if any; the commands queued behind it get 421 and never start
+	// (refuseQueued). An idle session has no executor to notice, so the
+	// shutdown comes as one more item.
 	stop := context.AfterFunc(ctx, func() { s.enqueue(ctx, item{shutdown: true}) })
 	defer stop()
 	// This goroutine reads; executors come and go (enqueue).
@@ -346,9 +347,8 @@ func (s *session) executeQueued(ctx context.Context) {
 			}
 		}
 		s.q.Unlock()
-		if it.shutdown {
-			s.reply(421, "Server shutting down; closing control connection.")
-			s.quit, s.endErr = true, ctx.Err()
+		if it.shutdown || ctx.Err() != nil {
+			s.refuseQueued(ctx, it)
 		} else {
 			s.execute(ctx, it)
 		}
@@ -360,6 +360,33 @@ func (s *session) executeQueued(ctx context.Context) {
 			s.conn.Close() // ends the reader
 		}
 	}
+}
+
+// refuseQueued ends the session of a server shutting down (Serve's ctx
+// done): once the shutdown has begun no command starts, not even one a
+// client pipelined before it. it and every item still queued are answered
+// 421 (RFC 959: the service is closing the control connection), one
+// reply each in order; a session with nothing queued gets a single 421.
+// No more items are queued, and the session ends. A command already
+// running when the shutdown began is not affected: it finishes (or is
+// aborted by Config.Abort) before the executor gets here.
+func (s *session) refuseQueued(ctx context.Context, it item) {
+	s.q.Lock()
+	rest := s.q.items
+	s.q.items = nil
+	s.q.closed = true // the reader queues nothing more
+	s.q.Unlock()
+	n := 0
+	for _, it := range append([]item{it}, rest...) {
+		if !it.shutdown {
+			n++
+		}
+	}
+	for range max(n, 1) {
+		s.reply(421, "Service not available, closing control connection.")
+	}
+	s.log.Debug("server shutting down; session closed", "refused", n)
+	s.quit, s.endErr = true, ctx.Err()
 }
 
 // readLoop reads and parses command lines and queues them for the executor,
