@@ -62,10 +62,12 @@ type s3Setup struct {
 	client   *minio.Client
 }
 
-// env returns the AWS variables that point a client or ferry serve at
-// the server, after this process's environment.
+// env returns this process's environment without its AWS variables (a
+// session token or profile of the user's would spoil the signatures),
+// and the AWS variables for the server's identity.
 func (s *s3Setup) env() []string {
-	return append(os.Environ(),
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AWS_") })
+	return append(env,
 		"AWS_ACCESS_KEY_ID="+s3AccessKey,
 		"AWS_SECRET_ACCESS_KEY="+s.secret,
 		"AWS_REGION="+s3Region,
