@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
+	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/dpm"
 	"github.com/ferrygrid/ferry/internal/job"
@@ -130,9 +131,12 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 			}
 		}()
 	}
-	st, err := posix.New(dst.path)
-	if err != nil {
+	var st dsi.Storage
+	if st, err = posix.New(dst.path); err != nil {
 		return 0, err
+	}
+	if os.IsNotExist(statErr) {
+		st = freshDir{st}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -159,6 +163,17 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 	}
 	return n, nil
 }
+
+// freshDir is the storage of a directory that the download itself made:
+// no old file in it needs keeping until its replacement is whole, so the
+// unpacking writes each file straight to its name (still refusing a
+// symbolic link there) instead of to a hidden part file renamed into
+// place after a Stat and an empty Create: on the 20 ms WAN that was
+// about half the client's CPU time per file of ERET tar.
+type freshDir struct{ dsi.Storage }
+
+// WritesInPlace reports true: see freshDir.
+func (freshDir) WritesInPlace() bool { return true }
 
 // tarUpload packs the local directory src into a tar stream and stores
 // it with ESTO tar, which unpacks it into dst on the server.

@@ -64,6 +64,13 @@ func TestCpTarTree(t *testing.T) {
 		t.Errorf("-r -tar download did not go as tar: %q", r.stderr)
 	}
 	checkTree(t, down, want)
+	// Again into the directory the first download made: unpacked through
+	// part files renamed into place (the first, into a new directory,
+	// wrote each file straight to its name).
+	if r := ok(t, "cp", "-v", "-r", "-tar", url+"/tree", down); !strings.Contains(r.stderr, "bytes of tar") {
+		t.Errorf("second -r -tar download did not go as tar: %q", r.stderr)
+	}
+	checkTree(t, down, want)
 
 	r = ok(t, "cp", "-v", "-r", "-tar", down, url+"/up")
 	if !strings.Contains(r.stderr, "bytes of tar") {

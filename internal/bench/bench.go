@@ -69,21 +69,62 @@ const (
 	Ferry Impl = "ferry" // ferry serve + ferry cp
 	GCT   Impl = "gct"   // globus-gridftp-server + globus-url-copy
 	Raw   Impl = "raw"   // iperf3: the raw TCP ceiling (mem only)
+	// FerryTar is ferry cp -r -tar against ferry serve -allowed-modules
+	// tar: the smallfiles tree as one tar stream (ERET tar to download,
+	// ESTO tar to upload) instead of file by file (smallfiles and
+	// smallfiles-up only).
+	FerryTar Impl = "ferry-tar"
+	// S3Client is the S3 workloads' yardstick: the aws CLI straight to
+	// the S3 server (s3 and s3-up only).
+	S3Client Impl = "s3"
 )
 
 // Workloads and Impls list the known values in report order. The default
 // run of "ferry bench loopback" leaves out GSI.
 var (
-	Workloads = []Workload{Mem, Disk, DiskUp, GSI, SmallFiles, SmallFilesUp, SmallFiles3PT}
-	Impls     = []Impl{Ferry, GCT, Raw}
+	Workloads = []Workload{Mem, Disk, DiskUp, GSI, SmallFiles, SmallFilesUp, SmallFiles3PT, S3, S3Up}
+	Impls     = []Impl{Ferry, GCT, Raw, FerryTar, S3Client}
 )
 
 // disk reports whether w reads or writes a file: Disk or DiskUp.
 func (w Workload) disk() bool { return w == Disk || w == DiskUp }
 
 // Applies reports whether impl has a run for workload: raw TCP has only
-// the memory-to-memory run.
-func (i Impl) Applies(w Workload) bool { return i != Raw || w == Mem }
+// the memory-to-memory run, ferry cp -r -tar only the smallfiles download
+// and upload, the S3 client only the S3 workloads, where GCT (which has no
+// S3 storage) has none.
+func (i Impl) Applies(w Workload) bool {
+	switch i {
+	case Raw:
+		return w == Mem
+	case FerryTar:
+		return w == SmallFiles || w == SmallFilesUp
+	case S3Client:
+		return w.s3()
+	case GCT:
+		return !w.s3()
+	}
+	return true
+}
+
+// needed reports whether impl has a run for some workload of c.
+func (c *Config) needed(impl Impl) bool {
+	return slices.Contains(c.Impls, impl) && slices.ContainsFunc(c.Workloads, func(w Workload) bool {
+		return slices.ContainsFunc(w.rows(), impl.Applies)
+	})
+}
+
+// runs reports whether some implementation of c has a run for workload
+// w.
+func (c *Config) runs(w Workload) bool {
+	return slices.ContainsFunc(c.Impls, func(i Impl) bool { return slices.ContainsFunc(w.rows(), i.Applies) })
+}
+
+// workloadNames and implNames list the known values for error messages.
+const (
+	workloadNames = "mem, disk, disk-up, gsi, smallfiles, smallfiles-up, smallfiles-3pt, s3, s3-up"
+	implNames     = "ferry, gct, raw, ferry-tar, s3"
+)
 
 // Config says what to measure. Size, Ferry and at least one entry of each
 // list are required; the zero value of the other fields is a default.
@@ -123,6 +164,12 @@ type Config struct {
 	// both namespaces of the emulated WAN (net.ipv4.tcp_congestion_control,
 	// e.g. cubic); else the system's default.
 	WANCongestion string
+
+	// Weed is the SeaweedFS binary of the S3 workloads; "" means
+	// $FERRY_WEED, else weed on $PATH, else the one the tests built
+	// (internal/testutil/s3server). AWS is the aws CLI of the S3 client;
+	// "" means aws on $PATH, installed with apt-get when missing.
+	Weed, AWS string
 
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
@@ -185,6 +232,9 @@ type runner struct {
 	servers map[string]*server // by role: "ferry-mem", "ferry-disk", "ferry-gsi", "gct", "gct-gsi"
 	gsi     *gsiSetup          // the GSI workload's PKI, once made
 	link    *wan.Link          // with Config.WANDelay: the emulated path; else nil
+
+	weed, aws string   // the S3 workloads' programs, once found
+	s3        *s3Setup // the S3 server, once started
 }
 
 // Run measures every (workload, parallelism, implementation) cfg selects,
@@ -238,8 +288,13 @@ func Run(ctx context.Context, cfg Config) (samples []Sample, err error) {
 		}
 	}()
 	for _, w := range cfg.Workloads {
-		if w.disk() {
+		if w.disk() || w.s3() && cfg.runs(w) {
 			if err := r.writeSource(ctx); err != nil {
+				return samples, err
+			}
+		}
+		if w.s3() && cfg.runs(w) {
+			if err := r.startS3(ctx); err != nil {
 				return samples, err
 			}
 		}
@@ -316,12 +371,12 @@ func (c *Config) fill() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(Workloads, w) {
-			return fmt.Errorf("bench: unknown workload %q (mem, disk, disk-up, gsi, smallfiles, smallfiles-up, smallfiles-3pt)", w)
+			return fmt.Errorf("bench: unknown workload %q (%s)", w, workloadNames)
 		}
 	}
 	for _, i := range c.Impls {
 		if !slices.Contains(Impls, i) {
-			return fmt.Errorf("bench: unknown implementation %q (ferry, gct, raw)", i)
+			return fmt.Errorf("bench: unknown implementation %q (%s)", i, implNames)
 		}
 	}
 	if hasDup(c.Parallel) || hasDup(c.Workloads) || hasDup(c.Impls) {
@@ -357,7 +412,7 @@ var cpHasParallel = regexp.MustCompile(`(?m)^\s+-p\b`)
 // check finds the programs the selected implementations need.
 func (r *runner) check(ctx context.Context) error {
 	var err error
-	if slices.Contains(r.cfg.Impls, Ferry) {
+	if r.cfg.needed(Ferry) || r.cfg.needed(FerryTar) {
 		if r.cfg.Ferry == "" {
 			return errors.New("bench: no ferry binary given")
 		}
@@ -372,7 +427,7 @@ func (r *runner) check(ctx context.Context) error {
 			return fmt.Errorf("bench: %s: ferry cp has no -p flag (parallel streams) yet; run with -p 1", r.cfg.Ferry)
 		}
 	}
-	if slices.Contains(r.cfg.Impls, GCT) {
+	if r.cfg.needed(GCT) {
 		if r.gctServer, err = program("globus-gridftp-server", gctServer); err != nil {
 			return err
 		}
@@ -380,12 +435,12 @@ func (r *runner) check(ctx context.Context) error {
 			return err
 		}
 	}
-	if slices.Contains(r.cfg.Impls, Raw) && slices.Contains(r.cfg.Workloads, Mem) {
+	if r.cfg.needed(Raw) {
 		if r.iperf, err = program("iperf3", ""); err != nil {
 			return err
 		}
 	}
-	return nil
+	return r.checkS3(ctx)
 }
 
 // program finds an installed program by name, else at fallback.
@@ -427,7 +482,7 @@ func (r *runner) makeScratch() error {
 	if err == nil {
 		err = os.Chmod(r.served, 0o777)
 	}
-	if err == nil && slices.Contains(r.cfg.Impls, GCT) {
+	if err == nil && r.cfg.needed(GCT) {
 		err = searchable(scratch)
 	}
 	if err != nil {

@@ -95,6 +95,13 @@ func selfPeak() int64 {
 // usage and standard output. env, when not nil, is the environment. A
 // failure carries the end of its stderr.
 func runClient(parent context.Context, timeout time.Duration, env []string, path string, args ...string) (usage, []byte, error) {
+	u, out, _, err := runClientStderr(parent, timeout, env, path, args...)
+	return u, out, err
+}
+
+// runClientStderr is runClient that also returns the end of the client's
+// standard error (its last tailSize bytes).
+func runClientStderr(parent context.Context, timeout time.Duration, env []string, path string, args ...string) (usage, []byte, string, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := command(ctx, path, args...)
@@ -105,7 +112,7 @@ func runClient(parent context.Context, timeout time.Duration, env []string, path
 	cpus := startMachine()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return usage{}, nil, fmt.Errorf("bench: %w", err)
+		return usage{}, nil, "", fmt.Errorf("bench: %w", err)
 	}
 	// Start returns once the program has been executed, so the first
 	// sample already sees the client's own memory (unless it has already
@@ -119,13 +126,13 @@ func runClient(parent context.Context, timeout time.Duration, env []string, path
 	if err != nil {
 		switch {
 		case parent.Err() != nil:
-			return u, nil, context.Cause(parent)
+			return u, nil, stderr.String(), context.Cause(parent)
 		case ctx.Err() != nil:
 			err = fmt.Errorf("no result within %v (-timeout): %w", timeout, err)
 		}
-		return u, stdout.Bytes(), fmt.Errorf("bench: %s: %w%s", commandLine(path, args), err, stderr.suffix())
+		return u, stdout.Bytes(), stderr.String(), fmt.Errorf("bench: %s: %w%s", commandLine(path, args), err, stderr.suffix())
 	}
-	return u, stdout.Bytes(), nil
+	return u, stdout.Bytes(), stderr.String(), nil
 }
 
 // commandLine renders a command for error messages.

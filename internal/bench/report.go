@@ -22,6 +22,10 @@ func (i Impl) label() string {
 		return "GCT"
 	case Raw:
 		return "raw TCP"
+	case FerryTar:
+		return "Ferry tar"
+	case S3Client:
+		return "S3 client"
 	}
 	return string(i)
 }
@@ -105,11 +109,18 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 		head = append(head, i.label()+" Gbit/s")
 	}
 	hasFerry, hasGCT, hasRaw := slices.Contains(cfg.Impls, Ferry), slices.Contains(cfg.Impls, GCT), slices.Contains(cfg.Impls, Raw)
+	hasTar, hasS3 := slices.Contains(cfg.Impls, FerryTar), slices.Contains(cfg.Impls, S3Client)
 	if hasFerry && hasGCT {
 		head = append(head, "Ferry/GCT")
 	}
 	if hasFerry && hasRaw {
 		head = append(head, "Ferry/raw")
+	}
+	if hasFerry && hasTar {
+		head = append(head, "Ferry tar/Ferry")
+	}
+	if hasFerry && hasS3 {
+		head = append(head, "Ferry/S3 client")
 	}
 	for _, i := range cfg.Impls {
 		head = append(head, i.label()+" CPU s client+server")
@@ -143,6 +154,12 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 			}
 			if hasFerry && hasRaw {
 				r = append(r, ratio(cells[Ferry].gbps, cells[Raw].gbps))
+			}
+			if hasFerry && hasTar {
+				r = append(r, ratio(cells[FerryTar].gbps, cells[Ferry].gbps))
+			}
+			if hasFerry && hasS3 {
+				r = append(r, ratio(cells[Ferry].gbps, cells[S3Client].gbps))
 			}
 			for _, i := range cfg.Impls {
 				c := cells[i]
@@ -179,6 +196,14 @@ func WriteTable(w io.Writer, cfg Config, samples []Sample) error {
 	if slices.Contains(cfg.Workloads, DiskUp) {
 		b.WriteString(`- disk-up: the same file uploaded (` + "`ferry cp file:///… ftp://…`" + `, ` + "`globus-url-copy file:///… ftp://…`" + `) to a new
   file in the server's directory (removed after each run).
+`)
+	}
+	if slices.ContainsFunc(cfg.Workloads, Workload.s3) {
+		b.WriteString(`- s3, s3-up: a SeaweedFS server (` + "`weed mini`" + `, data in the scratch directory) on loopback with a bucket; s3
+  downloads the random file, put there as an object, to a new local file, s3-up uploads the page-cached file to a
+  new object (removed after each run). Ferry: ` + "`ferry cp [-p p]`" + ` against ` + "`ferry serve -storage s3`" + ` on the bucket;
+  S3 client: ` + "`aws s3 cp`" + ` straight to weed's S3 gateway with max_concurrent_requests p and 8 MiB parts (ferry
+  serve's part size). Server CPU and peak RSS: weed's, plus ferry serve's for Ferry (the sum of both peaks).
 `)
 	}
 	if hasGSI {
@@ -229,9 +254,12 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 	for _, i := range impls {
 		head = append(head, i.label()+" files/s")
 	}
-	hasFerry, hasGCT := slices.Contains(impls, Ferry), slices.Contains(impls, GCT)
+	hasFerry, hasGCT, hasTar := slices.Contains(impls, Ferry), slices.Contains(impls, GCT), slices.Contains(impls, FerryTar)
 	if hasFerry && hasGCT {
 		head = append(head, "Ferry/GCT")
+	}
+	if hasFerry && hasTar {
+		head = append(head, "Ferry tar/Ferry")
 	}
 	for _, i := range impls {
 		head = append(head, i.label()+" s")
@@ -269,6 +297,9 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
 			if hasFerry && hasGCT {
 				r = append(r, ratio(cells[Ferry], cells[GCT]))
 			}
+			if hasFerry && hasTar {
+				r = append(r, ratio(cells[FerryTar], cells[Ferry]))
+			}
 			for _, i := range impls {
 				c := cells[i]
 				if c.N == 0 || c.Median == 0 {
@@ -287,6 +318,13 @@ func writeSmall(b *strings.Builder, cfg Config, samples []Sample) {
   upload (smallfiles-up) the same the other way. Each client is a process of its own; wall time from its
   start to its exit (logins and listing included); s is the median wall time. Machine: as in the table above.
 `)
+	if hasTar {
+		b.WriteString(`- Ferry tar: ` + "`ferry cp -r -tar`" + ` against ` + "`ferry serve -allowed-modules tar`" + `: the whole tree as one tar stream over one
+  stream-mode data connection (ERET tar downloads it, ESTO tar uploads it; p does not apply), packed and unpacked
+  on the fly on the client's side; the server packs an ERET into a temporary file before it sends it, and
+  receives an ESTO into one before it unpacks it. Ferry tar/Ferry above 1 means the tar stream is faster.
+`)
+	}
 }
 
 // writeLogins writes the GSI login table: median and range of the login

@@ -12,7 +12,7 @@ import (
 // that make the medians easy to check: Ferry 10 and 14, GCT 4 and 6, raw
 // 20 and 30 Gbit/s; the machine's cores 1 and 2 busy, 1 % and 2 % stolen.
 func fakeSamples(cfg Config) []Sample {
-	rates := map[Impl][2]float64{Ferry: {10, 14}, GCT: {4, 6}, Raw: {20, 30}}
+	rates := map[Impl][2]float64{Ferry: {10, 14}, GCT: {4, 6}, Raw: {20, 30}, FerryTar: {20, 28}, S3Client: {5, 7}}
 	var out []Sample
 	for _, w := range cfg.Workloads {
 		for _, w := range w.rows() {
@@ -35,8 +35,57 @@ func fakeSamples(cfg Config) []Sample {
 	return out
 }
 
+// TestWriteTableTarS3: the ferry-tar and S3 client columns, their
+// ratios to Ferry, n/a where an implementation has no run, and the notes.
+func TestWriteTableTarS3(t *testing.T) {
+	cfg := Config{Size: 1 << 30, Parallel: []int{4}, Workloads: []Workload{S3, S3Up, SmallFiles}, Impls: []Impl{Ferry, FerryTar, S3Client}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("\n%s", out)
+	for _, r := range []string{
+		"| workload | p | Ferry Gbit/s | Ferry tar Gbit/s | S3 client Gbit/s | Ferry tar/Ferry | Ferry/S3 client | Ferry CPU s client+server |",
+		"| s3 | 4 | 12.00 (10.00–14.00) | n/a | 6.00 (5.00–7.00) | n/a | 2.00 | 0.15+0.30 | n/a | 0.15+0.30 | 10/30 | n/a | 10/30 |",
+		"| s3-up | 4 | 12.00 (10.00–14.00) | n/a | 6.00 (5.00–7.00) | n/a | 2.00 |",
+		"| smallfiles | 4 | 12.00 (10.00–14.00) | 24.00 (20.00–28.00) | n/a | 2.00 | n/a |",
+		"| workload | p | Ferry files/s | Ferry tar files/s | Ferry tar/Ferry | Ferry s | Ferry tar s |",
+		"- s3, s3-up: a SeaweedFS server",
+		"- Ferry tar: `ferry cp -r -tar`",
+	} {
+		if !strings.Contains(out, r) {
+			t.Errorf("missing %q", r)
+		}
+	}
+}
+
+// TestApplies: which implementation has a run for which workload.
+func TestApplies(t *testing.T) {
+	for _, w := range Workloads {
+		for _, r := range w.rows() {
+			for _, i := range Impls {
+				want := true
+				switch i {
+				case Raw:
+					want = r == Mem
+				case FerryTar:
+					want = r == SmallFiles || r == SmallFilesUp
+				case S3Client:
+					want = r == S3 || r == S3Up
+				case GCT:
+					want = r != S3 && r != S3Up
+				}
+				if got := i.Applies(r); got != want {
+					t.Errorf("%s.Applies(%s) = %v, want %v", i, r, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestWriteTable(t *testing.T) {
-	cfg := Config{Size: 4 << 30, Parallel: []int{1, 4}, Workloads: []Workload{Mem, Disk}, Impls: Impls}
+	cfg := Config{Size: 4 << 30, Parallel: []int{1, 4}, Workloads: []Workload{Mem, Disk}, Impls: []Impl{Ferry, GCT, Raw}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
 		t.Fatal(err)
@@ -94,7 +143,7 @@ func TestWriteTableSubset(t *testing.T) {
 }
 
 func TestWriteTableDiskUp(t *testing.T) {
-	cfg := Config{Size: 1 << 30, Parallel: []int{1, 4}, Workloads: []Workload{DiskUp}, Impls: Impls}
+	cfg := Config{Size: 1 << 30, Parallel: []int{1, 4}, Workloads: []Workload{DiskUp}, Impls: []Impl{Ferry, GCT, Raw}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, cfg, fakeSamples(cfg)); err != nil {
 		t.Fatal(err)
@@ -116,7 +165,7 @@ func TestWriteTableDiskUp(t *testing.T) {
 }
 
 func TestWriteTableGSI(t *testing.T) {
-	cfg := Config{Size: 1 << 30, Parallel: []int{4}, Workloads: []Workload{GSI}, Impls: Impls}
+	cfg := Config{Size: 1 << 30, Parallel: []int{4}, Workloads: []Workload{GSI}, Impls: []Impl{Ferry, GCT, Raw}}
 	samples := fakeSamples(cfg)
 	// Unknown peaks are left out of the medians; a cell without any is "?".
 	samples[0].ServerRSS = rssUnknown // gsi-dcau ferry rep 1
@@ -166,7 +215,7 @@ func TestWriteTableGSI(t *testing.T) {
 }
 
 func TestWriteCSV(t *testing.T) {
-	cfg := Config{Size: 1 << 20, Parallel: []int{1, 8}, Workloads: []Workload{Mem, Disk}, Impls: Impls}
+	cfg := Config{Size: 1 << 20, Parallel: []int{1, 8}, Workloads: []Workload{Mem, Disk}, Impls: []Impl{Ferry, GCT, Raw}}
 	samples := fakeSamples(cfg)
 	var b bytes.Buffer
 	if err := WriteCSV(&b, samples); err != nil {

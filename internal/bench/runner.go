@@ -51,6 +51,9 @@ func (r *runner) run(ctx context.Context, w Workload, impl Impl, p int) (Sample,
 	}
 	s := Sample{Workload: w, Impl: impl, P: p, Bytes: r.cfg.Size}
 	var err error
+	if w.s3() {
+		return s, r.runS3(ctx, &s)
+	}
 	switch impl {
 	case Ferry, GCT:
 		err = r.runGridFTP(ctx, &s)
@@ -167,6 +170,10 @@ func serverRole(impl Impl, w Workload) string {
 		return string(impl) + "-gsi"
 	case w == SmallFilesUp:
 		return serverRole(impl, SmallFiles)
+	case w.s3() && impl == S3Client:
+		return "weed" // no server of its own
+	case w == S3Up:
+		return serverRole(impl, S3)
 	case w == SmallFiles3PT, w == smallFiles3PTDest:
 		return string(impl) + "-" + string(w)
 	case impl == Ferry:
@@ -187,11 +194,14 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 	switch {
 	case w.gsi() && (impl == Ferry || impl == GCT):
 		path, args, env = r.gsiServerArgs(impl)
-	case impl == Ferry:
+	case impl == Ferry || impl == FerryTar:
 		path = r.cfg.Ferry
 		args = []string{"serve", "-listen", net.JoinHostPort(r.host(), "0"), "-anonymous", "-log-level", "warn", "-shutdown-grace", "2s"}
-		if w.small() || w == DiskUp {
+		if w.small() || w == DiskUp || w.s3() {
 			args[3] = "-anonymous-write"
+		}
+		if impl == FerryTar {
+			args = append(args, "-allowed-modules", "tar")
 		}
 		if w == SmallFiles3PT || w == smallFiles3PTDest {
 			// The source connects to the other server (PORT), and the
@@ -199,9 +209,13 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 			// the client, so no bounce protection between the two.
 			args = append(args, "-allow-foreign-data")
 		}
-		if w == Mem {
+		switch {
+		case w == Mem:
 			args = append(args, "-storage", "null")
-		} else {
+		case w.s3():
+			args = append(args, r.s3.serveArgs()...)
+			env = r.s3.env()
+		default:
 			args = append(args, "-root", r.served)
 		}
 	case impl == GCT:

@@ -141,7 +141,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 		dest = filepath.Join(r.dest, fmt.Sprintf("small-%s-p%d", impl, p))
 		check = dest
 		src = url + tree + "/"
-		if impl == Ferry {
+		if impl == Ferry || impl == FerryTar {
 			// ferry serve's root is the served directory.
 			src = url + "/" + smallDir + "/"
 		}
@@ -151,7 +151,7 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 		check = filepath.Join(r.served, name)
 		src = "file://" + tree + "/"
 		dest = url + check + "/"
-		if impl == Ferry {
+		if impl == Ferry || impl == FerryTar {
 			dest = url + "/" + name + "/"
 		}
 	}
@@ -163,6 +163,11 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 		path, args = r.gctClient, []string{"-r", "-cd", "-cc", itoa(p), "-pp", "-fast", src, dest}
 	case Ferry:
 		path, args = r.cfg.Ferry, []string{"cp", "-q", "-auto=false", "-r", "-cc", itoa(p), src, dest}
+	case FerryTar:
+		// One tar stream over one data connection: p does not apply. -v
+		// reports the tar's size, which shows that the server took the
+		// tar module (without it ferry cp falls back to file by file).
+		path, args = r.cfg.Ferry, []string{"cp", "-v", "-auto=false", "-r", "-tar", src, dest}
 	default:
 		return s, fmt.Errorf("bench: %s has no smallfiles run", impl)
 	}
@@ -171,13 +176,16 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	if err != nil {
 		return s, err
 	}
-	u, _, cerr := runClient(ctx, r.cfg.Timeout, nil, path, args...)
+	u, _, stderr, cerr := runClientStderr(ctx, r.cfg.Timeout, nil, path, args...)
 	s.ServerCPU, s.ServerRSS, err = m.end(ctx)
 	if cerr != nil {
 		return s, errors.Join(cerr, srv.alive())
 	}
 	if err != nil {
 		return s, err
+	}
+	if impl == FerryTar && !strings.Contains(stderr, "bytes of tar in") {
+		return s, fmt.Errorf("bench: %s did not copy as one tar stream:\n%s", commandLine(path, args), strings.TrimSpace(stderr))
 	}
 	s.Wall, s.ClientCPU, s.ClientRSS, s.Machine = u.wall, u.cpu, u.rss, u.machine
 	s.Gbps = bitRate(s.Bytes, s.Wall) / 1e9
