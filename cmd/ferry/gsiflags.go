@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/ferrygrid/ferry/client"
@@ -47,6 +48,7 @@ type gsiFlags struct {
 	subject                string
 	noDelegate             bool
 	cert, key              string
+	dataCred               string // -data-cred: PATH or auto (DCSC)
 
 	// plainPeer: third-party copies between a gsiftp:// server and one
 	// without GSI run with DCAU N on the gsiftp:// side (mixedThirdParty).
@@ -95,6 +97,9 @@ func (g *gsiFlags) check() error {
 	if g.key != "" && g.cert == "" {
 		return usagef("-key needs -cert")
 	}
+	if g.dataCred != "" && g.noDCAU {
+		return usagef("-data-cred is the credential of authenticated data channels; drop -nodcau")
+	}
 	return g.krb.check()
 }
 
@@ -133,6 +138,17 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 		Trust:         trust,
 		ServerSubject: g.subject,
 		NoDelegation:  g.noDelegate,
+	}
+	switch {
+	case g.dataCred == "":
+	case strings.EqualFold(g.dataCred, "auto"):
+		if cfg.DataCredential, err = client.NewDataCredential(); err != nil {
+			return nil, fmt.Errorf("gsiftp: -data-cred auto: %w", err)
+		}
+	default:
+		if cfg.DataCredential, err = client.LoadDataCredential(g.dataCred); err != nil {
+			return nil, fmt.Errorf("gsiftp: -data-cred: %w", err)
+		}
 	}
 	switch {
 	case g.noDCAU:
