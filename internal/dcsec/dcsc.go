@@ -99,7 +99,11 @@ func strongKey(pub crypto.PublicKey) error {
 
 // EncodeDataCredential returns the PEM bundle DCSC P carries: the leaf,
 // its key (PKCS #1 for RSA, which every GCT release reads), then the rest
-// of the chain.
+// of the chain. A GCT peer trusts the certificates after the key (not the
+// leaf) as anchors of the data channel, so a leaf that is not a proxy (a
+// self-signed certificate, an end-entity certificate) comes again after
+// the key, as globus-url-copy -data-cred auto sends it; a proxy's own
+// end-entity certificate is in the rest of its chain.
 func EncodeDataCredential(cred *gsi.Credential) ([]byte, error) {
 	if cred == nil || len(cred.Chain) == 0 || cred.Key == nil {
 		return nil, errors.New("dcsec: empty data channel credential")
@@ -115,12 +119,15 @@ func EncodeDataCredential(cred *gsi.Credential) ([]byte, error) {
 	}
 	out := gsi.EncodeCertsPEM(cred.Chain[0])
 	out = append(out, key...)
+	if info, err := gsi.ProxyInfoOf(cred.Chain[0]); err == nil && info == nil {
+		out = append(out, gsi.EncodeCertsPEM(cred.Chain[0])...)
+	}
 	return append(out, gsi.EncodeCertsPEM(cred.Chain[1:]...)...), nil
 }
 
 // NewAutoDataCredential makes a throw-away self-signed data channel
 // credential (globus-url-copy -data-cred auto): subject
-// AutoDataCredentialSubject, an RSA 2048 key (GCT servers read RSA keys;
+// AutoDataCredentialSubject, no extensions, an RSA 2048 key (GCT servers read RSA keys;
 // 2048 bits pass OpenSSL's default security level), signed with SHA-256
 // (GCT signs its own with MD5, which only its level-0 data channels
 // accept), valid from a minute before now for
@@ -146,7 +153,9 @@ func NewAutoDataCredential(now time.Time) (*gsi.Credential, error) {
 		NotBefore:          now.Add(-time.Minute),
 		NotAfter:           now.Add(AutoDataCredentialLifetime),
 		SignatureAlgorithm: x509.SHA256WithRSA,
-		KeyUsage:           x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		// No extensions, as GCT's: a key usage without keyCertSign would
+		// keep OpenSSL from taking the certificate as its own issuer
+		// (the peer's anchor), "self-signed certificate".
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
