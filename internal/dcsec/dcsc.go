@@ -44,7 +44,8 @@ const AutoDataCredentialLifetime = 7 * 24 * time.Hour
 // ParseDataCredential parses the PEM bundle of DCSC P: certificates (leaf
 // first) and the leaf's private key, in any order. It refuses a bundle
 // without a certificate or key, a key that does not belong to the leaf, a
-// weak key, and any certificate that is not valid at now. Certificates
+// weak key, a leaf signed with MD5 or SHA-1, and any certificate that is
+// not valid at now. Certificates
 // repeated in the bundle (GCT's carries the leaf twice) are kept once.
 func ParseDataCredential(data []byte, now time.Time) (*gsi.Credential, error) {
 	if len(data) > MaxDataCredential {
@@ -74,6 +75,14 @@ func ParseDataCredential(data []byte, now time.Time) (*gsi.Credential, error) {
 	}
 	if err := strongKey(cred.Key.Public()); err != nil {
 		return nil, fmt.Errorf("dcsec: data channel credential: %w", err)
+	}
+	switch alg := chain[0].SignatureAlgorithm; alg {
+	case x509.MD2WithRSA, x509.MD5WithRSA, x509.SHA1WithRSA, x509.DSAWithSHA1, x509.ECDSAWithSHA1, x509.UnknownSignatureAlgorithm:
+		// TLS 1.2 and 1.3 peers (crypto/tls, and OpenSSL against a
+		// peer that did not list the algorithm) cannot use such a
+		// certificate: every data connection would fail. GCT's
+		// globus-url-copy -data-cred auto makes MD5 ones.
+		return nil, fmt.Errorf("dcsec: data channel credential: certificate %s is signed with %v, which TLS 1.2/1.3 data channels cannot use; use one signed with SHA-256 (ferry cp -data-cred auto makes one)", gsi.CertDN(chain[0]), alg)
 	}
 	return &gsi.Credential{Chain: chain, Key: cred.Key}, nil
 }
