@@ -417,8 +417,8 @@ func TestFerryCpDataCredGCT(t *testing.T) {
 	})
 }
 
-// dcscTrustBoth is a trust directory with both PKIs' CAs (a client that
-// talks to both servers).
+// dcscTrustBoth is a trust directory with the CAs of all pkis (a client
+// that talks to servers of each).
 func dcscTrustBoth(t *testing.T, pkis ...*gsipki.PKI) string {
 	t.Helper()
 	both := t.TempDir()
@@ -443,18 +443,22 @@ func dcscTrustBoth(t *testing.T, pkis ...*gsipki.PKI) string {
 // TestGlobusURLCopyDataCredThirdParty: globus-url-copy moves a file
 // between GCT's server and Ferry's, each of its own PKI, logged into as
 // a different user of each (-sc, -dc): neither server trusts the other's
-// CA, so DCAU A fails; with -data-cred auto both present the one
-// credential the client sent them, and the copy runs, both ways.
+// CA, so DCAU A fails; with -data-cred (a proxy from a third CA, which
+// neither server trusts either) both present the one credential the
+// client sent them, and the copy runs, both ways. (globus-url-copy's
+// -data-cred auto makes an MD5-signed certificate, which Ferry's server
+// refuses: TestGlobusURLCopyDataCred.)
 func TestGlobusURLCopyDataCredThirdParty(t *testing.T) {
 	if gucIsFerry() {
 		t.Skip("Ferry's globus-url-copy takes one credential per run (no -sc/-dc that differ); TestFerryCpDataCredThirdParty covers its third party")
 	}
-	gpki, fpki := gsipki.New(t, ""), gsipki.New(t, "")
+	gpki, fpki, dpki := gsipki.New(t, ""), gsipki.New(t, ""), gsipki.New(t, "")
 	gdir := gctgsi.Dir(t, gpki)
 	gsrv := gctgsi.Start(t, gpki, nil)
 	fsrv, froot := dcscFerry(t, fpki)
-	both := dcscTrustBoth(t, gpki, fpki)
+	both := dcscTrustBoth(t, gpki, fpki, dpki) // the client's
 	gproxy, fproxy := gpki.GCTProxy(t), fpki.GCTProxy(t)
+	dataCred := dpki.GCTProxy(t)
 	data := []byte(strings.Repeat("third party under DCSC\n", 300000))
 	gctgsi.WriteFile(t, gpki, filepath.Join(gdir, "src.bin"), data)
 	want := sumOf(data)
@@ -470,13 +474,13 @@ func TestGlobusURLCopyDataCredThirdParty(t *testing.T) {
 	for _, flags := range [][]string{nil, {"-p", "4"}, {"-dcpriv"}} {
 		name := "tp" + strings.Join(flags, "")
 		t.Run("gct-ferry"+strings.Join(flags, ""), func(t *testing.T) {
-			if r := guc(gURL("src.bin"), fURL(name), gproxy, fproxy, append([]string{"-data-cred", "auto"}, flags...)...); r.err != nil {
+			if r := guc(gURL("src.bin"), fURL(name), gproxy, fproxy, append([]string{"-data-cred", dataCred}, flags...)...); r.err != nil {
 				t.Fatal(r)
 			}
 			sameFile(t, filepath.Join(froot, name), want)
 		})
 		t.Run("ferry-gct"+strings.Join(flags, ""), func(t *testing.T) {
-			if r := guc(fURL(name), gURL(name), fproxy, gproxy, append([]string{"-data-cred", "auto"}, flags...)...); r.err != nil {
+			if r := guc(fURL(name), gURL(name), fproxy, gproxy, append([]string{"-data-cred", dataCred}, flags...)...); r.err != nil {
 				t.Fatal(r)
 			}
 			sameFile(t, filepath.Join(gdir, name), want)
