@@ -38,7 +38,10 @@ the URL asks for that account).
 // gsiDataHelp explains the data channel flags.
 const gsiDataHelp = `Data channels of gsiftp:// are authenticated (DCAU A, both ends present
 the user's credential) unless -nodcau; -dcsafe adds integrity protection
-(PROT S), -dcpriv encryption (PROT P).
+(PROT S), -dcpriv encryption (PROT P). -data-cred FILE|auto sends each
+server a data channel credential (GCT's DCSC; auto: a generated
+self-signed one): both ends then present it, and only it is accepted, so
+servers that do not trust each other's CA can copy between them.
 `
 
 // gsiFlags are the GSI options of a client subcommand, and the credential
