@@ -54,7 +54,7 @@ func checkDataCredential(cred *Credential) (*Credential, error) {
 // Conn fails, since its data channels could not authenticate.
 func (c *Conn) sendDCSC(ctx context.Context, cred *Credential) error {
 	if !c.hasFeature("DCSC") {
-		return errors.New("client: the server does not support data channel credentials (no DCSC in FEAT); drop -data-cred")
+		return errors.New("client: the server does not take data channel credentials (no DCSC in its FEAT)")
 	}
 	pem, err := dcsec.EncodeDataCredential(cred)
 	if err != nil {

@@ -174,7 +174,20 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 // before each and DCAU A after it: client.GSIConfig.PlainPeerNoDCAU); the
 // other pairs of the run keep data channel authentication, and w hears
 // about it. -dcsafe and -dcpriv need DCAU: they are refused.
+//
+// -data-cred is refused for a pair with a server that is not gsiftp://:
+// its data channels could not use the credential, and going on without it
+// would not be what was asked for.
 func (g *gsiFlags) mixedThirdParty(w io.Writer, pairs []job.URLPair, noTPT bool) error {
+	if g != nil && g.dataCred != "" {
+		for _, p := range pairs {
+			for _, u := range []string{p.Src, p.Dst} {
+				if l, err := parseLocation(u); err == nil && l.kind == locRemote && !l.gsi {
+					return usagef("%s: -data-cred is for gsiftp:// servers (the data channel credential goes with GSI's DCAU)", l)
+				}
+			}
+		}
+	}
 	if g == nil || g.noDCAU || noTPT {
 		return nil
 	}

@@ -79,3 +79,15 @@ func TestGUCDataCred(t *testing.T) {
 		}
 	}
 }
+
+// TestDataCredNeedsGSI: ferry cp -data-cred refuses a copy with a server
+// that is not gsiftp:// rather than run it without the credential.
+func TestDataCredNeedsGSI(t *testing.T) {
+	local := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(local, []byte("x"), 0o644)
+	var out strings.Builder
+	code := runMain(t.Context(), &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{"cp", "-data-cred", "auto", local, "ftp://127.0.0.1:1/f"})
+	if code == 0 || !strings.Contains(out.String(), "-data-cred is for gsiftp://") {
+		t.Fatalf("ferry cp -data-cred to ftp://: %d\n%s", code, out.String())
+	}
+}
