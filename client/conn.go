@@ -511,12 +511,12 @@ func (c *Conn) request(ctx context.Context, line string) (ticket, error) {
 }
 
 // masked is a command line as the log shows it: without the argument of
-// PASS (a password) or ADAT (a security token: a Kerberos ticket, a GSI
-// handshake message).
+// PASS (a password), ADAT (a security token: a Kerberos ticket, a GSI
+// handshake message) or DCSC (a credential with its private key).
 func masked(line string) string {
 	verb, _, found := strings.Cut(line, " ")
 	switch v := strings.ToUpper(verb); {
-	case found && (v == "PASS" || v == "ADAT"):
+	case found && (v == "PASS" || v == "ADAT" || v == "DCSC"):
 		return v + " ****"
 	}
 	return line

@@ -16,6 +16,18 @@ func (g *gsiState) dataSecurity(handshakeTimeout time.Duration) *dcsec.Config {
 		return nil
 	}
 	lo, hi := g.cfg.tlsVersions()
+	if dc := g.cfg.DataCredential; dc != nil {
+		cert := dc.TLSCertificate()
+		return &dcsec.Config{
+			Style:            dcsec.GSI,
+			Level:            dcsec.Level(g.prot),
+			Certificate:      &cert,
+			VerifyPeer:       dcsec.DataCredentialAuthorization(dc, ""),
+			MinVersion:       lo,
+			MaxVersion:       hi,
+			HandshakeTimeout: handshakeTimeout,
+		}
+	}
 	return &dcsec.Config{
 		Style:            dcsec.GSI,
 		Level:            dcsec.Level(g.prot),

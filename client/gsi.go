@@ -195,6 +195,18 @@ type GSIConfig struct {
 	// sent after PBSZ, at Login.
 	Protection Protection
 
+	// DataCredential, when set, is sent to the server after login (GCT's
+	// DCSC P, globus-url-copy -data-cred) and then DCAU A: both ends of
+	// every data connection present it instead of the user's proxy and
+	// the server's delegated one, and each accepts only a peer that
+	// presents this very certificate. It lets two servers that do not
+	// trust each other's CA (or were logged into with different
+	// credentials) run a third-party transfer, each Conn of it having
+	// the same DataCredential. See NewDataCredential and
+	// LoadDataCredential; it cannot go with DataAuthNone. A server
+	// without DCSC in its FEAT fails the Login.
+	DataCredential *Credential
+
 	// MinTLSVersion and MaxTLSVersion bound the TLS versions of the
 	// control and data channels (tls.VersionTLS12, tls.VersionTLS13).
 	// Zero means TLS 1.2 and the highest Go supports; nothing below 1.2
@@ -218,6 +230,14 @@ func (g *GSIConfig) validate(now time.Time) error {
 		}
 	default:
 		return fmt.Errorf("client: unsupported data channel protection %q", byte(g.Protection))
+	}
+	if g.DataCredential != nil {
+		if g.DataAuth == DataAuthNone {
+			return errors.New("client: a data channel credential (DCSC) needs authenticated data channels, not DCAU N")
+		}
+		if _, err := checkDataCredential(g.DataCredential); err != nil {
+			return err
+		}
 	}
 	switch g.DataAuth {
 	case DataAuthDefault, DataAuthSelf, DataAuthNone:
@@ -558,6 +578,15 @@ func (c *Conn) sendWrapped(line string) error {
 // DCAU A when asked for explicitly, and PBSZ with PROT S or P.
 func (c *Conn) gsiDataCommands(ctx context.Context) error {
 	g := c.gsi
+	if dc := g.cfg.DataCredential; dc != nil {
+		if err := c.sendDCSC(ctx, dc); err != nil {
+			return err
+		}
+		// The credential replaces DCAU's: ask for DCAU A explicitly.
+		if _, err := c.expect(ctx, 2, "DCAU A"); err != nil {
+			return fmt.Errorf("client: DCAU A: %w", err)
+		}
+	}
 	switch g.cfg.DataAuth {
 	case DataAuthNone:
 		if _, err := c.expect(ctx, 2, "DCAU N"); err != nil {

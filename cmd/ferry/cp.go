@@ -429,6 +429,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	listURL = fs.String("list", "", "list `URL` (names, directories with /) like globus-url-copy -list, and copy nothing; names starting with \".\" are left out, as by ferry ls without -a")
 	f.gsi = &gsiFlags{}
 	f.gsi.register(fs, true)
+	fs.StringVar(&f.gsi.dataCred, "data-cred", "", "gsiftp: data channel credential: `PATH` of a certificate and key (a proxy) or auto (a generated self-signed one), sent to each server (DCSC P) so that both ends of every data connection present it instead of the user's proxy; for servers that do not trust each other's CA")
 	if !syncMode {
 		registerModuleFlags(fs, f)
 	}

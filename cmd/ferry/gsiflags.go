@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/ferrygrid/ferry/client"
@@ -37,7 +38,10 @@ the URL asks for that account).
 // gsiDataHelp explains the data channel flags.
 const gsiDataHelp = `Data channels of gsiftp:// are authenticated (DCAU A, both ends present
 the user's credential) unless -nodcau; -dcsafe adds integrity protection
-(PROT S), -dcpriv encryption (PROT P).
+(PROT S), -dcpriv encryption (PROT P). -data-cred FILE|auto sends each
+server a data channel credential (GCT's DCSC; auto: a generated
+self-signed one): both ends then present it, and only it is accepted, so
+servers that do not trust each other's CA can copy between them.
 `
 
 // gsiFlags are the GSI options of a client subcommand, and the credential
@@ -47,6 +51,7 @@ type gsiFlags struct {
 	subject                string
 	noDelegate             bool
 	cert, key              string
+	dataCred               string // -data-cred: PATH or auto (DCSC)
 
 	// plainPeer: third-party copies between a gsiftp:// server and one
 	// without GSI run with DCAU N on the gsiftp:// side (mixedThirdParty).
@@ -95,6 +100,9 @@ func (g *gsiFlags) check() error {
 	if g.key != "" && g.cert == "" {
 		return usagef("-key needs -cert")
 	}
+	if g.dataCred != "" && g.noDCAU {
+		return usagef("-data-cred is the credential of authenticated data channels; drop -nodcau")
+	}
 	return g.krb.check()
 }
 
@@ -135,6 +143,17 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 		NoDelegation:  g.noDelegate,
 	}
 	switch {
+	case g.dataCred == "":
+	case strings.EqualFold(g.dataCred, "auto"):
+		if cfg.DataCredential, err = client.NewDataCredential(); err != nil {
+			return nil, fmt.Errorf("gsiftp: -data-cred auto: %w", err)
+		}
+	default:
+		if cfg.DataCredential, err = client.LoadDataCredential(g.dataCred); err != nil {
+			return nil, fmt.Errorf("gsiftp: -data-cred: %w", err)
+		}
+	}
+	switch {
 	case g.noDCAU:
 		cfg.DataAuth = client.DataAuthNone
 	case g.dcSafe:
@@ -155,7 +174,20 @@ func (g *gsiFlags) load() (*client.GSIConfig, error) {
 // before each and DCAU A after it: client.GSIConfig.PlainPeerNoDCAU); the
 // other pairs of the run keep data channel authentication, and w hears
 // about it. -dcsafe and -dcpriv need DCAU: they are refused.
+//
+// -data-cred is refused for a pair with a server that is not gsiftp://:
+// its data channels could not use the credential, and going on without it
+// would not be what was asked for.
 func (g *gsiFlags) mixedThirdParty(w io.Writer, pairs []job.URLPair, noTPT bool) error {
+	if g != nil && g.dataCred != "" {
+		for _, p := range pairs {
+			for _, u := range []string{p.Src, p.Dst} {
+				if l, err := parseLocation(u); err == nil && l.kind == locRemote && !l.gsi {
+					return usagef("%s: -data-cred is for gsiftp:// servers (the data channel credential goes with GSI's DCAU)", l)
+				}
+			}
+		}
+	}
 	if g == nil || g.noDCAU || noTPT {
 		return nil
 	}

@@ -98,13 +98,12 @@ type gucConfig struct {
 
 // Reasons of the refused options.
 const (
-	whyUDT      = "UDT is not implemented: Ferry's data channels are TCP (use -p for parallel TCP streams)"
-	whyXIO      = "Ferry has no XIO driver stacks to choose from; its data channels are TCP, secured as -dcsafe or -dcpriv say"
-	whyPipe     = "running commands on the server (the popen driver) is not implemented by Ferry, as a matter of policy"
-	whyAuthz    = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
-	whyG2       = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
-	whyDataCred = "a separate data channel credential (DCSC P, or a generated one for auto) is not implemented by Ferry's client yet"
-	whyNLB      = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
+	whyUDT   = "UDT is not implemented: Ferry's data channels are TCP (use -p for parallel TCP streams)"
+	whyXIO   = "Ferry has no XIO driver stacks to choose from; its data channels are TCP, secured as -dcsafe or -dcpriv say"
+	whyPipe  = "running commands on the server (the popen driver) is not implemented by Ferry, as a matter of policy"
+	whyAuthz = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
+	whyG2    = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
+	whyNLB   = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
 )
 
 // Reasons of refused options that globus-url-copy's -help does not list.
@@ -207,7 +206,7 @@ var gucOptions = []gucOption{
 	{names: []string{"cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.cred = v; return nil }},
 	{names: []string{"sc", "src-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.srcCred = v; return nil }},
 	{names: []string{"dc", "dst-cred"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.dstCred = v; return nil }},
-	{names: []string{"data-cred"}, arg: gucText, refuse: whyDataCred},
+	{names: []string{"data-cred"}, arg: gucText, apply: cpValue("data-cred")},
 	{names: []string{"af", "alias-file"}, arg: gucText, apply: func(c *gucConfig, v string) error { c.aliasFile = v; return nil }},
 	{names: []string{"sync"}, apply: cpSwitch("sync")},
 	{names: []string{"sync-level"}, arg: gucInt, apply: cpValue("sync-level")},
@@ -557,6 +556,8 @@ Checks
 Security (gsiftp://)
   -s | -subject DN, -ss | -source-subject DN, -ds | -dest-subject DN   expected server subjects
   -cred FILE, -sc | -src-cred FILE, -dc | -dst-cred FILE               credential (proxy) to use
+  -data-cred FILE|auto          data channel credential, sent to the servers (DCSC); auto: a
+                                generated self-signed one (for servers that do not trust each other)
   -nodcau | -no-data-channel-authentication   no data channel authentication
   -dcsafe | -data-channel-safe  integrity-protected data channels
   -dcpriv | -data-channel-private   encrypted data channels
@@ -569,7 +570,7 @@ Output
   -help | -usage, -version, -versions
 
 
-Refused, with the reason: -data-cred, -nlb | -nl-bottleneck, -udt,
+Refused, with the reason: -nlb | -nl-bottleneck, -udt,
 -no-g2 | -nogridftp2, the storage module options (-mn, -mp, -smn, -smp,
 -dmn, -dmp), the assertion options
 (-aa, -saa, -daa, -cache-aa, -cache-saa, -cache-daa), the pipe options

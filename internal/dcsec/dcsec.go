@@ -84,7 +84,8 @@ type Config struct {
 	VerifyPeer func(chain []*x509.Certificate) error
 	// Authz says what VerifyPeer checks, for a process that must rebuild
 	// it with its own trust store (a striped server's data movers); the
-	// zero value means VerifyPeer is nil.
+	// zero value means VerifyPeer is nil or cannot be rebuilt elsewhere
+	// (DataCredentialAuthorization, which such a process must refuse).
 	Authz Authorization
 	// ServerName is the SNI a TLS client sends. It is sent only when it is
 	// a valid DNS host name (never an IP address or a user's CN with

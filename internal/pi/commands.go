@@ -65,6 +65,7 @@ func init() {
 		"SBUF": {run: cmdSBUF, arg: argRequired, help: "SBUF <sp> bytes"},
 		"TREV": {run: cmdTREV, arg: argRequired, help: "TREV <sp> PERF|RESTART <sp> seconds"},
 		"DCAU": {run: cmdDCAU, arg: argRequired, help: "DCAU <sp> N"},
+		"DCSC": {run: cmdDCSC, arg: argRequired, help: "DCSC <sp> P <sp> base64-PEM-credential | DCSC <sp> D"},
 		"PBSZ": {run: cmdPBSZ, arg: argRequired, help: "PBSZ <sp> size"},
 		"PROT": {run: cmdPROT, arg: argRequired, help: "PROT <sp> C"},
 		// Data transfers (transfer.go).
@@ -610,6 +611,9 @@ func cmdFEAT(ctx context.Context, s *session, arg string) wire.Reply {
 	add("MDTM", "MDTM")
 	add("MFMT", "MFMT")
 	add("DCAU", "DCAU")
+	if s.canDCSC() {
+		add("DCSC", featDCSC)
+	}
 	add("ERET", "ERET")
 	add("ESTO", "ESTO")
 	if feat := featModules(s.cfg.AllowedModules); feat != "" {

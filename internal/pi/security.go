@@ -503,6 +503,9 @@ func (s *session) dataSecurity() *dcsec.Config {
 		if s.dcau == 'N' {
 			return nil
 		}
+		if s.dcsc != nil {
+			return s.dcscSecurity()
+		}
 		cred := s.sec.delegated
 		if cred == nil {
 			cred = sec.Host

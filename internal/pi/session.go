@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/gsi"
 	"github.com/ferrygrid/ferry/internal/gss"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -107,6 +108,7 @@ type session struct {
 	authFailures int                         // failed ADAT exchanges and logins
 	dcau         byte                        // 'N', 'A' or 'S'
 	dcauSubject  string                      // DCAU S subject
+	dcsc         *gsi.Credential             // DCSC P data channel credential (dcsc.go); nil: none
 	prot         byte                        // 'C', 'S' or 'P'
 	// activeUnchecked: the active data addresses were accepted only
 	// because the data channel was authenticated (foreign host or

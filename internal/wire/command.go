@@ -70,9 +70,10 @@ func (c Command) String() string {
 	if c.Arg == "" {
 		return c.Verb
 	}
-	if c.Verb == "PASS" || c.Verb == "ADAT" {
-		// A password, or a security token (a Kerberos AP-REQ with its
-		// ticket, a GSI handshake message): never in a log.
+	if c.Verb == "PASS" || c.Verb == "ADAT" || c.Verb == "DCSC" {
+		// A password, a security token (a Kerberos AP-REQ with its
+		// ticket, a GSI handshake message) or a credential with its
+		// private key (DCSC P): never in a log.
 		return c.Verb + " ****"
 	}
 	return c.Verb + " " + c.Arg

@@ -72,6 +72,7 @@ func TestCommandString(t *testing.T) {
 		{Command{"PASS", "secret"}, "PASS ****"},
 		{Command{"PASS", ""}, "PASS"},
 		{Command{"ADAT", "YIIBtoken"}, "ADAT ****"},
+		{Command{"DCSC", "P LS0tLS1CRUdJTiBDRVJU"}, "DCSC ****"},
 	}
 	for _, tt := range tests {
 		if got := tt.c.String(); got != tt.want {
