@@ -598,7 +598,7 @@ func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg,
 		return 0, &xfer.StorageError{Err: err}
 	}
 	n, err := local.Receive(ctx, req, w, notify)
-	if a, ok := w.(interface{ Abort() error }); ok && err != nil {
+	if a, ok := w.(interface{ Abort() error }); ok && err != nil && msg.Upload != nil {
 		// A writer of a shared S3 upload keeps nothing of a failed
 		// transfer (the frontend aborts the upload): no fragments.
 		a.Abort()
