@@ -588,6 +588,11 @@ func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg,
 			}
 			defer r.Close()
 			src = r
+			if sr, ok := r.(stripeReader); ok {
+				if block, mine := ownBlocks(req, len(msg.Addrs)); mine != nil {
+					sr.Stripe(req.Offset, block, mine)
+				}
+			}
 		}
 		return local.Send(ctx, req, src, notify)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // Striping over an object store (dsi/s3, docs/storage-s3.md): every mover
@@ -71,4 +72,30 @@ func createForJob(ctx context.Context, st dsi.Storage, path string, u *Upload, o
 		return nil, fmt.Errorf("this mover's storage is S3, but the frontend did not share an upload for %s (the frontend's storage must be the same bucket, -storage s3)", path)
 	}
 	return st.Create(ctx, path, opts)
+}
+
+// stripeReader is a Reader that can be told which blocks of a striped
+// download it serves (dsi/s3's Reader: it then fetches only those with
+// its ranged GETs).
+type stripeReader interface {
+	Stripe(base, block int64, mine func(b int64) bool)
+}
+
+// ownBlocks says which stripe blocks of req this mover sends to its
+// receivers (as the DTP deals them, internal/dtp planSend): with the
+// blocked layout over k = max(senders, receivers) parts, block b is part
+// b mod k, and this mover sends the parts equal to its index modulo the
+// senders. mine is nil when the mover sends the whole range.
+func ownBlocks(req *xfer.Request, receivers int) (block int64, mine func(b int64) bool) {
+	senders := req.Senders
+	if senders <= 1 || req.Mode != xfer.ModeEBlock || req.StripeLayout != xfer.LayoutBlocked {
+		return 0, nil
+	}
+	k := int64(max(senders, receivers, 1))
+	block = req.StripeBlockSize
+	if block <= 0 {
+		block = xfer.DefaultStripeBlockSize
+	}
+	index := int64(req.SenderIndex)
+	return block, func(b int64) bool { return b%k%int64(senders) == index }
 }
