@@ -178,6 +178,10 @@ func (w *Writer) gatherShared(ctx context.Context) error {
 			if i < 0 || i >= maxParts || p.Size != w.ps {
 				continue
 			}
+			if (i+1)*w.ps > w.limit {
+				w.mu.Unlock()
+				return w.pastLimit(i*w.ps, w.ps)
+			}
 			w.done[i] = minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag}
 			w.have.add(i*w.ps, (i+1)*w.ps)
 			w.end = max(w.end, (i+1)*w.ps)
