@@ -15,8 +15,9 @@ import (
 // TestStripedS3GlobusURLCopy: a striped server (ferry serve -movers) and
 // four ferry mover processes, all with -storage s3 on one bucket of a
 // real S3 server (SeaweedFS); globus-url-copy -p 8 uploads and downloads
-// through the first mover, and -stripe -p 8 over all four (a stripe
-// block of the part size, and GCT's default), byte-identical; the
+// through the first mover, and -stripe -p 8 over all four, byte-identical
+// (downloads also with -sbs of the part size; guc's -stripe -sbs uploads
+// are broken whatever the server, see TestStripedGlobusURLCopy); the
 // bucket holds the objects and nothing else afterwards (no upload in
 // progress, no fragment).
 func TestStripedS3GlobusURLCopy(t *testing.T) {
@@ -41,19 +42,19 @@ func TestStripedS3GlobusURLCopy(t *testing.T) {
 	want := writeRandom(t, src, 64<<20+12345, 23)
 	var keys []string
 	for _, tc := range []struct {
-		name  string
-		flags []string
+		name     string
+		up, down []string
 	}{
-		{"p8", []string{"-p", "8"}},
-		{"stripe-p8-sbs", []string{"-stripe", "-p", "8", "-sbs", "8388608"}},
-		{"stripe-p8", []string{"-stripe", "-p", "8"}},
+		{"p8", []string{"-p", "8"}, []string{"-p", "8"}},
+		{"stripe-p8", []string{"-stripe", "-p", "8"}, []string{"-stripe", "-p", "8"}},
+		{"stripe-p8-sbs", []string{"-stripe", "-p", "8"}, []string{"-stripe", "-p", "8", "-sbs", "8388608"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "/" + tc.name + ".bin"
 			keys = append(keys, "served"+name)
-			mustRun(t, "", "", "globus-url-copy", append(append([]string{}, tc.flags...), "file://"+src, s.url(name))...)
+			mustRun(t, "", "", "globus-url-copy", append(append([]string{}, tc.up...), "file://"+src, s.url(name))...)
 			got := filepath.Join(local, tc.name+".got")
-			mustRun(t, "", "", "globus-url-copy", append(append([]string{}, tc.flags...), s.url(name), "file://"+got)...)
+			mustRun(t, "", "", "globus-url-copy", append(append([]string{}, tc.down...), s.url(name), "file://"+got)...)
 			sameFile(t, got, want)
 			os.Remove(got)
 		})
