@@ -853,7 +853,9 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 
 // Receive moves the data channel's bytes into the file: every listening
 // mover writes what reaches it, at its offsets, through its own storage;
-// dst (the frontend's own handle on the file) is not written.
+// dst (the frontend's own handle on the file) is not written. On S3, dst
+// starts the multipart upload the movers write into, and its Close (by the
+// caller, after Receive) completes it (s3.go).
 func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
 	if f.secErr != nil {
 		return 0, &xfer.DataError{Open: true, Err: f.secErr}

@@ -326,3 +326,22 @@ func TestS3MoverRefusesUnsharedUpload(t *testing.T) {
 		t.Errorf("object %s stored by a mover of a posix frontend", o.Key)
 	}
 }
+
+// TestUploadMessage: a receive request carries its shared upload across
+// the wire, and one with an empty or absurd upload is refused.
+func TestUploadMessage(t *testing.T) {
+	m := &stripe.Msg{Type: stripe.TypeReceive, Seq: 7, Upload: &stripe.Upload{ID: "abc.DEF_1", PartSize: 8 << 20}}
+	b, err := stripe.AppendFrame(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, n, err := stripe.ParseFrame(b)
+	if err != nil || n != len(b) || got.Upload == nil || *got.Upload != *m.Upload {
+		t.Fatalf("round trip: %+v %d %v", got, n, err)
+	}
+	for _, body := range []string{`{"up":{"id":"","ps":8388608}}`, `{"up":{"id":"x","ps":0}}`, `{"up":{"id":"` + strings.Repeat("x", 2000) + `","ps":8388608}}`} {
+		if _, err := stripe.ParseBody(stripe.TypeReceive, []byte(body)); err == nil {
+			t.Errorf("ParseBody(%s) accepted", body[:min(len(body), 40)])
+		}
+	}
+}
