@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -159,6 +160,17 @@ func TestS3StripedRoundTrip(t *testing.T) {
 		got, err := sc.object(t, name)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("upload %s: object of %d bytes (%v), differs from the %d sent", tc.name, len(got), err, len(want))
+		}
+	}
+	// Small files: one short part (a fragment of one mover), and none.
+	for _, n := range []int{1000, 0} {
+		name := fmt.Sprintf("/small-%d.bin", n)
+		names = append(names, name)
+		if _, err := conn.StoreAt(ctx, name, bytes.NewReader(want[:n]), int64(n), &client.StoreOptions{Parallel: 2, Striped: true}); err != nil {
+			t.Fatalf("upload %s: %v", name, err)
+		}
+		if got, err := sc.object(t, name); err != nil || !bytes.Equal(got, want[:n]) {
+			t.Fatalf("upload %s: object of %d bytes (%v), want %d", name, len(got), err, n)
 		}
 	}
 	for _, layout := range []string{"StripeLayout=Blocked;BlockSize=1048576;", "StripeLayout=Partitioned;"} {
