@@ -59,6 +59,16 @@ func TestStripedS3GlobusURLCopy(t *testing.T) {
 			os.Remove(got)
 		})
 	}
+	// The S3 credentials are nobody's business but the store's.
+	logs := []string{s.server.log.String()}
+	for _, m := range s.movers {
+		logs = append(logs, m.log.String())
+	}
+	for _, l := range logs {
+		if strings.Contains(l, s3server.SecretKey) {
+			t.Errorf("the S3 secret key is in a log:\n%s", l)
+		}
+	}
 	c, err := s3srv.Client()
 	if err != nil {
 		t.Fatal(err)
