@@ -565,6 +565,9 @@ func (w *Writer) commit() error {
 		if err := w.abort(); err != nil {
 			return err
 		}
+		w.upMu.Lock()
+		w.uploadID = "" // aborted: nothing more to abort
+		w.upMu.Unlock()
 		_, err := w.f.c.PutObject(ctx, w.f.bucket, w.key, bytes.NewReader(nil), 0,
 			minio.PutObjectOptions{UserMetadata: w.meta, DisableMultipart: true})
 		if err != nil {
