@@ -34,7 +34,9 @@ func runMover(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(commands["mover"], e)
 	listen := fs.String("listen", ":2812", "address `HOST:PORT` the frontend (ferry serve -movers) connects to")
 	root := fs.String("root", ".", "served `DIR` (posix storage): the same tree as the frontend's, e.g. a shared file system")
-	storage := fs.String("storage", "posix", "storage back-end `NAME`: posix, memory, or null")
+	storage := fs.String("storage", "posix", "storage back-end `NAME`: posix, memory, null, or s3 (the frontend's bucket: the same -s3-* settings as its own; docs/storage-s3.md)")
+	var s3f s3Flags
+	s3f.register(fs)
 	secretFile := fs.String("secret", "", "`FILE` holding the shared secret (the frontend's -mover-secret)")
 	dataIface := fs.String("data-interface", "", "`ADDR` for data connections (default: the address the frontend connected to)")
 	portRange := fs.String("port-range", "", "passive data ports `LOW,HIGH` (default: $GLOBUS_TCP_PORT_RANGE, else any)")
@@ -78,8 +80,12 @@ func runMover(ctx context.Context, e *env, args []string) error {
 		m.Storage = memory.New()
 	case "null":
 		m.Storage = null.New()
+	case "s3":
+		if m.Storage, err = s3f.open(ctx); err != nil {
+			return err
+		}
 	default:
-		return usagef("unknown -storage %q (posix, memory, null)", *storage)
+		return usagef("unknown -storage %q (posix, memory, null, s3)", *storage)
 	}
 	dir := *caDir
 	if dir == "" {

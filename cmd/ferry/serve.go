@@ -81,19 +81,41 @@ type s3Flags struct {
 	partSize, maxSpill                                     int64
 }
 
+// register adds the -s3-* flags to fs (ferry serve and ferry mover).
+func (f *s3Flags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.endpoint, "s3-endpoint", "", "-storage s3: the store's `URL` (http://HOST:PORT or https://...; default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL)")
+	fs.StringVar(&f.bucket, "s3-bucket", "", "-storage s3: the `BUCKET` served (it must exist)")
+	fs.StringVar(&f.prefix, "s3-prefix", "", "-storage s3: serve only the keys under `PREFIX` (default: the whole bucket)")
+	fs.StringVar(&f.region, "s3-region", "", "-storage s3: the bucket's `REGION` (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
+	fs.StringVar(&f.accessKey, "s3-access-key", "", "-storage s3: the access key `ID` (default: $AWS_ACCESS_KEY_ID); keep it and s3-secret-key in the -config file (ferry serve) or the environment, not on the command line")
+	fs.StringVar(&f.secretKey, "s3-secret-key", "", "-storage s3: the secret `KEY` (default: $AWS_SECRET_ACCESS_KEY); best in the -config file (ferry serve) or the environment")
+	fs.BoolVar(&f.pathStyle, "s3-path-style", false, "-storage s3: path-style requests (http://HOST/BUCKET/KEY), which most stores other than AWS want; default: the client's choice")
+	fs.Int64Var(&f.maxSpill, "s3-max-spill", s3.DefaultMaxSpill, "-storage s3: the most `BYTES` all uploads together buffer in temporary files (parts not yet whole); a write past it fails")
+	fs.Int64Var(&f.partSize, "s3-part-size", s3.DefaultPartSize, "-storage s3: multipart upload part `BYTES` (at least 5 MiB); MODE E blocks are buffered per part until it is whole")
+}
+
+// open opens the storage of -storage s3.
+func (f *s3Flags) open(ctx context.Context) (*s3.FS, error) {
+	s3cfg := s3.ConfigFromEnv(s3.Config{
+		Endpoint: f.endpoint, Bucket: f.bucket, Prefix: f.prefix, Region: f.region,
+		AccessKey: f.accessKey, SecretKey: f.secretKey, PathStyle: f.pathStyle, PartSize: f.partSize, MaxSpill: f.maxSpill,
+	})
+	switch {
+	case s3cfg.Endpoint == "" && s3cfg.Bucket == "":
+		return nil, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL) and -s3-bucket NAME")
+	case s3cfg.Endpoint == "":
+		return nil, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL)")
+	case s3cfg.Bucket == "":
+		return nil, usagef("-storage s3 needs -s3-bucket NAME")
+	}
+	return s3.New(ctx, s3cfg)
+}
+
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", ":2811", "control channel address `HOST:PORT` (port 0 picks a free port)")
 	fs.StringVar(&f.root, "root", ".", "served `DIR` (posix storage)")
 	fs.StringVar(&f.storage, "storage", "posix", "storage back-end `NAME`: posix, memory, null (paths like /1G read as zeros; writes are discarded), or s3 (a bucket of an S3 store: see -s3-endpoint)")
-	fs.StringVar(&f.s3.endpoint, "s3-endpoint", "", "-storage s3: the store's `URL` (http://HOST:PORT or https://...; default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL)")
-	fs.StringVar(&f.s3.bucket, "s3-bucket", "", "-storage s3: the `BUCKET` served (it must exist)")
-	fs.StringVar(&f.s3.prefix, "s3-prefix", "", "-storage s3: serve only the keys under `PREFIX` (default: the whole bucket)")
-	fs.StringVar(&f.s3.region, "s3-region", "", "-storage s3: the bucket's `REGION` (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
-	fs.StringVar(&f.s3.accessKey, "s3-access-key", "", "-storage s3: the access key `ID` (default: $AWS_ACCESS_KEY_ID); keep it and s3-secret-key in the -config file, not on the command line")
-	fs.StringVar(&f.s3.secretKey, "s3-secret-key", "", "-storage s3: the secret `KEY` (default: $AWS_SECRET_ACCESS_KEY); best in the -config file")
-	fs.BoolVar(&f.s3.pathStyle, "s3-path-style", false, "-storage s3: path-style requests (http://HOST/BUCKET/KEY), which most stores other than AWS want; default: the client's choice")
-	fs.Int64Var(&f.s3.maxSpill, "s3-max-spill", s3.DefaultMaxSpill, "-storage s3: the most `BYTES` all uploads together buffer in temporary files (parts not yet whole); a write past it fails")
-	fs.Int64Var(&f.s3.partSize, "s3-part-size", s3.DefaultPartSize, "-storage s3: multipart upload part `BYTES` (at least 5 MiB); MODE E blocks are buffered per part until it is whole")
+	f.s3.register(fs)
 	fs.BoolVar(&f.anonymous, "anonymous", false, "allow anonymous logins (user anonymous or ftp), read-only")
 	fs.BoolVar(&f.anonWrite, "anonymous-write", false, "let anonymous users write too")
 	fs.StringVar(&f.passwd, "passwd", "", "password `FILE` written by 'ferry passwd'")
@@ -237,24 +259,10 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 	case "null":
 		cfg.Storage = null.New()
 	case "s3":
-		if f.movers != "" {
-			// Each mover would complete an upload of its own stripes
-			// only: striping over one multipart upload is not done yet.
-			return cfg, usagef("-storage s3 cannot be striped yet: drop -movers")
-		}
-		s3cfg := s3.ConfigFromEnv(s3.Config{
-			Endpoint: f.s3.endpoint, Bucket: f.s3.bucket, Prefix: f.s3.prefix, Region: f.s3.region,
-			AccessKey: f.s3.accessKey, SecretKey: f.s3.secretKey, PathStyle: f.s3.pathStyle, PartSize: f.s3.partSize, MaxSpill: f.s3.maxSpill,
-		})
-		switch {
-		case s3cfg.Endpoint == "" && s3cfg.Bucket == "":
-			return cfg, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL) and -s3-bucket NAME")
-		case s3cfg.Endpoint == "":
-			return cfg, usagef("-storage s3 needs -s3-endpoint URL (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL)")
-		case s3cfg.Bucket == "":
-			return cfg, usagef("-storage s3 needs -s3-bucket NAME")
-		}
-		st, err := s3.New(context.Background(), s3cfg)
+		// With -movers, every mover serves the same bucket (ferry
+		// mover -storage s3): they write one multipart upload that
+		// this frontend starts and completes (internal/stripe/s3.go).
+		st, err := f.s3.open(context.Background())
 		if err != nil {
 			return cfg, err
 		}

@@ -42,6 +42,12 @@ type Reader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // prefetches
 
+	// Chunk i holds bytes [origin+i*chunk, origin+(i+1)*chunk) of the
+	// object (clipped to it); a read of chunk i prefetches chunk
+	// next(i). Stripe changes them before the first read.
+	origin int64
+	mine   func(i int64) bool // nil: every chunk
+
 	mu     sync.Mutex
 	chunks map[int64]*chunk // guarded by mu
 	order  []int64          // chunk indices, least recently used first; guarded by mu
@@ -85,11 +91,69 @@ func (r *Reader) get(ctx context.Context, off, n int64) (io.ReadCloser, error) {
 	return body, nil
 }
 
+// Stripe tells r that it will serve one stripe of a striped download
+// (the movers of a striped server, each sending its stripes): the blocks
+// of block bytes from base for which mine(b) is true (b counts blocks
+// from base). When block is smaller than a chunk, chunks become those
+// blocks and only the stripe's own are fetched (and prefetched): a mover
+// does not read the bytes the other movers send. Otherwise nothing
+// changes (a chunk then straddles at most the ends of a block). Call it
+// before the first read.
+func (r *Reader) Stripe(base, block int64, mine func(b int64) bool) {
+	if block <= 0 || block >= r.chunk || mine == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.chunks) > 0 {
+		return
+	}
+	r.chunk, r.origin = block, base%block
+	first := r.chunkOf(base) // block 0
+	r.mine = func(i int64) bool { return i >= first && mine(i-first) }
+}
+
+// chunkOf is the chunk holding byte pos.
+func (r *Reader) chunkOf(pos int64) int64 {
+	if r.origin == 0 {
+		return pos / r.chunk
+	}
+	if pos < r.origin {
+		return 0
+	}
+	return (pos-r.origin)/r.chunk + 1
+}
+
+// chunkStart is the offset of chunk i's first byte.
+func (r *Reader) chunkStart(i int64) int64 {
+	if r.origin == 0 {
+		return i * r.chunk
+	}
+	if i == 0 {
+		return 0
+	}
+	return r.origin + (i-1)*r.chunk
+}
+
+// nextChunk is the chunk to prefetch after chunk i, or -1.
+func (r *Reader) nextChunk(i int64) int64 {
+	for j := i + 1; j <= i+maxStripes && r.chunkStart(j) < r.size; j++ {
+		if r.mine == nil || r.mine(j) {
+			return j
+		}
+	}
+	return -1
+}
+
+// maxStripes bounds how far ahead nextChunk looks for the stripe's next
+// chunk (a striped server has at most 64 movers).
+const maxStripes = 64
+
 // fetch fills c with chunk i.
 func (r *Reader) fetch(i int64, c *chunk) {
 	defer close(c.done)
-	off := i * r.chunk
-	n := min(r.chunk, r.size-off)
+	off := r.chunkStart(i)
+	n := min(r.chunkStart(i+1), r.size) - off
 	body, err := r.get(r.ctx, off, n)
 	if err != nil {
 		c.err = err
@@ -124,7 +188,7 @@ func (r *Reader) chunkAt(i int64) (*chunk, error) {
 	} else {
 		r.touchLocked(i)
 	}
-	if next := i + 1; next*r.chunk < r.size {
+	if next := r.nextChunk(i); next >= 0 {
 		if _, have := r.chunks[next]; !have {
 			r.addLocked(next)
 			start = append(start, next)
@@ -185,11 +249,12 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	var n int64
 	for n < want {
 		pos := off + n
-		c, err := r.chunkAt(pos / r.chunk)
+		i := r.chunkOf(pos)
+		c, err := r.chunkAt(i)
 		if err != nil {
 			return int(n), err
 		}
-		n += int64(copy(p[n:want], c.data[pos%r.chunk:]))
+		n += int64(copy(p[n:want], c.data[pos-r.chunkStart(i):]))
 	}
 	if want < int64(len(p)) {
 		return int(n), io.EOF
@@ -228,10 +293,11 @@ func (r *Reader) WriteRangeTo(w io.Writer, off, n int64) (int64, error) {
 		for done < n && err == nil {
 			pos := off + done
 			var c *chunk
-			if c, err = r.chunkAt(pos / r.chunk); err != nil {
+			i := r.chunkOf(pos)
+			if c, err = r.chunkAt(i); err != nil {
 				break
 			}
-			b := c.data[pos%r.chunk:]
+			b := c.data[pos-r.chunkStart(i):]
 			b = b[:min(int64(len(b)), n-done)]
 			var m int
 			m, err = w.Write(b)

@@ -28,6 +28,9 @@
 // neither a write nor the old object provides) is not stored: Close
 // aborts and fails (Config.MaxZeroFill). Writes past the declared size
 // or the largest object fail at once.
+// Several hosts can write one file together, into one multipart upload
+// that one of them starts and completes (Writer.Share, FS.Join: the
+// movers of a striped server, see shared.go).
 // A Writer whose Create context is cancelled before Close, or which saw
 // an error, aborts its upload instead, and so does [Writer.Abort]: no
 // half object is ever visible under the name.

@@ -45,6 +45,9 @@ type Writer struct {
 	upMu     sync.Mutex // serialises the start of the upload
 	uploadID string     // set once under upMu, then read-only
 
+	// joined: a Writer of FS.Join, filling another's upload (shared.go).
+	joined bool
+
 	mu      sync.Mutex
 	have    extentSet                    // the ranges written, file offsets; guarded by mu
 	parts   map[int64]*part              // partial parts; guarded by mu
@@ -56,6 +59,8 @@ type Writer struct {
 	end     int64                        // the end of the furthest write; guarded by mu
 	err     error                        // the first failure; guarded by mu
 	closed  bool                         // guarded by mu
+	shared  bool                         // Share made this the owner of a shared upload; guarded by mu
+	frags   []extent                     // shared: the joined Writers' fragments; guarded by mu
 	writers sync.WaitGroup               // WriteAt calls in progress
 }
 
@@ -396,6 +401,9 @@ func (w *Writer) material(ctx context.Context, i int64, p *part, n int64) ([]byt
 			return nil, fmt.Errorf("s3: write %s: buffer: %w", w.name, err)
 		}
 	}
+	if err := w.fillFrags(ctx, b, i*w.ps); err != nil {
+		return nil, err
+	}
 	w.mu.Lock()
 	gaps := w.have.gaps(i*w.ps, i*w.ps+n)
 	w.mu.Unlock()
@@ -445,16 +453,26 @@ func (w *Writer) Abort() error {
 
 func (w *Writer) abort() error {
 	w.release()
+	if w.joined {
+		return nil // the owner aborts (shared.go)
+	}
 	w.upMu.Lock()
 	id := w.uploadID
 	w.upMu.Unlock()
 	if id == "" {
 		return nil
 	}
-	if err := w.f.core.AbortMultipartUpload(context.WithoutCancel(w.ctx), w.f.bucket, w.key, id); err != nil {
-		return fmt.Errorf("s3: abort upload of %s: %w", w.name, mapErr(err))
+	err := w.f.core.AbortMultipartUpload(context.WithoutCancel(w.ctx), w.f.bucket, w.key, id)
+	if err != nil {
+		err = fmt.Errorf("s3: abort upload of %s: %w", w.name, mapErr(err))
 	}
-	return nil
+	w.mu.Lock()
+	shared := w.shared
+	w.mu.Unlock()
+	if shared {
+		err = errors.Join(err, w.dropFragments(id))
+	}
+	return err
 }
 
 // release drops the buffers.
@@ -489,7 +507,9 @@ func (w *Writer) Close() error {
 	if err == nil && w.ctx.Err() != nil {
 		err = fmt.Errorf("s3: write %s: %w", w.name, context.Cause(w.ctx))
 	}
-	if err == nil {
+	if err == nil && w.joined {
+		err = w.storeFragments()
+	} else if err == nil {
 		err = w.commit()
 	}
 	if err != nil {
@@ -505,7 +525,17 @@ func (w *Writer) Close() error {
 // commit stores the object.
 func (w *Writer) commit() error {
 	ctx := context.WithoutCancel(w.ctx)
+	w.mu.Lock()
+	shared := w.shared
+	w.mu.Unlock()
+	if shared {
+		if err := w.gatherShared(ctx); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
 	size := max(w.end, w.base)
+	w.mu.Unlock()
 	if err := w.checkHoles(size); err != nil {
 		return err
 	}
@@ -528,6 +558,22 @@ func (w *Writer) commit() error {
 	nparts := (size + w.ps - 1) / w.ps
 	if nparts > maxParts {
 		return w.pastLimit(0, size)
+	}
+	if nparts == 0 {
+		// An empty file (a shared upload nobody wrote): S3 completes
+		// no upload without parts.
+		if err := w.abort(); err != nil {
+			return err
+		}
+		w.upMu.Lock()
+		w.uploadID = "" // aborted: nothing more to abort
+		w.upMu.Unlock()
+		_, err := w.f.c.PutObject(ctx, w.f.bucket, w.key, bytes.NewReader(nil), 0,
+			minio.PutObjectOptions{UserMetadata: w.meta, DisableMultipart: true})
+		if err != nil {
+			return fmt.Errorf("s3: write %s: %w", w.name, mapErr(err))
+		}
+		return nil
 	}
 	w.mu.Lock()
 	todo := map[int64]*part{}
@@ -568,6 +614,11 @@ func (w *Writer) commit() error {
 	w.upMu.Lock()
 	w.uploadID = ""
 	w.upMu.Unlock()
+	if shared {
+		// The object is stored: a fragment left behind is a hidden
+		// object of no file, not a failure of this one.
+		_ = w.dropFragments(id)
+	}
 	return nil
 }
 

@@ -34,7 +34,7 @@ func gucIsFerry() bool { return os.Getenv(gucIsFerryEnv) == "1" }
 
 // gucTestsRE selects the tests that run globus-url-copy, against Ferry's
 // server and GCT's.
-const gucTestsRE = `^(TestGlobusURLCopy.*|TestGSIRefusals|TestGSIRunsAsMappedUser|TestStripedGCT|TestStripedGSI|TestStripedGlobusURLCopy|TestStripedMoversReload|TestStripedThirdParty|TestGUCIsFerry|TestGUCGlobusMappingAnonymous|TestS3Storage)$`
+const gucTestsRE = `^(TestGlobusURLCopy.*|TestGSIRefusals|TestGSIRunsAsMappedUser|TestStripedGCT|TestStripedGSI|TestStripedGlobusURLCopy|TestStripedMoversReload|TestStripedThirdParty|TestGUCIsFerry|TestGUCGlobusMappingAnonymous|TestS3Storage|TestStripedS3GlobusURLCopy)$`
 
 // installGUCLink puts a directory under dir first on PATH whose
 // globus-url-copy is a symbolic link to bin.

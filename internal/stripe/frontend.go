@@ -853,7 +853,9 @@ func (f *Frontend) Send(ctx context.Context, req *xfer.Request, src dsi.Reader, 
 
 // Receive moves the data channel's bytes into the file: every listening
 // mover writes what reaches it, at its offsets, through its own storage;
-// dst (the frontend's own handle on the file) is not written.
+// dst (the frontend's own handle on the file) is not written. On S3, dst
+// starts the multipart upload the movers write into, and its Close (by the
+// caller, after Receive) completes it (s3.go).
 func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Writer, notify func(xfer.Event)) (int64, error) {
 	if f.secErr != nil {
 		return 0, &xfer.DataError{Open: true, Err: f.secErr}
@@ -871,9 +873,22 @@ func (f *Frontend) Receive(ctx context.Context, req *xfer.Request, dst dsi.Write
 	if len(f.listening) == 0 || req.Mode == xfer.ModeStream {
 		movers = movers[:1]
 	}
+	up, err := shareUpload(dst)
+	if err != nil {
+		return 0, &xfer.StorageError{Err: err}
+	}
+	if up != nil {
+		// See s3.go: a failed shared upload keeps nothing to resume.
+		next := notify
+		notify = func(ev xfer.Event) {
+			if ev.Kind != xfer.EventRanges {
+				next(ev)
+			}
+		}
+	}
 	msgs := make([]*Msg, len(movers))
 	for k := range movers {
-		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path)), Sec: f.sec}
+		msgs[k] = &Msg{Type: TypeReceive, Buffer: f.buf, Addrs: f.active, Job: jobOf(req, f.moverPath(req.Path)), Sec: f.sec, Upload: up}
 	}
 	n, err := f.run(ctx, movers, msgs, notify)
 	if want := req.Missing(); err == nil && len(movers) > 1 && req.Size >= 0 && n < want {

@@ -588,16 +588,27 @@ func (s *moverSession) transfer(ctx context.Context, local *dtp.Local, msg *Msg,
 			}
 			defer r.Close()
 			src = r
+			if sr, ok := r.(stripeReader); ok {
+				if block, mine := ownBlocks(req, len(msg.Addrs)); mine != nil {
+					sr.Stripe(req.Offset, block, mine)
+				}
+			}
 		}
 		return local.Send(ctx, req, src, notify)
 	}
 	// An upload's part file is a name the server chose: never written
 	// through a link planted there (the frontend made it, with its mode).
-	w, err := st.Create(ctx, req.Path, dsi.CreateOptions{Size: -1, NoFollow: xfer.IsPartName(req.Path)})
+	w, err := createForJob(ctx, st, req.Path, msg.Upload, dsi.CreateOptions{Size: -1, NoFollow: xfer.IsPartName(req.Path)})
 	if err != nil {
 		return 0, &xfer.StorageError{Err: err}
 	}
 	n, err := local.Receive(ctx, req, w, notify)
+	if a, ok := w.(interface{ Abort() error }); ok && err != nil && msg.Upload != nil {
+		// A writer of a shared S3 upload keeps nothing of a failed
+		// transfer (the frontend aborts the upload): no fragments.
+		a.Abort()
+		return n, err
+	}
 	if cerr := w.Close(); cerr != nil && err == nil {
 		err = &xfer.StorageError{Err: cerr}
 	}

@@ -116,6 +116,7 @@ type Msg struct {
 	Job    *Job             `json:"job,omitempty"`
 	Data   []byte           `json:"data,omitempty"` // a listing's bytes
 	Sec    *Security        `json:"sec,omitempty"`  // data channel security; nil: none
+	Upload *Upload          `json:"up,omitempty"`   // receive: the shared upload to write into (s3.go)
 
 	// Credential: a delegated proxy, DER certificates (leaf first) and
 	// the PKCS #8 key of the leaf.
@@ -226,6 +227,9 @@ func (m *Msg) check() error {
 		if what := r.problem(); what != "" {
 			return bad(what)
 		}
+	}
+	if u := m.Upload; u != nil && (u.ID == "" || len(u.ID) > 1024 || u.PartSize <= 0) {
+		return bad("upload")
 	}
 	if m.Sec != nil {
 		if err := m.Sec.check(); err != nil {
