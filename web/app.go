@@ -291,6 +291,7 @@ func (a *App) routes() {
 	m.HandleFunc("GET /api/history", a.authed(false, a.history))
 	m.HandleFunc("GET /api/catalogue/list", a.authed(false, limited(a.catalogueList)))
 	m.HandleFunc("GET /api/catalogue/lfn", a.authed(false, limited(a.catalogueLFN)))
+	m.HandleFunc("POST /api/catalogue/copy", a.authed(true, limited(a.catalogueCopy)))
 	a.mux = m
 }
 
