@@ -91,9 +91,10 @@ type Config struct {
 	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
-	// Catalogue, when not nil, is the replica catalogue the app shows,
-	// read-only, to every logged-in user (catalogue.go); nil means no
-	// catalogue view. The app does not close it.
+	// Catalogue, when not nil, is the replica catalogue the app shows
+	// to every logged-in user (catalogue.go), whose LFNs users copy
+	// into their panes (catalogue_copy.go: the copies mark replicas ok
+	// or bad); nil means no catalogue view. The app does not close it.
 	Catalogue *replica.Catalogue
 	// Site, when not nil, makes the app one of several instances that
 	// share sessions, endpoints and the job queue through a PostgreSQL
