@@ -134,6 +134,23 @@ func TestCatalogueCopy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ta.root, "f.bin")); err == nil {
 		t.Error("a file was written from a bad replica")
 	}
+	// The good replica registered again, the failed job retried.
+	en, err := cat.Lookup(context.Background(), "/run/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Add(context.Background(), "/run/f.bin", "MD5", replica.Replica{URL: good.url + "/f.bin", Size: en.Size, Sum: en.Sum}); err != nil {
+		t.Fatal(err)
+	}
+	var again job
+	c.must("POST", "/api/jobs/"+j.ID+"/retry", nil, &again)
+	again = c.waitJob(again.ID, stateDone, stateFailed, stateCancelled)
+	if again.State != stateDone || again.LFN != "/run/f.bin" || again.Replica != good.url+"/f.bin" {
+		t.Errorf("retry: %s %q replica %q", again.State, again.Error, again.Replica)
+	}
+	if got, err := os.ReadFile(filepath.Join(ta.root, "f.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the retried copy differs (%v)", err)
+	}
 }
 
 // TestCatalogueCopyRefused checks what POST /api/catalogue/copy refuses,
