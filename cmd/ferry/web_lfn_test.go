@@ -83,7 +83,7 @@ func TestWebLFNCopy(t *testing.T) {
 	}
 	type job struct {
 		ID, State, Error, Replica, Verified string
-		Notes                                []string
+		Notes                               []string
 	}
 	var j job
 	if code := call("POST", "api/catalogue/copy", `{"lfn":"lfn:/web/f","dst":"`+ep.ID+`","dstDir":"`+root+`"}`, &j); code != 200 {

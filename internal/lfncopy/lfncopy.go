@@ -215,6 +215,11 @@ func (c *Copier) stage(ctx context.Context, dst transfer.Location, base string) 
 	s := staged{dst: dst}
 	switch dst.Kind {
 	case transfer.Local:
+		// A destination outside its Root is refused before any replica
+		// is read.
+		if _, err := rootName(dst, dst.Path); err != nil {
+			return staged{}, err
+		}
 		s.stage = dst
 		s.stage.Path = filepath.Join(filepath.Dir(dst.Path), "."+filepath.Base(dst.Path)+tag)
 	case transfer.Remote:
