@@ -91,9 +91,10 @@ type Config struct {
 	MaxJobsPerUser int
 	// Log gets the app's warnings; nil discards them.
 	Log *slog.Logger
-	// Catalogue, when not nil, is the replica catalogue the app shows,
-	// read-only, to every logged-in user (catalogue.go); nil means no
-	// catalogue view. The app does not close it.
+	// Catalogue, when not nil, is the replica catalogue the app shows
+	// to every logged-in user (catalogue.go), whose LFNs users copy
+	// into their panes (catalogue_copy.go: the copies mark replicas ok
+	// or bad); nil means no catalogue view. The app does not close it.
 	Catalogue *replica.Catalogue
 	// Site, when not nil, makes the app one of several instances that
 	// share sessions, endpoints and the job queue through a PostgreSQL
@@ -291,6 +292,7 @@ func (a *App) routes() {
 	m.HandleFunc("GET /api/history", a.authed(false, a.history))
 	m.HandleFunc("GET /api/catalogue/list", a.authed(false, limited(a.catalogueList)))
 	m.HandleFunc("GET /api/catalogue/lfn", a.authed(false, limited(a.catalogueLFN)))
+	m.HandleFunc("POST /api/catalogue/copy", a.authed(true, limited(a.catalogueCopy)))
 	a.mux = m
 }
 

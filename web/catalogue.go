@@ -9,10 +9,12 @@ import (
 	"github.com/ferrygrid/ferry/internal/replica"
 )
 
-// The replica catalogue, read-only: any logged-in user browses the
-// logical file names (LFNs) as a directory tree and sees one LFN's
-// replicas. The catalogue is the site's, shared by its users as the
-// ferry replica command shares it; nothing here changes it.
+// The replica catalogue: any logged-in user browses the logical file
+// names (LFNs) as a directory tree and sees one LFN's replicas. The
+// catalogue is the site's, shared by its users as the ferry replica
+// command shares it; nothing here changes it, but a copy of an LFN
+// (catalogue_copy.go) marks the replicas it tried ok or bad, as ferry cp
+// does.
 
 // catalogueLimit is the default page of a catalogue listing; a request
 // may ask for up to maxCatalogueLimit.

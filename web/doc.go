@@ -25,6 +25,7 @@
 //	GET  /api/history               the user's past transfers
 //	GET  /api/catalogue/list?dir=&from=&limit=   the replica catalogue's names below an LFN directory, a page
 //	GET  /api/catalogue/lfn?lfn=    one LFN and its replicas (404: unknown)
+//	POST /api/catalogue/copy        {lfn, dst, dstDir}: a job copying the LFN from its best replica, checksum-verified
 //
 // Security: every user's endpoints, credentials and jobs live in that
 // user's own state, reached only through the session; a request never

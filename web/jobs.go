@@ -282,14 +282,20 @@ type job struct {
 	// of a finished job ("" when not verified: two local ends).
 	Verified string `json:"verified,omitempty"`
 	// Resume: a retry resumes partial files.
-	Resume  bool      `json:"resume,omitempty"`
+	Resume bool `json:"resume,omitempty"`
+	// LFN, for the copy of a logical file (catalogue_copy.go), is its
+	// name ("/cms/f"); Replica the replica being copied, or copied from
+	// once done; Notes say why replicas tried before it failed.
+	LFN     string    `json:"lfn,omitempty"`
+	Replica string    `json:"replica,omitempty"`
+	Notes   []string  `json:"notes,omitempty"`
 	Created time.Time `json:"created"`
 	Started time.Time `json:"started,omitzero"`
 	Ended   time.Time `json:"ended,omitzero"`
 
 	cancel context.CancelFunc
 	items  []item
-	src    *endpoint
+	src    *endpoint // nil for an LFN copy
 	dst    *endpoint
 }
 
@@ -431,6 +437,12 @@ func (a *App) retryJob(w http.ResponseWriter, r *http.Request, u *userState, s *
 	if !a.roomForJob(w, u) {
 		return
 	}
+	if old.LFN != "" {
+		// Its destination is checked again when it runs.
+		j := &job{ID: newToken()[:16], Src: old.Src, Dst: old.Dst, Names: old.Names, LFN: old.LFN, items: old.items, dst: old.dst}
+		writeJSON(w, http.StatusOK, a.enqueue(u, j))
+		return
+	}
 	// The tree may have changed since: check the items again (the
 	// engine confines every open to the roots all the same).
 	ends, err := openEnds(old.src, old.dst)
@@ -492,6 +504,10 @@ func (a *App) run(ctx context.Context, u *userState, j *job) {
 			defer func() { <-a.slots }()
 		case <-ctx.Done():
 		}
+	}
+	if j.LFN != "" {
+		a.executeLFN(ctx, u, j)
+		return
 	}
 	a.execute(ctx, u, j)
 }
@@ -646,6 +662,7 @@ func (u *userState) snapshotLocked() []job {
 		j := *u.jobs[id]
 		j.Names = append([]string(nil), j.Names...)
 		j.Streams = append([]float64(nil), j.Streams...)
+		j.Notes = append([]string(nil), j.Notes...)
 		out = append(out, j)
 	}
 	return out

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
-	"github.com/ferrygrid/ferry/internal/checksum"
 	hist "github.com/ferrygrid/ferry/internal/history"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/lfncopy"
 	"github.com/ferrygrid/ferry/internal/probe"
 	"github.com/ferrygrid/ferry/internal/replica"
 	"github.com/ferrygrid/ferry/transfer"
@@ -51,6 +51,7 @@ type lfnCopy struct {
 	cat  *replica.Catalogue
 	eng  *transfer.Engine
 	ev   replica.Evidence
+	cp   *lfncopy.Copier // the copy from one replica at a time
 }
 
 // newLFNCopy opens the catalogue and the engine, and reads the evidence
@@ -70,6 +71,10 @@ func newLFNCopy(ctx context.Context, e *env, name string, f cpFlags) (*lfnCopy, 
 		lc.ev.Probes, _ = h.Probes(hctx, hist.Filter{Limit: 200})
 		cancel()
 	}
+	lc.cp = &lfncopy.Copier{Catalogue: cat, Engine: lc.eng, Evidence: lc.ev,
+		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
+			return connect(ctx, importLocation(l), clientOptions{active: f.active, gsi: f.gsi})
+		}}
 	return lc, nil
 }
 
@@ -162,33 +167,11 @@ func copyLFN(ctx context.Context, e *env, name string, f cpFlags, jf jobFlags, r
 }
 
 // candidates are the source locations of en's usable replicas, best
-// first, for a copy to dst.
+// first, for a copy to dst (lfncopy.Copier.Candidates).
 // urls maps each location's Display to the replica's URL in the
 // catalogue.
 func (lc *lfnCopy) candidates(en replica.Entry, dst location) (srcs []transfer.Location, urls map[string]string, err error) {
-	ranked := replica.Rank(replica.Predict(en, dst.export().HistoryEndpoint(), lc.ev))
-	urls = map[string]string{}
-	for _, c := range ranked {
-		l, err := parseLocation(c.Replica.URL)
-		if err != nil || l.kind != locRemote {
-			continue
-		}
-		srcs = append(srcs, l.export())
-		urls[l.display] = c.Replica.URL
-	}
-	if len(srcs) == 0 {
-		bad := 0
-		for _, r := range en.Replicas {
-			if r.State == replica.Bad {
-				bad++
-			}
-		}
-		if len(en.Replicas) == 0 {
-			return nil, nil, fmt.Errorf("%s has no replicas", replica.Format(en.LFN))
-		}
-		return nil, nil, fmt.Errorf("%s has no usable replica (%d of %d are marked bad; ferry replica verify checks them again)", replica.Format(en.LFN), bad, len(en.Replicas))
-	}
-	return srcs, urls, nil
+	return lc.cp.Candidates(en, dst.export())
 }
 
 // upToDate reports whether dst already holds en at the sync level.
@@ -237,46 +220,13 @@ func (lc *lfnCopy) upToDate(ctx context.Context, en replica.Entry, dst location,
 
 // localSum is the alg checksum of the local file name.
 func localSum(ctx context.Context, name, alg string) (string, error) {
-	fh, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return "", err
-	}
-	return checksum.Compute(ctx, fh, fi.Size(), 0, -1, alg)
-}
-
-// destSum is the checksum of the copy at dst, and a function that
-// removes it.
-func (lc *lfnCopy) destSum(ctx context.Context, dst transfer.Location, alg string) (sum string, remove func(), err error) {
-	if dst.Kind == transfer.Local {
-		sum, err = localSum(ctx, dst.Path, alg)
-		return sum, func() { os.Remove(dst.Path) }, err
-	}
-	l := importLocation(dst)
-	conn, err := connect(ctx, l, clientOptions{active: lc.f.active, gsi: lc.f.gsi})
-	if err != nil {
-		return "", func() {}, err
-	}
-	sum, err = conn.Checksum(ctx, alg, l.path, 0, -1)
-	remove = func() {
-		_ = conn.Delete(ctx, l.path)
-		hangUp(ctx, conn)
-	}
-	if err != nil {
-		remove()
-		return "", func() {}, &opError{What: alg + " checksum of " + l.display, Err: err}
-	}
-	return sum, remove, nil
+	return lfncopy.LocalSum(ctx, transfer.LocalLocation(name), alg)
 }
 
 // copyEntry copies en to dst from the first of its ranked replicas that
 // works and whose copy has the catalogue's checksum; a replica whose copy
 // differs is marked bad. The copy is written under a temporary name
-// beside dst and renamed onto it once verified (newStagedDest): an
+// beside dst and renamed onto it once verified (lfncopy.Copier): an
 // existing dst is replaced by verified bytes or left as it was. With sync, a destination already up to date (at
 // the -sync-level of jf) is left alone. It returns the URL copied from.
 // With -sources N (N > 1) a local destination is read from N replicas
@@ -306,37 +256,6 @@ func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location,
 		}
 		return "", dst, nil
 	}
-	srcs, urls, err := lc.candidates(en, dst)
-	if err != nil {
-		return "", dst, err
-	}
-	// The bytes are unverified until check: they go to a temporary
-	// name, and replace dst (which may hold a good copy) only once they
-	// match the catalogue.
-	sd, err := newStagedDest(ctx, dst, path.Base(en.LFN), clientOptions{active: f.active, gsi: f.gsi})
-	if err != nil {
-		return "", dst, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			sd.discard(ctx)
-		}
-	}()
-	check := func(ctx context.Context, res transfer.Result) error {
-		sum, remove, err := lc.destSum(ctx, res.Dst, en.Alg)
-		if err != nil {
-			return err
-		}
-		if sum == en.Sum {
-			_ = lc.cat.Mark(ctx, en.LFN, urls[res.Src.Display], replica.OK, en.Size, sum, time.Now(), "")
-			return nil
-		}
-		remove()
-		note := fmt.Sprintf("a copy had %s %s, not %s", en.Alg, sum, en.Sum)
-		_ = lc.cat.Mark(ctx, en.LFN, urls[res.Src.Display], replica.Bad, -1, sum, time.Now(), note)
-		return fmt.Errorf("checksum mismatch: %s; marked bad", note)
-	}
 	var pp *progressPrinter
 	tty, _ := terminal(e.stderr)
 	on := func(ev transfer.Event) {
@@ -364,28 +283,19 @@ func (lc *lfnCopy) copyFrom(ctx context.Context, en replica.Entry, dst location,
 			}
 		}
 	}
-	req := transfer.Request{Dst: sd.stage.export(), Options: f.options(), CreateDirs: jf.createDirs}
-	res, _, err := lc.eng.CopyAny(ctx, srcs, req, check, nil, on)
+	res, err := lc.cp.Copy(ctx, lfncopy.Request{Entry: en, Dst: dst.export(), Options: f.options(), CreateDirs: jf.createDirs}, on)
 	if pp != nil {
 		pp.done()
 	}
 	if err != nil {
-		var all *transfer.AllSourcesError
-		if errors.As(err, &all) {
-			return "", dst, fmt.Errorf("%s: no replica could be copied (%d tried); the last: %s", replica.Format(en.LFN), len(all.Errs), all.Errs[len(all.Errs)-1])
-		}
 		return "", dst, err
 	}
-	if err := sd.commit(ctx); err != nil {
-		return "", dst, err
-	}
-	committed = true
 	if f.verbose && !f.quiet {
 		n, d := res.Bytes, res.Duration
-		fmt.Fprintf(e.stderr, "%s (%s) -> %s: %d bytes in %v (%s/s), %s verified\n", replica.Format(en.LFN), res.Src, sd.dst, n,
+		fmt.Fprintf(e.stderr, "%s (%s) -> %s: %d bytes in %v (%s/s), %s verified\n", replica.Format(en.LFN), res.Src, res.Dst, n,
 			d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)), en.Alg)
 	}
-	return urls[res.Src.Display], sd.dst, nil
+	return res.URL, importLocation(res.Dst), nil
 }
 
 // runReplicate is ferry replicate.

@@ -40,7 +40,10 @@ two panes, each opening an ftp:// server or a directory of this host
 (file://, only under a -root), files dragged from one to the other are
 copied by the copy engine after the advisor's parameters and ETA are
 shown; transfers run in this process (closing the browser does not stop
-them) and are recorded in the history.
+them) and are recorded in the history. With a -history database, the
+Catalogue tab shows its replica catalogue (ferry replica), and copies an
+LFN into a pane as ferry cp lfn:/PATH DIR/ does: best replica first,
+failover, checked against the catalogue's checksum.
 
 Users log in with the accounts of a ferry passwd file (-passwd). For
 gsiftp:// each user creates a proxy in the page from their certificate

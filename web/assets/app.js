@@ -83,6 +83,17 @@ async function boot() {
   $("#history-refresh").addEventListener("click", loadHistory);
   $("#tab-catalogue").addEventListener("click", () => { show("catalogue-view"); loadCatalogue(cat.dir); });
   $("#catalogue-more").addEventListener("click", () => loadCatalogue(cat.dir, cat.next));
+  for (const side of ["left", "right"]) {
+    $("#lfn-copy-" + side).addEventListener("click", () => copyLFN(cat.lfn, app.panes[side], catalogueError));
+  }
+  // An LFN dragged onto the Browse tab opens it, to be dropped on a pane.
+  for (const type of ["dragenter", "dragover"]) {
+    $("#tab-browse").addEventListener(type, (ev) => {
+      if (!app.drag || !app.drag.lfn) return;
+      ev.preventDefault();
+      if ($("#browse-view").hidden) show("browse-view");
+    });
+  }
   $("#history-filter").addEventListener("input", renderHistory);
   $("#history-outcome").addEventListener("change", loadHistory);
   setupDialogs();
@@ -501,13 +512,15 @@ function dragData(ev) {
   try {
     const s = ev.dataTransfer && ev.dataTransfer.getData("application/x-ferry");
     if (s) return JSON.parse(s);
+    const lfn = ev.dataTransfer && ev.dataTransfer.getData("application/x-ferry-lfn");
+    if (lfn) return { lfn };
   } catch (e) { /* fall back */ }
   return app.drag;
 }
 
 function dragOver(p, ev) {
   const types = ev.dataTransfer ? Array.from(ev.dataTransfer.types || []) : [];
-  if ((app.drag && app.drag.from !== p.side) || types.includes("application/x-ferry")) {
+  if ((app.drag && (app.drag.lfn || app.drag.from !== p.side)) || types.includes("application/x-ferry") || types.includes("application/x-ferry-lfn")) {
     ev.preventDefault();
     if (ev.dataTransfer) ev.dataTransfer.dropEffect = "copy";
     p.root.classList.add("drop-target");
@@ -519,6 +532,7 @@ function drop(p, ev) {
   p.root.classList.remove("drop-target");
   const d = dragData(ev);
   app.drag = null;
+  if (d && d.lfn) { copyLFN(d.lfn, p, (msg) => paneError(p, msg)); return; }
   if (!d || d.from === p.side || !d.names || d.names.length === 0) return;
   startCopy(app.panes[d.from], p, d.names);
 }
@@ -604,8 +618,11 @@ function renderJobs() {
     };
     if (j.state === "queued" || j.state === "running") action("cancel-job", "Cancel", "cancel");
     if (j.state === "failed" || j.state === "cancelled") action("retry-job", "Retry", "retry");
+    const what = el("td", { class: "what", text: `${j.names.join(", ")}: ${j.src} → ${j.dst}` });
+    if (j.replica) what.append(el("div", { class: "replica muted", text: (j.state === "done" ? "from " : "replica ") + j.replica }));
+    for (const n of j.notes || []) what.append(el("div", { class: "note muted", text: n }));
     tr.append(
-      el("td", { class: "what", text: `${j.names.join(", ")}: ${j.src} → ${j.dst}` }),
+      what,
       el("td", { class: "state", text: j.state + (j.resume ? " (resumed)" : "") + (j.verified ? ", verified " + j.verified : "") + (j.error ? ": " + j.error : "") }),
       cell,
       el("td", { class: "num rate", text: j.rate > 0 ? fmtBytes(j.rate) + "/s" : "" }),
@@ -666,9 +683,26 @@ function renderHistory() {
   renderCharts(historyRows.filter((r) => !f || (r.src + " " + r.dst + " " + r.outcome + " " + r.kind).toLowerCase().includes(f)));
 }
 
-// ---- replica catalogue (read-only) ----
+// ---- replica catalogue ----
 
-const cat = { dir: "/", next: "" };
+const cat = { dir: "/", next: "", lfn: "" };
+
+function catalogueError(msg) { $("#catalogue-error").textContent = msg || ""; }
+
+// copyLFN starts the copy of the logical file lfn into the current
+// directory of pane p, from its best replica (checked against the
+// catalogue's checksum), and shows the transfers; fail gets the error.
+async function copyLFN(lfn, p, fail) {
+  fail("");
+  if (!p.ep) { fail(`Open an endpoint in the ${p.side} pane first.`); return; }
+  try {
+    await api("POST", "/api/catalogue/copy", { lfn, dst: p.ep.id, dstDir: p.path });
+  } catch (e) {
+    fail(e.message);
+    return;
+  }
+  show("browse-view");
+}
 
 // loadCatalogue lists the LFN directory dir: its first page, or the page
 // at the cursor from, appended.
@@ -688,12 +722,33 @@ async function loadCatalogue(dir, from) {
   for (const e of res.entries) {
     const name = el("a", { href: "#", text: e.dir ? e.name + "/" : e.name });
     name.addEventListener("click", (ev) => { ev.preventDefault(); if (e.dir) loadCatalogue(e.lfn); else loadLFN(e.lfn); });
-    frag.append(el("tr", { class: "lfn " + (e.dir ? "dir" : "file"), "data-lfn": e.lfn },
+    const acts = el("td", { class: "copy-to" });
+    if (!e.dir) {
+      for (const side of ["left", "right"]) {
+        const b = el("button", { type: "button", class: "copy-lfn", "data-side": side, text: side === "left" ? "← left pane" : "right pane →", title: `Copy into the ${side} pane's folder` });
+        b.addEventListener("click", () => copyLFN(e.lfn, app.panes[side], catalogueError));
+        acts.append(b);
+      }
+    }
+    const tr = el("tr", { class: "lfn " + (e.dir ? "dir" : "file"), "data-lfn": e.lfn, draggable: !e.dir },
       el("td", { class: "name" }, name),
       el("td", { class: "num", text: e.dir ? "" : fmtBytes(e.size) }),
       el("td", { text: e.alg || "" }),
       el("td", { class: "num", text: e.dir ? "" : (e.ok || 0) + "/" + (e.replicas || 0) }),
-    ));
+      acts,
+    );
+    if (!e.dir) {
+      tr.addEventListener("dragstart", (ev) => {
+        app.drag = { lfn: e.lfn };
+        if (ev.dataTransfer) {
+          ev.dataTransfer.effectAllowed = "copy";
+          ev.dataTransfer.setData("application/x-ferry-lfn", e.lfn);
+          ev.dataTransfer.setData("text/plain", "lfn:" + e.lfn);
+        }
+      });
+      tr.addEventListener("dragend", () => { app.drag = null; });
+    }
+    frag.append(tr);
   }
   if (from) $("#catalogue tbody").append(frag);
   else $("#catalogue tbody").replaceChildren(frag);
@@ -726,6 +781,7 @@ async function loadLFN(lfn) {
     $("#catalogue-error").textContent = err.message;
     return;
   }
+  cat.lfn = e.lfn;
   $("#lfn-name").textContent = "lfn:" + e.lfn;
   $("#lfn-meta").textContent = fmtBytes(e.size) + " (" + e.size + " bytes), " + e.alg + " " + e.sum;
   const frag = document.createDocumentFragment();
