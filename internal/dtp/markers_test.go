@@ -18,7 +18,7 @@ func TestMarkersTimers(t *testing.T) {
 		run  time.Duration
 		want int
 	}{
-		{run: time.Second, want: 2},       // start, final
+		{run: time.Second, want: 2},      // start, final
 		{run: 12 * time.Second, want: 4}, // start, at 5 s and 10 s, final
 	} {
 		synctest.Test(t, func(t *testing.T) {
