@@ -150,7 +150,7 @@ func newSession(conn net.Conn, cfg *Config) *session {
 // A reply may be held: it waits in held, in order, and goes out with the
 // next reply that is not held, or at flush (issue 17: one write for the
 // replies of several pipelined commands). The session decides what may
-// be held (session.hold).
+// be held (holdable, runTransfer).
 type replyWriter struct {
 	mu   sync.Mutex
 	conn net.Conn                          // guarded by mu
@@ -222,7 +222,7 @@ func (w *replyWriter) flushLocked() error {
 		return w.err
 	}
 	err := w.send(w.held)
-	if cap(w.held) > 4096 {
+	if cap(w.held) > 1024 {
 		w.held = nil // idle sessions keep little (issue 17)
 	} else {
 		w.held = w.held[:0]
