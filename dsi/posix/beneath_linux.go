@@ -237,8 +237,8 @@ func (fsys *FS) lstatFast(r string) (fi fs.FileInfo, err error, ok bool) {
 		default:
 			return
 		}
-		var st syscall.Stat_t
-		e = syscall.Fstat(fd, &st)
+		var st unix.Stat_t
+		e = unix.Fstat(fd, &st)
 		unix.Close(fd)
 		if e == nil {
 			fi, ok = newStatInfo(path.Base(r), &st), true
@@ -247,36 +247,70 @@ func (fsys *FS) lstatFast(r string) (fi fs.FileInfo, err error, ok bool) {
 	return fi, err, ok
 }
 
-// statInfo is an fs.FileInfo made from stat data, as os makes its own.
+// lstatIn describes the entry name (one element, from a listing of d)
+// of the open directory d, with one fstatat: the entry cannot lead out of
+// d, since a link at the end is not followed. ok false: use the os.Root.
+func lstatIn(d *os.File, name string) (fi fs.FileInfo, err error, ok bool) {
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return nil, nil, false
+	}
+	sc, e := d.SyscallConn()
+	if e != nil {
+		return nil, nil, false
+	}
+	e = sc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		for {
+			e := unix.Fstatat(int(fd), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			switch e {
+			case unix.EINTR:
+				continue
+			case nil:
+				fi = newStatInfo(name, &st)
+			default:
+				err = &fs.PathError{Op: "lstatat", Path: name, Err: e}
+			}
+			ok = true
+			return
+		}
+	})
+	if e != nil {
+		return nil, nil, false
+	}
+	return fi, err, ok
+}
+
+// statInfo is an fs.FileInfo made from stat data, as os makes its own;
+// Sys is a *unix.Stat_t (fillOwner reads it).
 type statInfo struct {
 	name string
 	mode fs.FileMode
-	st   syscall.Stat_t
+	st   unix.Stat_t
 }
 
-func newStatInfo(name string, st *syscall.Stat_t) *statInfo {
+func newStatInfo(name string, st *unix.Stat_t) *statInfo {
 	mode := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFBLK:
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
 		mode |= fs.ModeDevice
-	case syscall.S_IFCHR:
+	case unix.S_IFCHR:
 		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFDIR:
+	case unix.S_IFDIR:
 		mode |= fs.ModeDir
-	case syscall.S_IFIFO:
+	case unix.S_IFIFO:
 		mode |= fs.ModeNamedPipe
-	case syscall.S_IFLNK:
+	case unix.S_IFLNK:
 		mode |= fs.ModeSymlink
-	case syscall.S_IFSOCK:
+	case unix.S_IFSOCK:
 		mode |= fs.ModeSocket
 	}
-	if st.Mode&syscall.S_ISGID != 0 {
+	if st.Mode&unix.S_ISGID != 0 {
 		mode |= fs.ModeSetgid
 	}
-	if st.Mode&syscall.S_ISUID != 0 {
+	if st.Mode&unix.S_ISUID != 0 {
 		mode |= fs.ModeSetuid
 	}
-	if st.Mode&syscall.S_ISVTX != 0 {
+	if st.Mode&unix.S_ISVTX != 0 {
 		mode |= fs.ModeSticky
 	}
 	return &statInfo{name: name, mode: mode, st: *st}

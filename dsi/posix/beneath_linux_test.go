@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ferrygrid/ferry/dsi"
 )
 
@@ -197,6 +199,17 @@ func TestBeneathSameAnswers(t *testing.T) {
 				got["create "+name+map[bool]string{true: " nofollow"}[nofollow]] = a
 			}
 		}
+		for _, dir := range []string{"/", "/sub", "/sub/deep", "/indir", "/outdir", "/missing"} {
+			list, err := fsys.ReadDir(ctx, dir)
+			var a answer
+			for _, e := range list {
+				a.content += fmt.Sprintf("%s %d %v %d %d %q;", e.Name, e.Size, e.Mode, e.UID, e.GID, e.Link)
+			}
+			if err != nil {
+				a.err, a.kind = err.Error(), kindOf(err)
+			}
+			got["readdir "+dir] = a
+		}
 		for _, mv := range [][2]string{{"/data.txt", "/renamed"}, {"/renamed", "/sub"}, {"/in", "/in2"},
 			{"/sub/deep/file", "/sub/deep/f2"}, {"/missing", "/x"}, {"/sub/deep/f2", "/sub/missing/y"}} {
 			err := fsys.Rename(ctx, mv[0], mv[1])
@@ -271,9 +284,38 @@ func TestLstatFast(t *testing.T) {
 		must(err)
 		if fi.Name() != want.Name() || fi.Size() != want.Size() || fi.Mode() != want.Mode() ||
 			!fi.ModTime().Equal(want.ModTime()) || fi.IsDir() != want.IsDir() ||
-			!sameIDs(fi.Sys().(*syscall.Stat_t), want.Sys().(*syscall.Stat_t)) {
+			!sameIDs(fi.Sys().(*unix.Stat_t), want.Sys().(*syscall.Stat_t)) {
 			t.Errorf("lstatFast(%q) = %v %d %v %v; os.Lstat %v %d %v %v", r,
 				fi.Name(), fi.Size(), fi.Mode(), fi.ModTime(), want.Name(), want.Size(), want.Mode(), want.ModTime())
+		}
+	}
+	// lstatIn: the entries of an open directory, as os.Lstat sees them.
+	d, err := os.Open(sub)
+	must(err)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	must(err)
+	if len(names) < 5 {
+		t.Fatalf("entries %v", names)
+	}
+	for _, n := range append(names, "missing") {
+		fi, err, ok := lstatIn(d, n)
+		want, werr := os.Lstat(filepath.Join(sub, n))
+		switch {
+		case !ok:
+			t.Errorf("lstatIn(%q) fell back", n)
+		case werr != nil || err != nil:
+			if !errors.Is(err, syscall.ENOENT) || !errors.Is(werr, syscall.ENOENT) {
+				t.Errorf("lstatIn(%q): %v; os.Lstat: %v", n, err, werr)
+			}
+		case fi.Name() != want.Name() || fi.Size() != want.Size() || fi.Mode() != want.Mode() ||
+			!fi.ModTime().Equal(want.ModTime()) || !sameIDs(fi.Sys().(*unix.Stat_t), want.Sys().(*syscall.Stat_t)):
+			t.Errorf("lstatIn(%q) = %v %v; os.Lstat %v %v", n, fi.Mode(), fi.Size(), want.Mode(), want.Size())
+		}
+	}
+	for _, n := range []string{"..", ".", "", "a/b"} {
+		if _, _, ok := lstatIn(d, n); ok {
+			t.Errorf("lstatIn(%q) did not fall back", n)
 		}
 	}
 	for _, r := range []string{"sub/missing", "sub/deep/file/x", "missing/x"} {
@@ -288,6 +330,6 @@ func TestLstatFast(t *testing.T) {
 	}
 }
 
-func sameIDs(a, b *syscall.Stat_t) bool {
+func sameIDs(a *unix.Stat_t, b *syscall.Stat_t) bool {
 	return a.Dev == b.Dev && a.Ino == b.Ino && a.Uid == b.Uid && a.Gid == b.Gid && a.Nlink == b.Nlink
 }

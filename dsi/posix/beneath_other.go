@@ -19,3 +19,5 @@ func (fsys *FS) createFast(string, int, fs.FileMode) (*os.File, bool) { return n
 func (fsys *FS) renameFast(string, string) bool { return false }
 
 func (fsys *FS) lstatFast(string) (fs.FileInfo, error, bool) { return nil, nil, false }
+
+func lstatIn(*os.File, string) (fs.FileInfo, error, bool) { return nil, nil, false }

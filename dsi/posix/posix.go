@@ -260,7 +260,10 @@ func (fsys *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error
 			continue
 		}
 		er := path.Join(r, n)
-		lfi, err := fsys.root.Lstat(er)
+		lfi, err, ok := lstatIn(d, n)
+		if !ok {
+			lfi, err = fsys.root.Lstat(er)
+		}
 		if err != nil {
 			// Removed since the directory was read.
 			if errors.Is(err, fs.ErrNotExist) {
