@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ferrygrid/ferry/dsi"
 )
 
@@ -18,27 +20,33 @@ var userNames, groupNames sync.Map // uint32 → string
 
 // fillOwner sets the ownership and Unique fields of info from fi's stat data.
 func fillOwner(info *dsi.FileInfo, fi fs.FileInfo) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	var uid, gid uint32
+	var dev, ino uint64
+	switch st := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		uid, gid, dev, ino = st.Uid, st.Gid, uint64(st.Dev), uint64(st.Ino)
+	case *unix.Stat_t: // the fast paths' (beneath_linux.go)
+		uid, gid, dev, ino = st.Uid, st.Gid, uint64(st.Dev), uint64(st.Ino)
+	default:
 		return
 	}
-	info.UID = int(st.Uid)
-	info.GID = int(st.Gid)
-	info.Owner = lookupName(&userNames, st.Uid, func(id string) (string, error) {
+	info.UID = int(uid)
+	info.GID = int(gid)
+	info.Owner = lookupName(&userNames, uid, func(id string) (string, error) {
 		u, err := user.LookupId(id)
 		if err != nil {
 			return "", err
 		}
 		return u.Username, nil
 	})
-	info.Group = lookupName(&groupNames, st.Gid, func(id string) (string, error) {
+	info.Group = lookupName(&groupNames, gid, func(id string) (string, error) {
 		g, err := user.LookupGroupId(id)
 		if err != nil {
 			return "", err
 		}
 		return g.Name, nil
 	})
-	info.Unique = fmt.Sprintf("%x-%x", uint64(st.Dev), uint64(st.Ino))
+	info.Unique = fmt.Sprintf("%x-%x", dev, ino)
 }
 
 // lookupName returns the cached name for id, looking it up on a miss; an

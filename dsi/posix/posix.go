@@ -9,7 +9,11 @@
 // [os.Root] of its own for a directory, so that inside a home links are
 // confined to the home. A link's target is listed only when it stays inside
 // the root: absolute targets, and relative ones climbing out, would tell
-// paths of the host.
+// paths of the host. On Linux, Open, Create and Rename of names without
+// any link on the way take one openat2(2) confined below the root
+// (RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS) instead of the os.Root's walk;
+// everything else, failures included, goes through the os.Root
+// (beneath_linux.go).
 //
 // Readers implement [dsi.RangeWriterTo] with sendfile(2) and writers
 // implement [dsi.RangeReaderFrom] with splice(2) when the other side is a
@@ -41,7 +45,13 @@ const (
 // safe for concurrent use.
 type FS struct {
 	root *os.Root // immutable; every access goes through it
+	// dir is the root's directory for the openat2 fast paths
+	// (beneath_linux.go); nil without them. Immutable.
+	dir *os.File
 }
+
+// newFS returns the back-end over r.
+func newFS(r *os.Root) *FS { return &FS{root: r, dir: rootDir(r)} }
 
 // New returns a back-end rooted at the directory root, which must exist.
 func New(root string) (*FS, error) {
@@ -56,11 +66,16 @@ func New(root string) (*FS, error) {
 	if err != nil {
 		return nil, mapErr("new", root, err)
 	}
-	return &FS{root: r}, nil
+	return newFS(r), nil
 }
 
 // Close releases the root directory. Open readers and writers stay usable.
-func (fsys *FS) Close() error { return fsys.root.Close() }
+func (fsys *FS) Close() error {
+	if fsys.dir != nil {
+		fsys.dir.Close()
+	}
+	return fsys.root.Close()
+}
 
 // Sub returns a back-end rooted at the directory dir of fsys, with an
 // [os.Root] of its own, so that no name and no symbolic link reaches
@@ -78,7 +93,7 @@ func (fsys *FS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FS{root: r}, nil
+	return newFS(r), nil
 }
 
 // openSub opens the directory dir as a new root, one component at a time:
@@ -170,7 +185,7 @@ func (fsys *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
 		return dsi.FileInfo{}, err
 	}
 	r := rel(name)
-	lfi, err := fsys.root.Lstat(r)
+	lfi, err := fsys.lstat(r)
 	if err != nil {
 		return dsi.FileInfo{}, mapErr("stat", name, err)
 	}
@@ -184,6 +199,14 @@ func (fsys *FS) Stat(ctx context.Context, name string) (dsi.FileInfo, error) {
 	info := fileInfo(baseName(name), fi)
 	info.Link = fsys.link(r)
 	return info, nil
+}
+
+// lstat describes r without following a link at its end.
+func (fsys *FS) lstat(r string) (fs.FileInfo, error) {
+	if fi, err, ok := fsys.lstatFast(r); ok {
+		return fi, err
+	}
+	return fsys.root.Lstat(r)
 }
 
 // link returns the target of the link at r (relative to the root) for
@@ -237,7 +260,10 @@ func (fsys *FS) ReadDir(ctx context.Context, name string) ([]dsi.FileInfo, error
 			continue
 		}
 		er := path.Join(r, n)
-		lfi, err := fsys.root.Lstat(er)
+		lfi, err, ok := lstatIn(d, n)
+		if !ok {
+			lfi, err = fsys.root.Lstat(er)
+		}
 		if err != nil {
 			// Removed since the directory was read.
 			if errors.Is(err, fs.ErrNotExist) {
@@ -266,6 +292,9 @@ func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 		return nil, err
 	}
 	r := rel(name)
+	if f, size, ok := fsys.openFast(r); ok {
+		return &Reader{f: f, name: name, size: size}, nil
+	}
 	// Refuse non-regular files before opening: opening a FIFO would block.
 	fi, err := fsys.root.Stat(r)
 	if err != nil {
@@ -313,6 +342,20 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	if r == "." {
 		return nil, &Error{Op: "create", Path: name, Kind: dsi.ErrIsDir, Err: syscall.EISDIR}
 	}
+	perm := opts.Perm.Perm()
+	if perm == 0 {
+		perm = defaultFilePerm
+	}
+	flag := os.O_WRONLY | os.O_CREATE
+	if opts.Truncate {
+		flag |= os.O_TRUNC
+	}
+	if opts.NoFollow {
+		flag |= syscall.O_NOFOLLOW // a link planted after the check
+	}
+	if f, ok := fsys.createFast(r, flag, perm); ok {
+		return &Writer{f: f, name: name}, nil
+	}
 	// Like Open, refuse to open a FIFO or device, which could block or
 	// write somewhere unexpected.
 	stat := fsys.root.Stat
@@ -326,17 +369,6 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		if err := checkRegular("create", name, fi); err != nil {
 			return nil, err
 		}
-	}
-	perm := opts.Perm.Perm()
-	if perm == 0 {
-		perm = defaultFilePerm
-	}
-	flag := os.O_WRONLY | os.O_CREATE
-	if opts.Truncate {
-		flag |= os.O_TRUNC
-	}
-	if opts.NoFollow {
-		flag |= syscall.O_NOFOLLOW // a link planted after the check
 	}
 	f, err := fsys.root.OpenFile(r, flag, perm)
 	if err != nil {
@@ -371,7 +403,7 @@ func (fsys *FS) Remove(ctx context.Context, name string) error {
 	// os.Root.Remove removes files and empty directories alike, so look
 	// first. An entry swapped for an empty directory between the two calls
 	// would still be removed; the window is accepted.
-	fi, err := fsys.root.Lstat(r)
+	fi, err := fsys.lstat(r)
 	if err != nil {
 		return mapErr("remove", name, err)
 	}
@@ -391,7 +423,7 @@ func (fsys *FS) Rmdir(ctx context.Context, name string) error {
 	if r == "." {
 		return &Error{Op: "rmdir", Path: name, Kind: dsi.ErrPermission, Err: syscall.EBUSY}
 	}
-	fi, err := fsys.root.Lstat(r)
+	fi, err := fsys.lstat(r)
 	if err != nil {
 		return mapErr("rmdir", name, err)
 	}
@@ -409,6 +441,9 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	}
 	if isRoot(from) || isRoot(to) {
 		return &Error{Op: "rename", Path: from, Kind: dsi.ErrPermission, Err: syscall.EBUSY}
+	}
+	if fsys.renameFast(rel(from), rel(to)) {
+		return nil
 	}
 	return mapErr("rename", from, fsys.root.Rename(rel(from), rel(to)))
 }

@@ -333,7 +333,9 @@ func (d *Local) receiveEBlock(ctx context.Context, req *xfer.Request, dst dsi.Wr
 
 // markers reports progress (and, for a receiver, committed ranges) every
 // interval while a transfer runs, plus a start marker now and final ones
-// when the returned stop function is called.
+// when the returned stop function is called. The periodic markers come
+// from timers, so that a transfer shorter than the interval (many small
+// files, issue 17) starts no goroutine for them.
 func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes func() int64, rcv *eblock.Receiver) (stop func()) {
 	perf, ranges := req.PerfInterval, req.RangeInterval
 	if rcv == nil {
@@ -353,34 +355,41 @@ func (d *Local) markers(req *xfer.Request, notify func(xfer.Event), bytes func()
 	if perf > 0 {
 		progress()
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var perfC, rangeC <-chan time.Time
-		if perf > 0 {
-			t := time.NewTicker(perf)
-			defer t.Stop()
-			perfC = t.C
-		}
-		if ranges > 0 {
-			t := time.NewTicker(ranges)
-			defer t.Stop()
-			rangeC = t.C
-		}
-		for {
-			select {
-			case <-done:
+	// mu orders the timers' markers with stop: none runs once stop has
+	// begun, and stop's final markers come after any running one.
+	var (
+		mu      sync.Mutex
+		stopped bool // guarded by mu
+		timers  []*time.Timer
+	)
+	every := func(interval time.Duration, mark func()) {
+		var t *time.Timer
+		t = time.AfterFunc(interval, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
 				return
-			case <-perfC:
-				progress()
-			case <-rangeC:
-				committed()
 			}
-		}
-	})
+			mark()
+			t.Reset(interval)
+		})
+		timers = append(timers, t)
+	}
+	mu.Lock()
+	if perf > 0 {
+		every(perf, progress)
+	}
+	if ranges > 0 {
+		every(ranges, committed)
+	}
+	mu.Unlock()
 	return func() {
-		close(done)
-		wg.Wait()
+		mu.Lock()
+		stopped = true
+		for _, t := range timers {
+			t.Stop()
+		}
+		mu.Unlock()
 		if perf > 0 {
 			progress()
 		}

@@ -244,6 +244,23 @@ func (d *Local) dropCacheLocked() {
 	d.cache, d.cacheDir = nil, dirNone
 }
 
+// Ready reports whether the MODE E transfer req (send: from this side)
+// would report its data channel open at once, without waiting for the
+// peer: a send on connections cached by the last send (not a striped
+// data node's), a receive on cached connections or a passive listener.
+// The PI holds pipelined replies back only then (issue 17).
+func (d *Local) Ready(req *xfer.Request, send bool) bool {
+	if req.Mode != xfer.ModeEBlock || send && req.Senders > 1 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if send {
+		return len(d.cache) > 0 && d.cacheDir == dirSend
+	}
+	return len(d.cache) > 0 && d.cacheDir == dirReceive || len(d.cache) == 0 && d.ln != nil
+}
+
 // Close releases the listener. The DTP is unusable afterwards.
 func (d *Local) Close() error {
 	d.reset()

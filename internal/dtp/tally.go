@@ -35,8 +35,8 @@ func newTally() *tally { return &tally{base: map[net.Conn]connBase{}} }
 func (t *tally) add(c net.Conn, cached bool) {
 	var b int64
 	if cached {
-		if st, ok := netopt.ReadTCPStats(socket(c)); ok {
-			b = st.Retransmits
+		if n, ok := netopt.ReadRetransmits(socket(c)); ok {
+			b = n
 		}
 	}
 	t.mu.Lock()
@@ -76,7 +76,7 @@ func (t *tally) addAll(stripes [][]net.Conn, cached bool) {
 // closing reads c's count before it is closed (eblock's BeforeClose); a
 // connection the transfer did not add is ignored.
 func (t *tally) closing(c net.Conn) {
-	st, ok := netopt.ReadTCPStats(socket(c))
+	retrans, ok := netopt.ReadRetransmits(socket(c))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, found := t.base[c]
@@ -85,7 +85,7 @@ func (t *tally) closing(c net.Conn) {
 	}
 	delete(t.base, c)
 	if ok {
-		t.retrans += max(st.Retransmits-b.retrans, 0)
+		t.retrans += max(retrans-b.retrans, 0)
 		t.known = true
 	}
 }

@@ -40,6 +40,20 @@ func ReadTCPStats(c net.Conn) (s TCPStats, ok bool) {
 	return s, ok
 }
 
+// ReadRetransmits reads the TCP segments c has retransmitted (TCP_INFO)
+// in one system call, where ReadTCPStats makes three; ok as there.
+func ReadRetransmits(c net.Conn) (n int64, ok bool) {
+	ok = control(c, func(fd int) bool {
+		info, err := tcpInfo(fd)
+		if err != nil {
+			return false
+		}
+		n = int64(info.Total_retrans)
+		return true
+	})
+	return n, ok
+}
+
 // control runs f on c's socket and returns what f returns; false when c
 // has no socket or it is closed. The runtime keeps the descriptor open
 // (and not reused) while f runs, even if c is closed meanwhile.

@@ -95,6 +95,7 @@ func (s *session) drainRefused(ctx context.Context, allo int64) {
 	if !ok {
 		return
 	}
+	s.flushReplies() // the drain may wait for the client
 	req := s.newRequest("")
 	req.Size = allo
 	start := time.Now()

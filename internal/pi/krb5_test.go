@@ -18,14 +18,14 @@ func TestKerberosReplyWrapFailureEndsSession(t *testing.T) {
 	defer cli.Close()
 	rw := replyWriter{conn: srv}
 	rw.setWrap(func([]byte) ([]byte, error) { return nil, errors.New("bad key") })
-	if err := rw.write(wire.Reply{Code: 230, Lines: []string{"ok"}}); !errors.Is(err, errReplyWrap) {
+	if err := rw.write(wire.Reply{Code: 230, Lines: []string{"ok"}}, false); !errors.Is(err, errReplyWrap) {
 		t.Fatalf("write: %v, want errReplyWrap", err)
 	}
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := cli.Read(make([]byte, 64)); !errors.Is(err, io.EOF) {
 		t.Fatalf("client read %d bytes, %v: want the connection closed", n, err)
 	}
-	if err := rw.write(wire.Reply{Code: 200, Lines: []string{"ok"}}); !errors.Is(err, errReplyWrap) {
+	if err := rw.write(wire.Reply{Code: 200, Lines: []string{"ok"}}, false); !errors.Is(err, errReplyWrap) {
 		t.Fatalf("second write: %v, want the sticky errReplyWrap", err)
 	}
 }

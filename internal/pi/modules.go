@@ -189,7 +189,7 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	}
 	sum := s.beginSummary("ESTO", true, p, req)
 	start := time.Now()
-	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	n, started, err := s.runTransfer(ctx, sum, req, false, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Receive(ctx, req, sw, notify)
 	})
 	if err == nil && sw.end() != n {

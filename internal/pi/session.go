@@ -148,6 +148,11 @@ func newSession(conn net.Conn, cfg *Config) *session {
 // error is sticky: after it every write fails and the session ends (a
 // reply that cannot be wrapped closes the connection). After
 // GSI authentication each reply line is wrapped into a 632 reply (gsi.md §5).
+//
+// A reply may be held: it waits in held, in order, and goes out with the
+// next reply that is not held, or at flush (issue 17: one write for the
+// replies of several pipelined commands). The session decides what may
+// be held (holdable, runTransfer).
 type replyWriter struct {
 	mu   sync.Mutex
 	conn net.Conn                          // guarded by mu
@@ -156,8 +161,9 @@ type replyWriter struct {
 	// 632 for Kerberos, krb5.go); guarded by mu.
 	wrapCode string
 	krb      *krbState // guarded by mu; nil without Kerberos
-	buf      []byte
-	err      error
+	buf      []byte    // guarded by mu
+	held     []byte    // replies written but not sent yet; guarded by mu
+	err      error     // guarded by mu
 }
 
 func (w *replyWriter) setWrap(f func([]byte) ([]byte, error)) {
@@ -166,21 +172,26 @@ func (w *replyWriter) setWrap(f func([]byte) ([]byte, error)) {
 	w.mu.Unlock()
 }
 
+// setConn switches to c, after sending what is held on the old connection.
 func (w *replyWriter) setConn(c net.Conn) {
 	w.mu.Lock()
+	w.flushLocked()
 	w.conn = c
 	w.mu.Unlock()
 }
 
-func (w *replyWriter) write(r wire.Reply) error {
+// write sends r, with the replies held before it; hold: keep r back too.
+func (w *replyWriter) write(r wire.Reply, hold bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
 	w.buf = r.AppendWire(w.buf[:0])
+	out := w.buf
 	if w.wrap != nil {
-		out, err := wrapReply(w.buf, w.wrap, cmp.Or(w.wrapCode, "632"))
+		var err error
+		out, err = wrapReply(w.buf, w.wrap, cmp.Or(w.wrapCode, "632"))
 		if err != nil {
 			// A reply that cannot be protected cannot be sent, and
 			// neither can any later one: end the session now rather
@@ -189,10 +200,42 @@ func (w *replyWriter) write(r wire.Reply) error {
 			w.conn.Close()
 			return w.err
 		}
-		w.buf = out
 	}
+	if hold {
+		w.held = append(w.held, out...)
+		return nil
+	}
+	if len(w.held) == 0 {
+		return w.send(out)
+	}
+	w.held = append(w.held, out...)
+	return w.flushLocked()
+}
+
+// flush sends the replies held.
+func (w *replyWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *replyWriter) flushLocked() error {
+	if w.err != nil || len(w.held) == 0 {
+		return w.err
+	}
+	err := w.send(w.held)
+	if cap(w.held) > 1024 {
+		w.held = nil // idle sessions keep little (issue 17)
+	} else {
+		w.held = w.held[:0]
+	}
+	return err
+}
+
+// send writes b; w.mu must be held.
+func (w *replyWriter) send(b []byte) error {
 	w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, w.err = w.conn.Write(w.buf)
+	_, w.err = w.conn.Write(b)
 	return w.err
 }
 
@@ -228,8 +271,12 @@ func (s *session) reply(code int, format string, args ...any) {
 	s.send(wire.Reply{Code: code, Lines: []string{fmt.Sprintf(format, args...)}})
 }
 
-func (s *session) send(r wire.Reply) {
-	if err := s.rw.write(r); err != nil {
+// send sends r, and the replies held before it.
+func (s *session) send(r wire.Reply) { s.write(r, false) }
+
+// write sends r, or holds it back when hold is set (replyWriter).
+func (s *session) write(r wire.Reply, hold bool) {
+	if err := s.rw.write(r, hold); err != nil {
 		if errors.Is(err, errReplyWrap) {
 			// The writer closed the connection: the reader ends, and
 			// the session with it.
@@ -273,6 +320,33 @@ func (s *session) serve(ctx context.Context) (err error) {
 	s.q.Unlock()
 	s.executors.Wait()
 	return s.endErr
+}
+
+// flushReplies sends the replies held, before the executor waits for
+// something the client might do only once it has them.
+func (s *session) flushReplies() {
+	if err := s.rw.flush(); err != nil {
+		s.log.Debug("replies not written", "err", err)
+	}
+}
+
+// queued reports whether pipelined commands wait behind the running one.
+func (s *session) queued() bool {
+	s.q.Lock()
+	defer s.q.Unlock()
+	return len(s.q.items) > 0
+}
+
+// holdable names the commands whose final reply may be held while more
+// pipelined commands wait (replyWriter), and that never wait for the
+// client before their final reply, except through a data transfer
+// (runTransfer and drainRefused send what is held first when they might
+// wait). The reply of any other command, and of a command that is the
+// last one read, is sent at once, with everything held before it.
+var holdable = map[string]bool{
+	"ALLO": true, "APPE": true, "CWD": true, "DELE": true, "ERET": true, "ESTO": true,
+	"MDTM": true, "MKD": true, "MODE": true, "NOOP": true, "OPTS": true, "PWD": true,
+	"REST": true, "RETR": true, "SIZE": true, "STOR": true, "STRU": true, "TYPE": true,
 }
 
 // maxQueued bounds the commands read ahead of the executor (pipelining).
@@ -335,6 +409,9 @@ func (s *session) executeQueued(ctx context.Context) {
 			s.q.running = false
 			s.q.items = nil
 			s.q.Unlock()
+			// Nothing waits: what was held goes out (an executor
+			// started meanwhile writes after it, in order).
+			s.flushReplies()
 			return
 		}
 		it := s.q.items[0]
@@ -625,9 +702,13 @@ func (s *session) execute(ctx context.Context, it item) {
 		s.reply(501, "%s takes no argument.", c.Verb)
 		return
 	}
+	hold := holdable[c.Verb]
+	if !hold {
+		s.flushReplies()
+	}
 	r := spec.run(ctx, s, c.Arg)
 	if r.Code != 0 {
-		s.send(r)
+		s.write(r, hold && s.queued())
 	}
 	if isAuthTLS(c) {
 		if s.startTLS {

@@ -31,18 +31,44 @@ func (s *session) newRequest(p string) *xfer.Request {
 		Parallelism: s.parallel, StripeLayout: s.layout, StripeBlockSize: s.stripeBS}
 }
 
+// readyDTP is a DTP that can tell whether the transfer req (send: from
+// the server) would report its data channel open at once, on connections
+// already open, without waiting for the client.
+type readyDTP interface {
+	Ready(req *xfer.Request, send bool) bool
+}
+
+// markerHold is how long after its 150/125 a transfer's markers may be
+// held back with the replies that follow (replyWriter): the first and
+// last markers of a short transfer then go out with its 226, in one write.
+// No client waits for a marker; later ones are sent as they come.
+const markerHold = time.Second
+
 // runTransfer runs move as the session's cancellable command, answering 150
 // (or 125) when the DTP reports the data channel open, and 112/111 markers
 // as it reports progress. It returns the bytes moved and whether the
 // channel ever opened. What the DTP reports of its data connections goes
-// into sum, when not nil.
-func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
+// into sum, when not nil. req is the transfer move runs, send true when
+// the server sends.
+//
+// Replies held for pipelining go out before the DTP may wait for the
+// client (which may wait for them), else with the 150/125.
+func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, req *xfer.Request, send bool, move func(ctx context.Context, notify func(xfer.Event)) (int64, error)) (int64, bool, error) {
+	if r, ok := s.dtp.(readyDTP); !ok || !r.Ready(req, send) {
+		s.flushReplies()
+	}
 	var started atomic.Bool
+	var startedAt atomic.Int64 // time.Now().UnixNano() at the 150/125
+	holdMarker := func() bool {
+		at := startedAt.Load()
+		return at != 0 && time.Since(time.Unix(0, at)) < markerHold
+	}
 	var sumMu sync.Mutex // guards sum: a striped DTP reports from several goroutines
 	notify := func(ev xfer.Event) {
 		switch ev.Kind {
 		case xfer.EventStarted:
 			if started.CompareAndSwap(false, true) {
+				startedAt.Store(time.Now().UnixNano())
 				if ev.Reused {
 					s.reply(125, "Beginning transfer; reusing existing data connection.")
 				} else {
@@ -50,13 +76,13 @@ func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, move func(
 				}
 			}
 		case xfer.EventProgress:
-			s.send(wire.PerfMarker{Time: ev.Time, Stripe: ev.Stripe, Bytes: ev.Bytes, Stripes: max(ev.Stripes, 1)}.Reply())
+			s.write(wire.PerfMarker{Time: ev.Time, Stripe: ev.Stripe, Bytes: ev.Bytes, Stripes: max(ev.Stripes, 1)}.Reply(), holdMarker())
 		case xfer.EventRanges:
 			var rs xfer.RangeSet
 			for _, r := range ev.Ranges {
 				rs.Add(r)
 			}
-			s.reply(111, "Range Marker %s", rs)
+			s.write(wire.Reply{Code: 111, Lines: []string{fmt.Sprintf("Range Marker %s", rs)}}, holdMarker())
 		case xfer.EventConns:
 			if sum != nil {
 				sumMu.Lock()
@@ -235,7 +261,7 @@ func (s *session) sendFile(ctx context.Context, op, p string, r dsi.Reader, off,
 	req.PerfInterval = s.retrMarks
 	sum := s.beginSummary(op, false, p, req)
 	start := time.Now()
-	n, _, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	n, _, err := s.runTransfer(ctx, sum, req, true, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, r, notify)
 	})
 	s.logTransfer("RETR", p, n, start, err)
@@ -340,7 +366,7 @@ func (s *session) store(ctx context.Context, arg string, kind storeKind, offset 
 	}
 	sum := s.beginSummary(up.kind.op(), true, up.p, up.req)
 	start := time.Now()
-	n, started, err := s.runTransfer(ctx, sum, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	n, started, err := s.runTransfer(ctx, sum, up.req, false, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Receive(ctx, up.req, w, notify)
 	})
 	// Checked before Close: an upload found short must not be stored.
@@ -715,7 +741,7 @@ func (s *session) listing(ctx context.Context, arg string, kind listingKind) wir
 	req.Type = xfer.TypeImage // lines already end in CRLF
 	req.Listing = true
 	src := &memReader{Reader: bytes.NewReader(buf)}
-	_, _, err = s.runTransfer(ctx, nil, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
+	_, _, err = s.runTransfer(ctx, nil, req, true, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
 		return s.dtp.Send(ctx, req, src, notify)
 	})
 	return s.transferReply(err, "")
