@@ -87,6 +87,11 @@ func (w batchWorker) batchable(p job.Pair) batchKind {
 // CopyBatch copies pairs of the same endpoints: the small downloads or
 // uploads in pipelined batches, the others one by one.
 func (w batchWorker) CopyBatch(ctx context.Context, pairs []job.Pair, obs job.Observer) []job.Result {
+	// The history's writer gathers the batch's records into a few
+	// transactions while it runs.
+	rec := w.j.e.recorder()
+	rec.hold(1)
+	defer rec.hold(-1)
 	res := make([]job.Result, len(pairs))
 	byKind := map[batchKind][]int{}
 	for i, p := range pairs {

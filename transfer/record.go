@@ -30,7 +30,9 @@ type recorder struct {
 	queue   []*history.Record // guarded by mu
 	closed  bool              // guarded by mu; Close was called
 	running bool              // guarded by mu; the writer was started
+	holds   int               // guarded by mu; batches of small files running
 	wake    chan struct{}     // a record was queued, or Close called
+	closing chan struct{}     // closed by close: stop lingering
 	done    chan struct{}     // closed when the writer has finished
 	warned  bool              // only the writer touches it
 }
@@ -49,7 +51,8 @@ func (e *Engine) recorder() *recorder {
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		e.rec = &recorder{store: e.History, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		e.rec = &recorder{store: e.History, log: log, wake: make(chan struct{}, 1),
+			closing: make(chan struct{}), done: make(chan struct{})}
 	})
 	return e.rec
 }
@@ -77,6 +80,7 @@ func (r *recorder) add(rec *history.Record) {
 func (r *recorder) run() {
 	defer close(r.done)
 	for {
+		r.linger()
 		r.mu.Lock()
 		q, closed := r.queue, r.closed
 		n := len(q)
@@ -99,6 +103,57 @@ func (r *recorder) run() {
 // recordBatch bounds the records written at once (in one transaction
 // when the store allows it, history.AddAll).
 const recordBatch = 512
+
+// recordLinger bounds how long the writer waits for more records
+// while batches of small files run (recorder.hold): they queue a record
+// every few hundred microseconds, and a transaction of a few records
+// costs about as much as one of hundreds (SQLite prepares and commits per
+// batch), so waiting makes the history's share of a small file's cost
+// small. Outside batches a record is written at once, so that it is
+// seen as soon as its copy ends; the end of a batch and close end the
+// wait.
+const recordLinger = 100 * time.Millisecond
+
+// hold counts a batch of small files starting (d = 1) or ending (-1).
+func (r *recorder) hold(d int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.holds += d
+	r.mu.Unlock()
+	if d < 0 {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// linger waits, while batches run and fewer than recordBatch records are
+// queued, for recordLinger at most.
+func (r *recorder) linger() {
+	var t *time.Timer
+	for {
+		r.mu.Lock()
+		wait := r.holds > 0 && !r.closed && len(r.queue) > 0 && len(r.queue) < recordBatch
+		r.mu.Unlock()
+		if !wait {
+			return
+		}
+		if t == nil {
+			t = time.NewTimer(recordLinger)
+			defer t.Stop()
+		}
+		select {
+		case <-t.C:
+			return
+		case <-r.closing:
+			return
+		case <-r.wake: // a record, or the end of a batch
+		}
+	}
+}
 
 // write stores recs, the records queued while the previous ones were
 // written: a tree of small files makes them faster than one transaction
@@ -124,6 +179,9 @@ func (r *recorder) write(recs []*history.Record) {
 // written.
 func (r *recorder) close(ctx context.Context) {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.closing)
+	}
 	r.closed = true
 	running := r.running
 	r.mu.Unlock()
