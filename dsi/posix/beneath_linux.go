@@ -99,8 +99,10 @@ func openat2Works() bool {
 func (fsys *FS) fastName(r string) string { return fsys.root.Name() + "/" + r }
 
 // openFast opens the regular file r for reading: it looks at the entry
-// through an O_PATH descriptor first (so that a FIFO or a device is never
-// opened), then opens it and checks again. ok false: use the os.Root path.
+// through an O_PATH descriptor first, then opens it without blocking
+// (O_NONBLOCK: a FIFO swapped in meanwhile would otherwise block the open
+// until a writer comes) and checks again, and only then makes the
+// descriptor blocking. ok false: use the os.Root path.
 func (fsys *FS) openFast(r string) (f *os.File, size int64, ok bool) {
 	if r == "." {
 		return nil, 0, false
@@ -110,12 +112,13 @@ func (fsys *FS) openFast(r string) (f *os.File, size int64, ok bool) {
 		if !regularAt(dirfd, r, 0) {
 			return
 		}
-		nfd, err := openat2(dirfd, r, unix.O_RDONLY|unix.O_NOCTTY, 0)
+		betweenCheckAndOpen(r)
+		nfd, err := openat2(dirfd, r, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return
 		}
 		var st syscall.Stat_t
-		if syscall.Fstat(nfd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		if syscall.Fstat(nfd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || setBlocking(nfd) != nil {
 			unix.Close(nfd)
 			return
 		}
@@ -125,6 +128,16 @@ func (fsys *FS) openFast(r string) (f *os.File, size int64, ok bool) {
 		return nil, 0, false
 	}
 	return os.NewFile(uintptr(fd), fsys.fastName(r)), size, true
+}
+
+// setBlocking clears O_NONBLOCK of fd.
+func setBlocking(fd int) error {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	return err
 }
 
 // regularAt reports whether r below dirfd is a regular file, looked at
@@ -165,8 +178,16 @@ func (fsys *FS) createFast(r string, flag int, perm fs.FileMode) (f *os.File, ok
 		case err != unix.ENOENT:
 			return
 		}
-		nfd, err := openat2(dirfd, r, flag, uint32(perm.Perm()))
+		// Not blocking until it is known to be a regular file: an
+		// entry swapped for a FIFO since the look above would block.
+		betweenCheckAndOpen(r)
+		nfd, err := openat2(dirfd, r, flag|unix.O_NONBLOCK, uint32(perm.Perm()))
 		if err != nil {
+			return
+		}
+		var st syscall.Stat_t
+		if syscall.Fstat(nfd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || setBlocking(nfd) != nil {
+			unix.Close(nfd)
 			return
 		}
 		fd = nfd

@@ -303,7 +303,10 @@ func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 	if err := checkRegular("open", name, fi); err != nil {
 		return nil, err
 	}
-	f, err := fsys.root.OpenFile(r, os.O_RDONLY, 0)
+	// Opened without blocking: a FIFO swapped in since the Stat above
+	// would block the open until a writer came.
+	betweenCheckAndOpen(r)
+	f, err := fsys.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, mapErr("open", name, err)
 	}
@@ -313,6 +316,9 @@ func (fsys *FS) Open(ctx context.Context, name string) (dsi.Reader, error) {
 		err = checkRegular("open", name, fi)
 	} else {
 		err = mapErr("open", name, err)
+	}
+	if err == nil {
+		err = mapErr("open", name, blocking(f))
 	}
 	if err != nil {
 		f.Close()
@@ -370,11 +376,43 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 			return nil, err
 		}
 	}
-	f, err := fsys.root.OpenFile(r, flag, perm)
+	// As in Open: not blocking until it is known to be a regular file.
+	betweenCheckAndOpen(r)
+	f, err := fsys.root.OpenFile(r, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, mapErr("create", name, err)
 	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkRegular("create", name, fi)
+	} else {
+		err = mapErr("create", name, err)
+	}
+	if err == nil {
+		err = mapErr("create", name, blocking(f))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &Writer{f: f, name: name}, nil
+}
+
+// betweenCheckAndOpen runs between the look at an entry's type and its
+// open; a test swaps the entry there. Nil outside tests.
+var betweenCheckAndOpen = func(string) {}
+
+// blocking clears O_NONBLOCK of the regular file f, opened with it.
+func blocking(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // Mkdir makes one directory with perm (0 means 0755, subject to the umask).

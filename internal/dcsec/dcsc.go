@@ -27,8 +27,10 @@ import (
 	"github.com/ferrygrid/ferry/internal/gsi"
 )
 
-// MaxDataCredential bounds the PEM bundle of a DCSC credential (a proxy
-// chain of four 4096-bit certificates and its key fit in a quarter).
+// MaxDataCredential bounds the PEM bundle of a DCSC credential given to
+// ParseDataCredential. Over the control channel the command line's own
+// limit is lower: a GSI session's ENC-wrapped line of at most 16 KiB
+// carries about 9 KB of PEM (a leaf, two 4096-bit issuers and the key).
 const MaxDataCredential = 64 << 10
 
 // AutoDataCredentialSubject is the subject of the credential that

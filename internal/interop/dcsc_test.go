@@ -525,3 +525,29 @@ func sumOf(data []byte) string {
 	h := sha256.Sum256(data)
 	return hex.EncodeToString(h[:])
 }
+
+// TestDCSCTooLongClosesGSISession: a protected (ENC) command line over the
+// control reader's limit is never unwrapped, so the protection layer's
+// sequence is lost: the server says so once and closes, instead of
+// failing every later command with an unwrap error.
+func TestDCSCTooLongClosesGSISession(t *testing.T) {
+	pki := gsipki.New(t, "")
+	srv, _ := dcscFerry(t, pki)
+	ctx := dcscCtx(t)
+	c := dcscLogin(t, ctx, pki, srv.addr, nil)
+	r, err := c.Do(ctx, "DCSC P %s", strings.Repeat("A", 15000))
+	if err != nil {
+		t.Fatalf("no reply to the over-long line: %v", err)
+	}
+	if r.Code != 500 || !strings.Contains(strings.Join(r.Lines, " "), "closing") {
+		t.Errorf("over-long protected line: %d %q, want 500 saying the session closes", r.Code, r.Lines)
+	}
+	if r, err := c.Do(ctx, "NOOP"); err == nil {
+		t.Errorf("the session answered after an over-long protected line: %d %q", r.Code, r.Lines)
+	}
+	// A new session is not affected.
+	c2 := dcscLogin(t, ctx, pki, srv.addr, nil)
+	if r, err := c2.Do(ctx, "NOOP"); err != nil || r.Code != 200 {
+		t.Errorf("NOOP on a new session: %v %v", r, err)
+	}
+}

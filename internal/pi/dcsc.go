@@ -4,9 +4,10 @@ package pi
 // hands the session a credential that both ends of its data connections
 // present from then on, instead of the proxy it delegated. The
 // certificate it carries is then the data channel's one trust anchor
-// (dcsec.DataCredentialAuthorization): a peer that does not present it is
-// refused, whatever DCAU says, and nothing falls back to the session's
-// own credential.
+// (dcsec.DataCredentialAuthorization): with DCAU A or S a peer that does
+// not present it is refused, and nothing falls back to the session's own
+// credential. DCAU N still means no authentication at all, as in GCT:
+// only the session's owner can send it.
 //
 //	DCSC P <base64 of PEM: cert, key, chain>  → 250 OK.
 //	DCSC D                                    → 250 OK. (back to the delegated proxy)

@@ -670,6 +670,14 @@ func (s *session) execute(ctx context.Context, it item) {
 		s.reply(535, "Failed to unwrap the command: %s", reason(it.err))
 		s.quit = true
 		return
+	case errors.Is(it.err, wire.ErrLineTooLong) && (s.gssCtx.Load() != nil || s.krb.Load() != nil):
+		// An over-long ENC/MIC line was never unwrapped: the protection
+		// layer's sequence is lost, and every later command would fail
+		// to unwrap. Say so once and close, rather than answer nonsense.
+		s.log.Warn("protected command line too long; closing")
+		s.reply(500, "Command line too long; closing the session: a protected command that long cannot be read.")
+		s.quit = true
+		return
 	case errors.Is(it.err, wire.ErrLineTooLong):
 		s.reply(500, "Command line too long.")
 		return
