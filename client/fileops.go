@@ -64,7 +64,9 @@ func (c *Conn) Checksum(ctx context.Context, alg, p string, off, length int64) (
 		return "", err
 	}
 	sum := strings.ToLower(strings.TrimSpace(r.Lines[len(r.Lines)-1]))
-	if sum == "" || strings.ContainsAny(sum, " \t") {
+	// Every CKSM algorithm answers in hex; anything else (control
+	// characters a hostile server would have a terminal print) is refused.
+	if sum == "" || len(sum) > 256 || strings.Trim(sum, "0123456789abcdef") != "" {
 		return "", fmt.Errorf("client: CKSM %s: bad reply %q", p, r.Text())
 	}
 	return sum, nil

@@ -122,6 +122,30 @@ func TestCatalogueCopy(t *testing.T) {
 		t.Errorf("left on the server: %v", des)
 	}
 
+	// A server's pane with the wrong replica first again: the
+	// destination's CKSM catches it, the copy comes from the good one,
+	// but a checksum a server of the user's choice reports changes no
+	// replica's state in the catalogue (a lying server would otherwise
+	// mark every replica bad for everyone).
+	if err := cat.Mark(t.Context(), "/run/f.bin", wrong.url+"/f.bin", replica.OK, -1, "", time.Now().Add(2*time.Hour), ""); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dstSrv.dir, "f.bin"))
+	c.must("POST", "/api/catalogue/copy", lfnCopyRequest{LFN: "/run/f.bin", Dst: remote.ID, DstDir: "/"}, &j)
+	j = c.waitJob(j.ID, stateDone, stateFailed, stateCancelled)
+	if j.State != stateDone || j.Replica != good.url+"/f.bin" || len(j.Notes) != 1 || !strings.Contains(j.Notes[0], "left as it was") {
+		t.Fatalf("to a server, wrong replica first: %s %q replica %q notes %q", j.State, j.Error, j.Replica, j.Notes)
+	}
+	if s := replicaState(t, cat, "/run/f.bin", wrong.url+"/f.bin"); s != replica.OK {
+		t.Errorf("a destination server's checksum changed the replica's state to %s", s)
+	}
+	if got, err := os.ReadFile(filepath.Join(dstSrv.dir, "f.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the server's copy differs (%v)", err)
+	}
+	if err := cat.Mark(t.Context(), "/run/f.bin", wrong.url+"/f.bin", replica.Bad, -1, "", time.Now(), "wrong"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Only the bad replica left: the job fails and says why.
 	if err := cat.Remove(context.Background(), "/run/f.bin", good.url+"/f.bin"); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func newLFNCopy(ctx context.Context, e *env, name string, f cpFlags) (*lfnCopy, 
 		lc.ev.Probes, _ = h.Probes(hctx, hist.Filter{Limit: 200})
 		cancel()
 	}
-	lc.cp = &lfncopy.Copier{Catalogue: cat, Engine: lc.eng, Evidence: lc.ev,
+	lc.cp = &lfncopy.Copier{Catalogue: cat, Engine: lc.eng, Evidence: lc.ev, TrustRemoteSums: true,
 		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
 			return connect(ctx, importLocation(l), clientOptions{active: f.active, gsi: f.gsi})
 		}}

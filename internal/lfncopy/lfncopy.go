@@ -44,6 +44,13 @@ type Copier struct {
 	Dial func(ctx context.Context, l transfer.Location) (*client.Conn, error)
 	// Evidence ranks the replicas (replica.Predict).
 	Evidence replica.Evidence
+	// TrustRemoteSums lets the checksum a Remote destination's server
+	// reports (CKSM) mark the replica copied from, as a checksum
+	// computed here of a Local destination always does. Set it only for
+	// a user who may change the catalogue anyway (ferry cp, replicate):
+	// a server the user chose could otherwise report a wrong sum for
+	// every replica and mark them all bad (the web leaves it false).
+	TrustRemoteSums bool
 }
 
 // Request is one copy of a logical file.
@@ -107,7 +114,7 @@ func (c *Copier) Candidates(e replica.Entry, dst transfer.Location) (srcs []tran
 // (".BASE" + StageSuffix + random) and renamed onto it once verified:
 // an existing destination is replaced by verified bytes or left as it
 // was. A replica whose copy differs is marked bad, the one copied from
-// ok. on, when not nil, receives the engine's events: an EventStart per
+// ok, when the checksum was computed here (a local destination). on, when not nil, receives the engine's events: an EventStart per
 // replica tried (Src.Display maps to its URL through Candidates'
 // map, or see Result.URL), an EventNote when one failed.
 func (c *Copier) Copy(ctx context.Context, req Request, on func(transfer.Event)) (Result, error) {
@@ -133,12 +140,21 @@ func (c *Copier) Copy(ctx context.Context, req Request, on func(transfer.Event))
 		if err != nil {
 			return err
 		}
+		// Only a checksum computed here (a local copy), or a remote one
+		// when the user may change the catalogue anyway, changes the
+		// catalogue's state of a replica (TrustRemoteSums).
+		trusted := res.Dst.Kind == transfer.Local || c.TrustRemoteSums
 		if sum == en.Sum {
-			_ = c.Catalogue.Mark(ctx, en.LFN, urls[res.Src.Display], replica.OK, en.Size, sum, time.Now(), "")
+			if trusted {
+				_ = c.Catalogue.Mark(ctx, en.LFN, urls[res.Src.Display], replica.OK, en.Size, sum, time.Now(), "")
+			}
 			return nil
 		}
 		remove()
 		note := fmt.Sprintf("a copy had %s %s, not %s", en.Alg, sum, en.Sum)
+		if !trusted {
+			return fmt.Errorf("checksum mismatch: %s (measured by the destination server; the replica's state is left as it was)", note)
+		}
 		_ = c.Catalogue.Mark(ctx, en.LFN, urls[res.Src.Display], replica.Bad, -1, sum, time.Now(), note)
 		return fmt.Errorf("checksum mismatch: %s; marked bad", note)
 	}
