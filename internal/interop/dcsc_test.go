@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -549,5 +550,38 @@ func TestDCSCTooLongClosesGSISession(t *testing.T) {
 	c2 := dcscLogin(t, ctx, pki, srv.addr, nil)
 	if r, err := c2.Do(ctx, "NOOP"); err != nil || r.Code != 200 {
 		t.Errorf("NOOP on a new session: %v %v", r, err)
+	}
+}
+
+// TestDCSCStriped: a striped server's movers cannot check a session's
+// data channel credential, so the server neither lists DCSC nor takes
+// DCSC P, and a client asked for -data-cred fails at login, before any
+// transfer.
+func TestDCSCStriped(t *testing.T) {
+	pki := gsipki.New(t, "")
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	t.Setenv("X509_CERT_DIR", pki.TrustDir)
+	s := &striped{secret: secretFile(t)}
+	var addrs []string
+	for i := range 2 {
+		m := startMover(t, fmt.Sprintf("127.0.0.%d:0", 2+i), root, s.secret, "-cert", pki.HostCert, "-key", pki.HostKey)
+		s.movers = append(s.movers, m)
+		addrs = append(addrs, m.addr)
+	}
+	s.server = startFerry(t, root, "-cert", pki.HostCert, "-key", pki.HostKey, "-gridmap", pki.GridMap, "-run-as-mapped-user=false",
+		"-anonymous", "-movers", strings.Join(addrs, ","), "-mover-secret", s.secret)
+	s.waitUp(t, 2)
+	ctx := dcscCtx(t)
+	c := dcscLogin(t, ctx, pki, s.addr, nil)
+	if v, ok := c.Features()["DCSC"]; ok {
+		t.Errorf("a striped server lists DCSC %q", v)
+	}
+	dc, err := client.NewDataCredential()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Do(ctx, "DCSC P %s", dcscBlob(t, dc)); err != nil || r.Code != 504 {
+		t.Errorf("DCSC P on a striped server: %v %v, want 504", r, err)
 	}
 }

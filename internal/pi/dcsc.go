@@ -22,8 +22,8 @@ package pi
 // "DCSC P,D" (GCT's line) only where DCSC P can succeed: on a server with
 // a GSI credential, in a session that is or may still become GSI. (GCT
 // lists it in every session and would accept a key sent in clear.)
-// A striped back-end refuses transfers under DCSC (its movers cannot
-// check a credential they do not have), so nothing runs unchecked.
+// A striped server neither lists nor takes DCSC P (504): its movers
+// cannot check a credential they do not have.
 
 import (
 	"context"
@@ -43,6 +43,9 @@ func (s *session) canDCSC() bool {
 	sec := s.cfg.Security
 	if sec == nil || sec.Host == nil || sec.Trust == nil {
 		return false
+	}
+	if _, striped := s.dtp.(StripedDTP); striped {
+		return false // its movers could not check the credential
 	}
 	switch s.sec.mode {
 	case secNone, secGSIPending:
@@ -69,6 +72,9 @@ func cmdDCSC(ctx context.Context, s *session, arg string) wire.Reply {
 	}
 	if s.sec.mode != secGSI {
 		return ok(504, "DCSC P needs a GSI (gsiftp://) session.")
+	}
+	if _, striped := s.dtp.(StripedDTP); striped {
+		return ok(504, "DCSC P is not available on a striped server: its data movers cannot check a session's credential.")
 	}
 	blob := strings.TrimSpace(f[1])
 	if len(blob) > base64.StdEncoding.EncodedLen(dcsec.MaxDataCredential) {
