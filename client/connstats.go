@@ -116,6 +116,10 @@ func (w *connWatch) readLocked(i int, c net.Conn) {
 		DeliveryRate: s.DeliveryRate,
 		SndBuf:       s.SndBuf,
 		RcvBuf:       s.RcvBuf,
+
+		Busy:          s.Busy,
+		RwndLimited:   s.RwndLimited,
+		SndbufLimited: s.SndbufLimited,
 	}
 	w.have[i] = true
 }

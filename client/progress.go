@@ -64,6 +64,13 @@ type ConnStats struct {
 	DeliveryRate float64       // tcpi_delivery_rate, bytes per second (sender side)
 
 	SndBuf, RcvBuf int // SO_SNDBUF / SO_RCVBUF the socket ended with, bytes
+
+	// The sending side's chrono statistics, from the connection's start
+	// (zero where this end only received, or the kernel lacks them):
+	// Busy is the time there was data to send (tcpi_busy_time), which
+	// includes the time spent waiting for the receiver's window
+	// (RwndLimited) or for send-buffer space (SndbufLimited).
+	Busy, RwndLimited, SndbufLimited time.Duration
 }
 
 // meter calls a function periodically from its own goroutine until

@@ -43,6 +43,10 @@ type Engine struct {
 	// Log gets the engine's warnings (a history that cannot be written);
 	// nil discards them.
 	Log *slog.Logger
+	// AfterCopy, when not nil, is called as each Copy's transfer ends,
+	// before its control connections hang up (ferry cp -nlb asks the
+	// servers about the transfer then).
+	AfterCopy func(ctx context.Context)
 
 	recOnce sync.Once
 	rec     *recorder // nil until the first record; see recorder
@@ -200,6 +204,9 @@ func (e *Engine) Copy(ctx context.Context, req Request, on func(Event)) (Result,
 	n, err := c.copy(ctx, src, dst, size)
 	res.Bytes, res.Duration = n, time.Since(res.Start)
 	res.Tuning = c.tuning
+	if e.AfterCopy != nil && ctx.Err() == nil {
+		e.AfterCopy(ctx)
+	}
 	return res, err
 }
 

@@ -111,6 +111,7 @@ refused there.
 // cpFlags are the flags of ferry cp.
 type cpFlags struct {
 	active  bool
+	nlb     bool // -nlb: report which leg limited the copy (bottleneck.go)
 	verbose bool
 	quiet   bool
 	off     int64
@@ -243,7 +244,7 @@ var cpFlagGroups = []struct {
 	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-max-interval", "rst-timeout", "rst-deadline", "stall-timeout", "st", "verify-checksum", "checksum-alg", "fsync"}},
-	{"Output", []string{"q", "v", "vb", "history"}},
+	{"Output", []string{"q", "v", "vb", "nlb", "nl-bottleneck", "history"}},
 	{"Security (gsiftp://)", []string{"nodcau", "dcsafe", "dcpriv", "ss", "cert", "key", "nodelegate"}},
 }
 
@@ -393,6 +394,9 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.Var(&f.blockSize, "bs", "MODE E block `SIZE` of uploads; 0: 1M")
 	fs.Var(&f.sbs, "sbs", "with -stripe: stripe block `SIZE` of uploads (blocked layout) and of third-party copies; 0: 1M")
 	fs.BoolVar(&f.progress, "vb", false, "show progress on stderr every second: bytes, average and current rate (one file: each data connection's too)")
+	nlbHelp := "after a single-file copy to or from a server, print to stdout which leg limited it (source read, network, destination write), from the sending end's TCP accounting"
+	fs.BoolVar(&f.nlb, "nlb", false, nlbHelp)
+	fs.BoolVar(&f.nlb, "nl-bottleneck", false, "same as -nlb")
 	fs.BoolVar(&f.restart, "rst", false, "retry failed transfers and resume them where they stopped")
 	fs.IntVar(&f.retries, "rst-retries", defaultRetries, "with -rst: retry `N` times")
 	f.interval = client.DefaultRetryInterval
@@ -529,9 +533,17 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	}
 	eng := newEngine(e, f, f.stripe, name)
 	defer closeEngine(eng)
+	var nlb *nlbProbe
+	if f.nlb {
+		nlb = new(nlbProbe)
+		nlb.attach(eng)
+	}
 	var pp *progressPrinter
 	tty, _ := terminal(e.stderr)
 	on := func(ev transfer.Event) {
+		if nlb != nil {
+			nlb.event(ev)
+		}
 		switch ev.Kind {
 		case transfer.EventAuto:
 			// Before the transfer, where output is verbose already.
@@ -556,6 +568,9 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 	}
 	if err != nil {
 		return withNote(e, name, err)
+	}
+	if nlb != nil {
+		nlb.report(src, dst, res.Bytes, res.Start.Add(res.Duration)).write(e.stdout)
 	}
 	if f.verbose && !f.quiet {
 		n, d := res.Bytes, res.Duration

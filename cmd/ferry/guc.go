@@ -103,7 +103,7 @@ const (
 	whyPipe  = "running commands on the server (the popen driver) is not implemented by Ferry, as a matter of policy"
 	whyAuthz = "authorization assertions (SAML callouts) are not implemented by Ferry; the server authorizes through its grid-mapfile"
 	whyG2    = "Ferry never uses the GridFTP v2 GETPUT commands, so there is nothing to turn off; the option is refused so that no script relies on it doing something"
-	whyNLB   = "the bottleneck report comes from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has (GCT's own client fails there with \"netlogger driver not whitelisted\"); ferry cp -vb shows each data connection's rate"
+	whyNLI   = "periodic NetLogger reports come from the servers' NetLogger XIO driver, which neither Ferry's server nor GCT's has; -nlb reports the bottleneck once, at the end of the copy, from what Ferry measures"
 )
 
 // Reasons of refused options that globus-url-copy's -help does not list.
@@ -193,7 +193,8 @@ var gucOptions = []gucOption{
 		c.ccN, _ = strconv.Atoi(v)
 		return cpValue("cc")(c, v)
 	}},
-	{names: []string{"nlb", "nl-bottleneck"}, refuse: whyNLB},
+	// -nlb: Ferry's own measurements, not NetLogger's (bottleneck.go).
+	{names: []string{"nlb", "nl-bottleneck"}, apply: cpSwitch("nlb")},
 	{names: []string{"SP", "src-pipe"}, arg: gucText, refuse: whyPipe},
 	{names: []string{"DP", "dst-pipe"}, arg: gucText, refuse: whyPipe},
 	{names: []string{"pipe", "P"}, arg: gucText, refuse: whyPipe},
@@ -223,7 +224,7 @@ var gucOptions = []gucOption{
 	{names: []string{"cp", "copy-perms"}, apply: noEffect},
 	{names: []string{"preserve"}, apply: noEffect},
 	{names: []string{"ppq", "pipelineq"}, arg: gucInt, apply: func(c *gucConfig, _ string) error { c.pipeline = true; return nil }},
-	{names: []string{"nli", "nl-interval"}, arg: gucInt, refuse: whyNLB},
+	{names: []string{"nli", "nl-interval"}, arg: gucInt, refuse: whyNLI},
 	{names: []string{"CP", "plugin"}, arg: gucText, refuse: whyPlugin},
 	{names: []string{"X", "extentions"}, arg: gucText, refuse: whyPlugin},
 	{names: []string{"MC", "multicast"}, arg: gucText, refuse: whyMulticast},
@@ -567,12 +568,17 @@ Output
   -v | -verbose                 print the URLs copied
   -vb | -verbose-perf           print the URLs and the progress
   -dbg | -debugftp              print the control channel exchange on stderr
+  -nlb | -nl-bottleneck         after the copy, print which leg limited it
+                                (source read, network, destination write),
+                                from the sending end's TCP accounting
   -help | -usage, -version, -versions
 
+Processing modules: -mn | -module-name, -mp | -module-parameters,
+-smn | -src-module-name, -smp | -src-module-parameters,
+-dmn | -dst-module-name, -dmp | -dst-module-parameters (ERET/ESTO).
 
-Refused, with the reason: -nlb | -nl-bottleneck, -udt,
--no-g2 | -nogridftp2, the storage module options (-mn, -mp, -smn, -smp,
--dmn, -dmp), the assertion options
+Refused, with the reason: -udt,
+-no-g2 | -nogridftp2, the assertion options
 (-aa, -saa, -daa, -cache-aa, -cache-saa, -cache-daa), the pipe options
 (-SP | -src-pipe, -DP | -dst-pipe, -pipe) and the driver stack options
 (-dcstack, -fsstack, -src-dcstack, -src-fsstack, -dst-dcstack, -dst-fsstack

@@ -3,6 +3,7 @@ package dtp
 import (
 	"net"
 	"sync"
+	"time"
 
 	"github.com/ferrygrid/ferry/internal/netopt"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -20,11 +21,21 @@ type tally struct {
 	opened  int
 	retrans int64
 	known   bool // some connection's count was read
+	chrono  chrono
+	read    int // connections whose chrono statistics were read
+}
+
+// chrono is a connection's sender-side time accounting (netopt.TCPStats).
+type chrono struct{ busy, rwnd, sndbuf time.Duration }
+
+func chronoOf(st netopt.TCPStats) chrono {
+	return chrono{busy: st.Busy, rwnd: st.RwndLimited, sndbuf: st.SndbufLimited}
 }
 
 // connBase is a connection's state as the transfer took it.
 type connBase struct {
 	retrans int64 // retransmissions before the transfer
+	chrono  chrono
 	cached  bool
 }
 
@@ -34,9 +45,10 @@ func newTally() *tally { return &tally{base: map[net.Conn]connBase{}} }
 // before, in earlier transfers, which are not this one's.
 func (t *tally) add(c net.Conn, cached bool) {
 	var b int64
+	var ch chrono
 	if cached {
-		if n, ok := netopt.ReadRetransmits(socket(c)); ok {
-			b = n
+		if st, ok := netopt.ReadCounters(socket(c)); ok {
+			b, ch = st.Retransmits, chronoOf(st)
 		}
 	}
 	t.mu.Lock()
@@ -44,7 +56,7 @@ func (t *tally) add(c net.Conn, cached bool) {
 	if _, seen := t.base[c]; seen {
 		return
 	}
-	t.base[c] = connBase{retrans: b, cached: cached}
+	t.base[c] = connBase{retrans: b, chrono: ch, cached: cached}
 	t.streams++
 	if !cached {
 		t.opened++
@@ -76,7 +88,7 @@ func (t *tally) addAll(stripes [][]net.Conn, cached bool) {
 // closing reads c's count before it is closed (eblock's BeforeClose); a
 // connection the transfer did not add is ignored.
 func (t *tally) closing(c net.Conn) {
-	retrans, ok := netopt.ReadRetransmits(socket(c))
+	st, ok := netopt.ReadCounters(socket(c))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, found := t.base[c]
@@ -85,8 +97,12 @@ func (t *tally) closing(c net.Conn) {
 	}
 	delete(t.base, c)
 	if ok {
-		t.retrans += max(retrans-b.retrans, 0)
+		t.retrans += max(st.Retransmits-b.retrans, 0)
 		t.known = true
+		t.chrono.busy += max(st.Busy-b.chrono.busy, 0)
+		t.chrono.rwnd += max(st.RwndLimited-b.chrono.rwnd, 0)
+		t.chrono.sndbuf += max(st.SndbufLimited-b.chrono.sndbuf, 0)
+		t.read++
 	}
 }
 
@@ -108,6 +124,7 @@ func (t *tally) event(stripes int) xfer.Event {
 	if t.known {
 		ev.Retransmits = t.retrans
 	}
+	ev.Busy, ev.RwndLimited, ev.SndbufLimited, ev.Measured = t.chrono.busy, t.chrono.rwnd, t.chrono.sndbuf, t.read
 	return ev
 }
 

@@ -18,4 +18,14 @@ type TCPStats struct {
 	DeliveryRate float64       // recent delivery rate in bytes per second (tcpi_delivery_rate)
 	SndBuf       int           // SO_SNDBUF in bytes
 	RcvBuf       int           // SO_RCVBUF in bytes
+
+	// The sender's chrono statistics (Linux 4.10 and later; zero on a
+	// connection that only receives): Busy is the time the connection
+	// had data to send (tcpi_busy_time), which includes the time that
+	// sending waited for the receiver's window (RwndLimited,
+	// tcpi_rwnd_limited) or for room in the send buffer (SndbufLimited,
+	// tcpi_sndbuf_limited). The kernel counts in jiffies (a few ms).
+	Busy          time.Duration
+	RwndLimited   time.Duration
+	SndbufLimited time.Duration
 }

@@ -27,6 +27,10 @@ func ReadTCPStats(c net.Conn) (s TCPStats, ok bool) {
 			Cwnd:         int(info.Snd_cwnd),
 			MSS:          int(info.Snd_mss),
 			DeliveryRate: float64(info.Delivery_rate),
+
+			Busy:          time.Duration(info.Busy_time) * time.Microsecond,
+			RwndLimited:   time.Duration(info.Rwnd_limited) * time.Microsecond,
+			SndbufLimited: time.Duration(info.Sndbuf_limited) * time.Microsecond,
 		}
 		// Without a sample the kernel reports ~0 (its minmax starts there).
 		if info.Min_rtt != ^uint32(0) {
@@ -52,6 +56,27 @@ func ReadRetransmits(c net.Conn) (n int64, ok bool) {
 		return true
 	})
 	return n, ok
+}
+
+// ReadCounters reads, in one system call, the part of TCP_INFO that a
+// transfer's accounting takes at its start and end: Retransmits and the
+// sender's chrono statistics (Busy, RwndLimited, SndbufLimited); the
+// other fields stay zero. ok as ReadTCPStats.
+func ReadCounters(c net.Conn) (s TCPStats, ok bool) {
+	ok = control(c, func(fd int) bool {
+		info, err := tcpInfo(fd)
+		if err != nil {
+			return false
+		}
+		s = TCPStats{
+			Retransmits:   int64(info.Total_retrans),
+			Busy:          time.Duration(info.Busy_time) * time.Microsecond,
+			RwndLimited:   time.Duration(info.Rwnd_limited) * time.Microsecond,
+			SndbufLimited: time.Duration(info.Sndbuf_limited) * time.Microsecond,
+		}
+		return true
+	})
+	return s, ok
 }
 
 // control runs f on c's socket and returns what f returns; false when c

@@ -265,6 +265,7 @@ func init() {
 		"CLIENTINFO": {run: siteOK, public: true, help: "SITE CLIENTINFO <sp> appname=\"<name>\";appver=\"<version>\";scheme=\"<scheme>\";"},
 		"TASKID":     {run: siteOK, public: true, help: "SITE TASKID <sp> taskid"},
 		"STRIPES":    {run: siteSTRIPES, arg: argNone, help: "SITE STRIPES: the data nodes of a striped server and their health"},
+		"XFERSTATS":  {run: siteXFERSTATS, arg: argNone, help: "SITE XFERSTATS: what the data connections of the session's last transfer measured"},
 	}
 	// Every GCT spelling of the buffer-size command sets both buffers.
 	for _, name := range []string{"SBUF", "RETRBUFSIZE", "RBUFSZ", "RBUFSIZ", "STORBUFSIZE", "SBUFSZ", "SBUFSIZ"} {

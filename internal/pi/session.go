@@ -61,6 +61,7 @@ type session struct {
 	loggedIn atomic.Bool // set by the executor at login; the reader's login deadline ends
 	abortMu  sync.Mutex
 	abortCmd context.CancelCauseFunc // cancels the running command; guarded by abortMu
+	xstats   xferStats               // the last data transfer, for SITE XFERSTATS
 
 	// executor state
 	user       string // from USER, before PASS

@@ -64,7 +64,9 @@ func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, req *xfer.
 		return at != 0 && time.Since(time.Unix(0, at)) < markerHold
 	}
 	var sumMu sync.Mutex // guards sum: a striped DTP reports from several goroutines
+	s.xstats.begin()
 	notify := func(ev xfer.Event) {
+		s.xstats.note(ev)
 		switch ev.Kind {
 		case xfer.EventStarted:
 			if started.CompareAndSwap(false, true) {
@@ -99,6 +101,7 @@ func (s *session) runTransfer(ctx context.Context, sum *xfer.Summary, req *xfer.
 		n, err = move(ctx, notify)
 		return err
 	})
+	s.xstats.end(n)
 	return n, started.Load(), err
 }
 

@@ -110,6 +110,12 @@ type Event struct {
 	Streams     int
 	Opened      int
 	Retransmits int64
+	// EventConns: the sender's chrono statistics of the data connections
+	// during the transfer, summed over them (netopt.TCPStats: Busy
+	// includes RwndLimited and SndbufLimited), and how many connections
+	// they were read from (0: unknown). Zero on the receiving side.
+	Busy, RwndLimited, SndbufLimited time.Duration
+	Measured                         int
 }
 
 // Missing is how many bytes of an upload of Size bytes are still to
