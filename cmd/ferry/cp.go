@@ -570,7 +570,11 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 		return withNote(e, name, err)
 	}
 	if nlb != nil {
-		nlb.report(src, dst, res.Bytes, res.Start.Add(res.Duration)).write(e.stdout)
+		w := e.stdout
+		if dst.kind == locStdio {
+			w = e.stderr // stdout holds the data
+		}
+		nlb.report(src, dst, res.Bytes, res.Start.Add(res.Duration)).write(w)
 	}
 	if f.verbose && !f.quiet {
 		n, d := res.Bytes, res.Duration
