@@ -101,9 +101,9 @@ func (r nlbReport) write(w io.Writer) {
 type nlbProbe struct {
 	mu    sync.Mutex
 	conns map[*client.Conn]transfer.Location // guarded by mu
-	stats map[string]*senderView            // guarded by mu; by Location.Addr, those that answered
-	last  client.Progress                   // guarded by mu; the last progress of the copy
-	start time.Time                         // guarded by mu; EventStart
+	stats map[string]*senderView             // guarded by mu; by Location.Addr, those that answered
+	last  client.Progress                    // guarded by mu; the last progress of the copy
+	start time.Time                          // guarded by mu; EventStart
 }
 
 // attach makes eng report to p.
