@@ -195,3 +195,23 @@ func TestCpNLBGCT(t *testing.T) {
 		t.Errorf("verdict %q", v)
 	}
 }
+
+// TestCpNLBManyFiles: a job of many files copies as without -nlb and
+// says that it gets no report.
+func TestCpNLBManyFiles(t *testing.T) {
+	s := startFerrySrv(t)
+	if err := os.Mkdir(filepath.Join(s.dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		writeServed(t, filepath.Join(s.dir, "d", n), []byte(n))
+	}
+	dst := t.TempDir()
+	r := ok(t, "cp", "-nlb", "-r", s.url+"/d/", dst+"/")
+	if strings.Contains(r.stdout, "Bottleneck:") || !strings.Contains(r.stderr, "-nlb reports on a single-file copy only") {
+		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "b")); err != nil || string(b) != "b" {
+		t.Errorf("b: %q, %v", b, err)
+	}
+}

@@ -339,7 +339,11 @@ func runCopy(ctx context.Context, e *env, args []string, syncMode bool) error {
 	if err := checkModuleCopy(f, jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src) || replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)); err != nil {
 		return err
 	}
-	if len(reqs) == 1 && (replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst)) {
+	lfn := len(reqs) == 1 && (replica.IsLFN(reqs[0].Src) || replica.IsLFN(reqs[0].Dst))
+	if f.nlb && (lfn || f.tar || jf.wanted() || len(reqs) != 1 || isPattern(reqs[0].Src)) {
+		fmt.Fprintf(e.stderr, "ferry %s: -nlb reports on a single-file copy only; this copy gets no report\n", name)
+	}
+	if lfn {
 		return copyLFN(ctx, e, name, *f, *jf, reqs[0]) // replica_cp.go
 	}
 	if f.sources != 1 {
