@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,5 +215,49 @@ func TestCpNLBManyFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, "b")); err != nil || string(b) != "b" {
 		t.Errorf("b: %q, %v", b, err)
+	}
+}
+
+// TestCpNLBWAN downloads over the WAN emulator at 40 Mbit/s (internal/wan
+// through ferry wan): the server's sockets had data in flight and an
+// open window, so the network limits.
+func TestCpNLBWAN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ferry and copies over the WAN emulator")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ferry")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := seededData(8<<20, 9)
+	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "d")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"wan",
+		"-delay", "5ms", "-rate", "40M",
+		"-server", "exec " + bin + " serve -listen 0.0.0.0:2811 -root " + root + " -anonymous",
+		"-wait-port", "2811",
+		"-client", "NETRC=/nonexistent " + bin + " cp -nlb -auto=false -history off ftp://$FERRY_WAN_SERVER_ADDR:2811/f " + dst})
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	if got := mustRead(t, dst); !bytes.Equal(got, data) {
+		t.Fatalf("the copy differs from the source")
+	}
+	if v := nlbVerdict(t, stdout.String()); v != "network" {
+		t.Errorf("verdict %q, want network", v)
 	}
 }
