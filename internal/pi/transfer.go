@@ -420,6 +420,10 @@ type storePlan struct {
 	done          func()        // ends its record in Config.Uploads
 }
 
+// maxNameLen is the longest name of a file an upload creates: the
+// NAME_MAX of Linux's file systems (and S3's practical key element).
+const maxNameLen = 255
+
 // aborter is an optional dsi.Writer capability: Abort discards what was
 // written, leaving the file as it was (dsi/s3 aborts its multipart
 // upload), where Close would store it. A failed Close of such a Writer
@@ -456,6 +460,12 @@ func (s *session) planStore(ctx context.Context, arg string, kind storeKind, off
 	}
 	if xfer.IsPartName(p) {
 		return nil, partNameRefused(arg)
+	}
+	if len(path.Base(p)) > maxNameLen {
+		// Refused before any byte is taken: the part file would be made
+		// (its name is shortened) and the rename onto this name fail,
+		// leaving the data aside under a hidden name.
+		return nil, ok(553, "%s: File name too long (more than %d bytes).", arg, maxNameLen)
 	}
 	memo := &statMemo{fs: s.fs}
 	fi, statErr := memo.Stat(ctx, p)
