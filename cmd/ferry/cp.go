@@ -111,6 +111,7 @@ refused there.
 // cpFlags are the flags of ferry cp.
 type cpFlags struct {
 	active  bool
+	anyHost bool // -data-any-host: data connections from any host (as globus-url-copy)
 	nlb     bool // -nlb: report which leg limited the copy (bottleneck.go)
 	verbose bool
 	quiet   bool
@@ -241,7 +242,7 @@ var cpFlagGroups = []struct {
 	names []string
 }{
 	{"Many files (trees, wildcards, lists, sync)", []string{"r", "cd", "links", "preserve", "f", "df", "cc", "pp", "sync", "sync-level", "delete", "dry-run", "json", "list"}},
-	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active"}},
+	{"Performance", []string{"auto", "sources", "p", "tcp-bs", "bs", "fast", "stripe", "sbs", "notpt", "active", "data-any-host"}},
 	{"Part of a file", []string{"off", "len"}},
 	{"Reliability and checks", []string{"rst", "rst-retries", "rst-interval", "rst-max-interval", "rst-timeout", "rst-deadline", "stall-timeout", "st", "verify-checksum", "checksum-alg", "fsync"}},
 	{"Output", []string{"q", "v", "vb", "nlb", "nl-bottleneck", "history"}},
@@ -420,6 +421,7 @@ func newCopyFlagSet(c0 *command, e *env, syncMode bool) (fs *flag.FlagSet, f *cp
 	fs.StringVar(&f.history, "history", "", historyFlagUsage)
 	fs.BoolVar(&f.noTPT, "notpt", false, "server to server: route the bytes through this client instead of a third-party transfer")
 	fs.IntVar(&f.sources, "sources", 1, "with an lfn: source and a local destination, read different byte ranges from `N` replicas at once (MODE E ranges sized by each one's measured rate), then verify the checksum")
+	fs.BoolVar(&f.anyHost, "data-any-host", false, "take data connections from any host, not only the server's control address (as globus-url-copy does; the default of the globus-url-copy drop-in): a striped server's movers connect from their own hosts even without -stripe. With gsiftp:// DCAU still authenticates them; with ftp:// anybody who reaches the port in time could send data")
 	fs.BoolVar(&f.stripe, "stripe", false, "striped (MODE E): uploads ask for striped passive addresses (SPAS) and send to every stripe; downloads accept data connections from a striped server's movers; server to server, the destination gets SPAS and the source SPOR")
 	fs.BoolVar(&jf.recursive, "r", syncMode, "copy directories with everything below them")
 	fs.BoolVar(&jf.createDirs, "cd", false, "create missing destination directories and their parents (on by default with -r; -cd=false turns it off)")
@@ -592,7 +594,7 @@ func copyOne(ctx context.Context, e *env, name string, f cpFlags, createDirs boo
 // striped server's movers) and records in the history of -history. The
 // caller ends it with closeEngine.
 func newEngine(e *env, f cpFlags, striped bool, tool string) *transfer.Engine {
-	o := clientOptions{active: f.active, striped: striped, gsi: f.gsi, log: e.ctlLog}
+	o := clientOptions{active: f.active, striped: striped || f.anyHost, gsi: f.gsi, log: e.ctlLog}
 	eng := &transfer.Engine{
 		Dial: func(ctx context.Context, l transfer.Location) (*client.Conn, error) {
 			return connect(ctx, importLocation(l), o)

@@ -346,9 +346,11 @@ func checkGUCArg(kind gucArg, v string) error {
 // cpArgs returns the ferry cp arguments of c, with globus-url-copy's
 // defaults where they differ from ferry cp's: no automatic tuning, no
 // pipelining and one file at a time unless asked, no transfer history
-// unless $FERRY_HISTORY names one.
+// unless $FERRY_HISTORY names one, and data connections taken from any
+// host (a striped server's movers connect from theirs even without
+// -stripe; globus-url-copy does not check where they come from).
 func (c *gucConfig) cpArgs(getenv func(string) string) ([]string, error) {
-	args := []string{"-auto=false"}
+	args := []string{"-auto=false", "-data-any-host"}
 	if getenv("FERRY_HISTORY") == "" {
 		args = append(args, "-history", hist.OffDSN)
 	}
