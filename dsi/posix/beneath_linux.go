@@ -117,17 +117,26 @@ func (fsys *FS) openFast(r string) (f *os.File, size int64, ok bool) {
 		if err != nil {
 			return
 		}
-		var st syscall.Stat_t
-		if syscall.Fstat(nfd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || setBlocking(nfd) != nil {
-			unix.Close(nfd)
-			return
+		if n, ok := keepRegular(nfd); ok {
+			fd, size = nfd, n
 		}
-		fd, size = nfd, st.Size
 	})
 	if fd < 0 {
 		return nil, 0, false
 	}
 	return os.NewFile(uintptr(fd), fsys.fastName(r)), size, true
+}
+
+// keepRegular checks that fd, opened with O_NONBLOCK, is a regular file
+// and makes it blocking; it returns the file's size. Otherwise it closes
+// fd and reports false.
+func keepRegular(fd int) (size int64, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || setBlocking(fd) != nil {
+		unix.Close(fd)
+		return 0, false
+	}
+	return st.Size, true
 }
 
 // setBlocking clears O_NONBLOCK of fd.
@@ -185,12 +194,9 @@ func (fsys *FS) createFast(r string, flag int, perm fs.FileMode) (f *os.File, ok
 		if err != nil {
 			return
 		}
-		var st syscall.Stat_t
-		if syscall.Fstat(nfd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || setBlocking(nfd) != nil {
-			unix.Close(nfd)
-			return
+		if _, ok := keepRegular(nfd); ok {
+			fd = nfd
 		}
-		fd = nfd
 	})
 	if fd < 0 {
 		return nil, false
