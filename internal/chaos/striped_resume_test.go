@@ -34,8 +34,9 @@ func TestStripedUploadResumeAfterServerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Large enough that an idle machine's loopback cannot finish it
-	// before the first 111 marker (a second in) and the kill after it.
-	const size = 1 << 30
+	// before the first 111 marker (a second in) and the kill after it:
+	// 1 GiB once finished first under the test suite's load.
+	const size = 2 << 30
 	src := filepath.Join(scratch, "src.bin")
 	want, err := writeRandom(src, size, 9)
 	if err != nil {

@@ -185,8 +185,24 @@ func Start(t testing.TB) *Server {
 }
 
 // Launch runs weed mini from bin with its data in dir, waits until its S3
-// gateway answers, and makes bucket. stop ends the server.
+// gateway answers, and makes bucket. stop ends the server. weed listens on
+// more ports than it is given (each gRPC port is its service's port +
+// 10000), which another process may take meanwhile: a start that fails on
+// a port in use is tried again with new ports, at most three times.
 func Launch(bin, dir, bucket string) (s *Server, stop func(), err error) {
+	for attempt := 1; ; attempt++ {
+		d := filepath.Join(dir, fmt.Sprintf("weed-%d", attempt))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+		s, stop, err = launchOnce(bin, d, bucket)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return s, stop, err
+		}
+	}
+}
+
+func launchOnce(bin, dir, bucket string) (s *Server, stop func(), err error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, nil, err
