@@ -139,18 +139,8 @@ func (a *App) executeLFN(ctx context.Context, u *userState, j *job) {
 	res, alg, err := a.copyLFN(ctx, u, j)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	j.Ended = time.Now().UTC()
-	j.Current, j.ETA, j.Streams = "", 0, nil
-	if el := j.Ended.Sub(j.Started).Seconds(); el > 0 {
-		j.Rate = float64(j.Bytes) / el
-	}
-	switch {
-	case ctx.Err() != nil:
-		j.State = stateCancelled
-	case err != nil:
-		j.State, j.Error = stateFailed, sanitize(transfer.Describe(err))
-	default:
-		j.State, j.Done, j.Bytes, j.Verified = stateDone, 1, res.Bytes, alg
+	if j.endLocked(ctx, err) {
+		j.Done, j.Bytes, j.Verified = 1, res.Bytes, alg
 		j.Replica = sanitize(res.Src.Display)
 	}
 	u.bumpLocked()

@@ -597,6 +597,17 @@ func (a *App) execute(ctx context.Context, u *userState, j *job) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if j.endLocked(ctx, err) && o.Verify {
+		j.Verified = o.ChecksumAlg
+	}
+	u.bumpLocked()
+}
+
+// endLocked ends j's run, which returned err: its end time and rate, no
+// current file, and the state cancelled, failed (with the error) or done,
+// which it reports. The caller holds the user's mu and fills in what a
+// done job of its kind adds.
+func (j *job) endLocked(ctx context.Context, err error) (done bool) {
 	j.Ended = time.Now().UTC()
 	j.Current, j.ETA, j.Streams = "", 0, nil
 	if el := j.Ended.Sub(j.Started).Seconds(); el > 0 {
@@ -609,11 +620,9 @@ func (a *App) execute(ctx context.Context, u *userState, j *job) {
 		j.State, j.Error = stateFailed, sanitize(transfer.Describe(err))
 	default:
 		j.State = stateDone
-		if o.Verify {
-			j.Verified = o.ChecksumAlg
-		}
+		return true
 	}
-	u.bumpLocked()
+	return false
 }
 
 // verifyAlg is the checksum algorithm of copies and of the checksum
