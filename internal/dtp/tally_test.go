@@ -3,27 +3,15 @@ package dtp
 import (
 	"net"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/tcppair"
 )
 
 // TestTallyRetransmits: a transfer over real sockets knows its
 // retransmissions (0 on an idle loopback), cached and new alike; over a
 // connection without a socket it does not (-1).
 func TestTallyRetransmits(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := tcppair.New(t)
 	tl := newTally()
 	tl.add(c, true)
 	tl.add(s, false)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/tcppair"
 )
 
 func TestBufferControl(t *testing.T) {
@@ -36,21 +38,7 @@ func TestBufferControl(t *testing.T) {
 }
 
 func TestMoved(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := tcppair.New(t)
 	before, ok := Moved(s)
 	if !ok {
 		t.Fatal("no TCP_INFO counters")

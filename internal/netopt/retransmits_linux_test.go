@@ -2,27 +2,15 @@ package netopt
 
 import (
 	"crypto/tls"
-	"net"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/tcppair"
 )
 
 // TestReadRetransmits: the one-call read agrees with ReadTCPStats and
 // refuses what it refuses.
 func TestReadRetransmits(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := tcppair.New(t)
 	n, ok := ReadRetransmits(c)
 	st, ok2 := ReadTCPStats(c)
 	if !ok || !ok2 || n != st.Retransmits || n < 0 {

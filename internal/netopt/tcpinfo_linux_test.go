@@ -5,24 +5,12 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"github.com/ferrygrid/ferry/internal/testutil/tcppair"
 )
 
 func TestReadTCPStats(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := tcppair.New(t)
 	const size = 1 << 20
 	werr := make(chan error, 1)
 	go func() {
