@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferrygrid/ferry/client"
@@ -84,10 +86,14 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 			return err
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst.path), "."+filepath.Base(dst.path)+".ferry-multi-*")
+	removeStaleMulti(dst.path)
+	tmp, err := os.CreateTemp(filepath.Dir(dst.path), multiTempPrefix(dst.path)+"*")
 	if err != nil {
 		return err
 	}
+	// Held while the download runs, released by the kernel when the
+	// process dies: a later run removes the files of runs that died.
+	_ = syscall.Flock(int(tmp.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	keep := false
 	defer func() {
 		if !keep {
@@ -212,6 +218,32 @@ func (lc *lfnCopy) copyMulti(ctx context.Context, en replica.Entry, dst location
 		}
 	}
 	return nil
+}
+
+// multiTempPrefix is the name prefix of the hidden temporary files of
+// multi-source downloads to p.
+func multiTempPrefix(p string) string { return "." + filepath.Base(p) + ".ferry-multi-" }
+
+// removeStaleMulti removes the temporary files of multi-source downloads
+// to p whose process is gone (killed before it could remove them): no
+// process holds their lock.
+func removeStaleMulti(p string) {
+	dir, prefix := filepath.Dir(p), multiTempPrefix(p)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(name)
+		}
+		f.Close()
+	}
 }
 
 // readSpans reads spans of the file from r's replica into w until none

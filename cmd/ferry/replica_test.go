@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -528,7 +529,26 @@ func TestLFNMultiSource(t *testing.T) {
 	b.slow.Store(true)
 
 	dst := filepath.Join(t.TempDir(), "f")
+	// The temporary file of a run that was killed goes; that of a run
+	// still going (its lock held) stays.
+	stale, busy := filepath.Join(filepath.Dir(dst), ".f.ferry-multi-1"), filepath.Join(filepath.Dir(dst), ".f.ferry-multi-2")
+	writeFile(t, stale, []byte("left by a killed run"))
+	writeFile(t, busy, []byte("another run's"))
+	held, err := os.Open(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 	r := ok(t, "cp", "-v", "-vb", "-sources", "3", "lfn:/m/f", dst)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a killed run's temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("a running download's temporary file was removed: %v", err)
+	}
 	t.Logf("stderr: %s", r.stderr)
 	if !bytes.Equal(mustRead(t, dst), data) {
 		t.Fatal("the copy differs")
