@@ -107,6 +107,7 @@ func (w *connWatch) readLocked(i int, c net.Conn) {
 	w.stats[i] = ConnStats{
 		RTT:          s.RTT,
 		MinRTT:       s.MinRTT,
+		RcvRTT:       s.RcvRTT,
 		Retransmits:  s.Retransmits,
 		SegsOut:      s.SegsOut,
 		SegsIn:       s.SegsIn,

@@ -55,6 +55,7 @@ type ConnStats struct {
 	Bytes        int64         // bytes moved on this connection (same as Streams[i])
 	RTT          time.Duration // smoothed RTT (tcpi_rtt)
 	MinRTT       time.Duration // tcpi_min_rtt where the kernel has it, else 0
+	RcvRTT       time.Duration // the receiver's round-trip estimate, queueing included (tcpi_rcv_rtt), else 0
 	Retransmits  int64         // segments this end retransmitted (tcpi_total_retrans)
 	SegsOut      int64         // segments sent (tcpi_segs_out)
 	SegsIn       int64         // segments received (tcpi_segs_in)

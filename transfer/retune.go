@@ -249,6 +249,7 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
 		}
 		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(conns)
+		smp.PathRTT = pathRTT(conns)
 		wmu.Lock()
 		smp.Steady = steadyRate(t, el, warmAt, warmBytes, k)
 		wmu.Unlock()
@@ -437,4 +438,24 @@ func tuningSummary(res tune.Result) string {
 		fmt.Fprintf(&b, " → %s", st.Next)
 	}
 	return b.String()
+}
+
+// pathRTT is the mean round trip the data of conns saw, queueing on the
+// path included: per connection the larger of the smoothed RTT (which
+// follows a sender) and the receiver's estimate (which follows a
+// connection that only receives: its smoothed RTT stays near the
+// handshake's). Zero when no connection has either.
+func pathRTT(cs []client.ConnStats) time.Duration {
+	var sum time.Duration
+	var n int
+	for _, c := range cs {
+		if r := max(c.RTT, c.RcvRTT); r > 0 {
+			sum += r
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }

@@ -20,6 +20,7 @@ func ReadTCPStats(c net.Conn) (s TCPStats, ok bool) {
 		}
 		s = TCPStats{
 			RTT:          time.Duration(info.Rtt) * time.Microsecond,
+			RcvRTT:       time.Duration(info.Rcv_rtt) * time.Microsecond,
 			Retransmits:  int64(info.Total_retrans),
 			SegsOut:      int64(info.Segs_out),
 			SegsIn:       int64(info.Segs_in),

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/ferrygrid/ferry/internal/testutil/tcppair"
 )
@@ -34,6 +35,11 @@ func TestReadTCPStats(t *testing.T) {
 		if st.MinRTT > st.RTT*100 {
 			t.Errorf("%s: MinRTT %v against RTT %v", name, st.MinRTT, st.RTT)
 		}
+	}
+	// The receiver's own estimate of the round trip is what follows a
+	// connection that only receives (the re-tuning's queue check).
+	if st, _ := ReadTCPStats(s); st.RcvRTT <= 0 || st.RcvRTT > time.Second {
+		t.Errorf("receiver: RcvRTT %v after %d bytes", st.RcvRTT, size)
 	}
 	if _, ok := ReadTCPStats(tls.Client(s, &tls.Config{})); ok {
 		t.Error("a TLS connection gave TCP_INFO without unwrapping")

@@ -29,6 +29,11 @@ type Sample struct {
 	// RTT is the smoothed round-trip time of the part's data connections
 	// (TCP_INFO); zero when unknown.
 	RTT time.Duration
+	// PathRTT is the round trip the part's data saw, queueing on the path
+	// included: the senders' smoothed RTT, or where this end only
+	// receives, the receivers' estimate (tcpi_rcv_rtt: tcpi_rtt does not
+	// follow a connection that sends no data). Zero when unknown.
+	PathRTT time.Duration
 	// Retransmits and SegsOut are the sending side's segment counts, when
 	// this end sent (uploads); zero when unknown.
 	Retransmits, SegsOut int64
@@ -110,10 +115,12 @@ type Limits struct {
 	Known bool
 	// Descend says the start is a guess of many streams (the wide-area
 	// default when nothing is known of the link: right on a lossy link,
-	// costly on a clean one). When the client's CPU is busy (CPUBusy or
-	// more), the controller halves the streams while the rate holds
-	// within keepMargin of the fastest seen, and keeps the cheapest that
-	// held; else the rest of the file goes in one part at the start.
+	// costly on a clean one). When the first part's data queued on the
+	// path (its round trip well above RTT, the idle one), or the client's
+	// CPU is busy (CPUBusy or more), the controller tries fewer streams
+	// and halves them while the rate holds within keepMargin of the
+	// fastest seen, and keeps the cheapest that held; else the rest of
+	// the file goes in one part at the start.
 	Descend bool
 	// CPUBusy is the client's CPU use, in cores, at or above which a
 	// Descend start tries fewer streams (0.25): each stream costs the
@@ -125,6 +132,13 @@ type Limits struct {
 	// streams keep most of the rate anyway. A first part (cold) below
 	// half of it settles at once.
 	CPUBusy float64
+}
+
+// queued reports whether a part's data waited in a queue on the path:
+// its round trip (pathRTT) at least queueFactor times the idle one
+// measured before the transfer, and queueExtra longer.
+func queued(pathRTT, idle time.Duration) bool {
+	return idle > 0 && pathRTT >= time.Duration(queueFactor*float64(idle)) && pathRTT-idle >= queueExtra
 }
 
 func (l Limits) withDefaults() Limits {
@@ -182,6 +196,18 @@ const (
 	// descendFirst is what the first part of a descent gives each
 	// stream.
 	descendFirst = 4 << 20
+	// queueFactor and queueExtra: a part whose data's round trip is this
+	// many times the idle one, and this much longer, filled a queue at
+	// the bottleneck (see queued). On the bench's clean links 32 streams
+	// stretched a 20 ms round trip past 100 ms and overflowed the
+	// queue: hundreds to tens of thousands of drops that fewer streams
+	// do not cause (docs/bench/wan/tune).
+	queueFactor = 1.5
+	queueExtra  = 2 * time.Millisecond
+	// queueHeadroom: after a queued first part, a descent jumps to the
+	// streams whose windows carry this many times the rate measured
+	// (at the idle round trip), instead of halving step by step.
+	queueHeadroom = 2
 )
 
 type phase int
@@ -374,8 +400,10 @@ func (c *Controller) pickBest() {
 	c.best = pick
 }
 
-// descend handles a part of a Descend start. The first part (cold) only
-// says whether the client's CPU is busy: if not, or the streams are
+// descend handles a part of a Descend start. A first part (cold) whose
+// data queued on the path is the reference of a descent that jumps to
+// the streams the windows need (see queued). Otherwise the first part
+// only says whether the client's CPU is busy: if not, or the streams are
 // plainly loss-bound, the rest goes in one part. Else the second part
 // measures the start warm (the reference), and each part after halves
 // the streams while the rate holds within keepMargin of the fastest
@@ -384,6 +412,23 @@ func (c *Controller) pickBest() {
 func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 	share := s.cpuShare()
 	per := rate / float64(c.cur.Streams)
+	if c.parts == 1 && !c.warm && c.cur.Streams > 1 && queued(s.PathRTT, c.lim.RTT) {
+		// The streams keep a queue at the bottleneck full: the link is
+		// theirs, and fewer streams fill it as well without overflowing
+		// it (a lossy link's streams do not fill it). This part is the
+		// reference; jump to the streams the windows need, then halve
+		// while the rate holds.
+		c.warm = true
+		next := c.cur
+		next.Streams = c.cur.Streams / 2
+		if w := c.window(); w > 0 {
+			need := int(math.Ceil(queueHeadroom * rate * c.lim.RTT.Seconds() / w))
+			next.Streams = min(max(need, 1), c.cur.Streams/2)
+		}
+		c.halvings++
+		return c.change(next, fmt.Sprintf("%s at %s kept a queue on the path (round trip %s, idle %s): trying %s (kept if within %.0f%%)",
+			c.cur, mbit(rate), s.PathRTT.Round(time.Millisecond/10), c.lim.RTT.Round(time.Millisecond/10), next, 100*keepMargin))
+	}
 	if m := mathis(s, c.rtt.Seconds()); m > 0 && per <= 1.5*m && c.parts == 1 {
 		c.whole = true
 		c.phase = settled
