@@ -47,14 +47,20 @@ type FS struct {
 	root *os.Root // immutable; every access goes through it
 	// dir is the root's directory for the openat2 fast paths
 	// (beneath_linux.go); nil without them. Immutable.
-	dir *os.File
+	dir  *os.File
+	opts Options // immutable
 }
 
 // newFS returns the back-end over r.
-func newFS(r *os.Root) *FS { return &FS{root: r, dir: rootDir(r)} }
+func newFS(r *os.Root, opts Options) *FS { return &FS{root: r, dir: rootDir(r), opts: opts} }
 
-// New returns a back-end rooted at the directory root, which must exist.
-func New(root string) (*FS, error) {
+// New returns a back-end rooted at the directory root, which must exist,
+// with the default Options.
+func New(root string) (*FS, error) { return NewWithOptions(root, Options{}) }
+
+// NewWithOptions returns a back-end rooted at the directory root, which
+// must exist, tuned by opts.
+func NewWithOptions(root string, opts Options) (*FS, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, mapErr("new", root, err)
@@ -66,7 +72,7 @@ func New(root string) (*FS, error) {
 	if err != nil {
 		return nil, mapErr("new", root, err)
 	}
-	return newFS(r), nil
+	return newFS(r, opts), nil
 }
 
 // Close releases the root directory. Open readers and writers stay usable.
@@ -93,7 +99,7 @@ func (fsys *FS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFS(r), nil
+	return newFS(r, fsys.opts), nil
 }
 
 // openSub opens the directory dir as a new root, one component at a time:
@@ -360,7 +366,7 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		flag |= syscall.O_NOFOLLOW // a link planted after the check
 	}
 	if f, ok := fsys.createFast(r, flag, perm); ok {
-		return &Writer{f: f, name: name}, nil
+		return fsys.writer(f, name, opts), nil
 	}
 	// Like Open, refuse to open a FIFO or device, which could block or
 	// write somewhere unexpected.
@@ -395,7 +401,12 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		f.Close()
 		return nil, err
 	}
-	return &Writer{f: f, name: name}, nil
+	return fsys.writer(f, name, opts), nil
+}
+
+// writer returns the Writer of f, opened by Create.
+func (fsys *FS) writer(f *os.File, name string, opts dsi.CreateOptions) *Writer {
+	return &Writer{f: f, name: name, dio: newDirect(fsys.opts.DirectIO, opts.Size)}
 }
 
 // betweenCheckAndOpen runs between the look at an entry's type and its
