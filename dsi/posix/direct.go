@@ -85,6 +85,12 @@ type Options struct {
 // direct write never shares a page with a buffered one.
 var minAlign = int64(max(4096, os.Getpagesize()))
 
+// minDirectWrite is the least run written directly: a direct write
+// waits for the disk, and below this a run of small ones (small MODE E
+// blocks) would be slower than the page cache. To be tuned by
+// measurement.
+const minDirectWrite = 128 << 10
+
 // dioBufSize is the size of the aligned buffers ReadRangeFrom reads a
 // socket into when writing directly: a default MODE E block (1 MiB)
 // and then some, so that a block is one direct write.
@@ -115,9 +121,9 @@ func DirectBytes() int64 { return directBytes.Load() }
 
 // Direct IO states of a Writer.
 const (
-	dioUndecided = iota // not tried yet
-	dioActive           // fd is open and used
-	dioUnavailable      // never: off, refused or failed
+	dioUndecided   = iota // not tried yet
+	dioActive             // fd is open and used
+	dioUnavailable        // never: off, refused or failed
 )
 
 // direct is a Writer's direct-IO side.
@@ -223,7 +229,7 @@ func (d *direct) writeDirect(f *os.File, p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	head, mid := splitAligned(off, len(p), uintptr(unsafe.Pointer(&p[0])), d.align)
-	if mid == 0 {
+	if mid < minDirectWrite {
 		return f.WriteAt(p, off)
 	}
 	done := 0

@@ -339,3 +339,36 @@ func TestDirectNoAllocs(t *testing.T) {
 		t.Error("direct IO not active")
 	}
 }
+
+// TestDirectSmallWritesBuffered: a run shorter than minDirectWrite goes
+// through the page cache even when aligned.
+func TestDirectSmallWritesBuffered(t *testing.T) {
+	fsys, dir, works := newDirectTest(t, DirectIOOn)
+	dw, err := fsys.Create(t.Context(), "/f", dsi.CreateOptions{Truncate: true, Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dw.(*Writer)
+	data := pattern(2 * minDirectWrite)
+	before := DirectBytes()
+	small := alignedCopy(data[:minDirectWrite-int(minAlign)])
+	if n, err := w.WriteAt(small, 0); n != len(small) || err != nil {
+		t.Fatalf("WriteAt = %d, %v", n, err)
+	}
+	if d := DirectBytes() - before; d != 0 {
+		t.Errorf("a %d-byte write went direct (%d bytes)", len(small), d)
+	}
+	rest := alignedCopy(data[len(small):])
+	if n, err := w.WriteAt(rest, int64(len(small))); n != len(rest) || err != nil {
+		t.Fatalf("WriteAt = %d, %v", n, err)
+	}
+	if d := DirectBytes() - before; works && d != int64(len(rest)) {
+		t.Errorf("a %d-byte aligned write went direct for %d bytes", len(rest), d)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "f")); !bytes.Equal(got, data) {
+		t.Fatal("file differs")
+	}
+}
