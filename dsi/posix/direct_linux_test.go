@@ -372,3 +372,33 @@ func TestDirectSmallWritesBuffered(t *testing.T) {
 		t.Fatal("file differs")
 	}
 }
+
+// TestDirectShortRangeSpliced: a range too short for a direct run of
+// minDirectWrite is spliced from a socket as without direct IO.
+func TestDirectShortRangeSpliced(t *testing.T) {
+	fsys, dir, _ := newDirectTest(t, DirectIOOn)
+	dw, err := fsys.Create(t.Context(), "/f", dsi.CreateOptions{Truncate: true, Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dw.(*Writer)
+	data := pattern(100 << 10)
+	snd, rcv := tcpPair(t)
+	go func() {
+		snd.Write(data)
+		snd.CloseWrite()
+	}()
+	before, spliced := DirectBytes(), SplicedBytes()
+	if n, err := w.ReadRangeFrom(rcv, 0, int64(len(data))); n != int64(len(data)) || err != nil {
+		t.Fatalf("ReadRangeFrom = %d, %v", n, err)
+	}
+	if DirectBytes() != before || SplicedBytes()-spliced != int64(len(data)) {
+		t.Errorf("%d bytes direct, %d spliced; want 0 and %d", DirectBytes()-before, SplicedBytes()-spliced, len(data))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "f")); !bytes.Equal(got, data) {
+		t.Fatal("file differs")
+	}
+}

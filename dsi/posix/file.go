@@ -142,7 +142,10 @@ func (w *Writer) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
 	}
 	var m int64
 	var err error
-	if d := w.dio.use(w.f, max(n, 0)); d != nil {
+	// A range too short to hold a direct run of minDirectWrite bytes
+	// wherever it starts is spliced: through a user buffer it would be
+	// copied once more, to go through the page cache all the same.
+	if d := w.dio.use(w.f, max(n, 0)); d != nil && (n < 0 || n >= minDirectWrite+2*d.align) {
 		m, err = d.readDirect(w.f, r, off, n)
 	} else {
 		m, err = readRangeAt(w.f, &w.mu, r, off, n)

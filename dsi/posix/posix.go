@@ -18,7 +18,11 @@
 // Readers implement [dsi.RangeWriterTo] with sendfile(2) and writers
 // implement [dsi.RangeReaderFrom] with splice(2) when the other side is a
 // socket (Linux), both with explicit file offsets, so concurrent ranges on
-// one open file never share a file position.
+// one open file never share a file position. With direct IO ([DirectIO],
+// [Options]) large uploads bypass the page cache instead (direct.go).
+//
+// A regular file with more than one hard link is never written in place
+// nor chmodded: its other names may lie outside the root.
 package posix
 
 import (
@@ -345,7 +349,9 @@ func checkRegular(op, name string, fi fs.FileInfo) error {
 
 // Create opens name for writing at offsets, creating it with opts.Perm
 // (0 means 0644, subject to the process umask) and emptying it when
-// opts.Truncate is set.
+// opts.Truncate is set. An existing regular file with more than one
+// hard link is refused ([dsi.ErrPermission]), untouched: writing it would
+// change it under its other names too.
 func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -358,15 +364,14 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	if perm == 0 {
 		perm = defaultFilePerm
 	}
+	// No O_TRUNC: finishCreate truncates once it has checked the file's
+	// hard links.
 	flag := os.O_WRONLY | os.O_CREATE
-	if opts.Truncate {
-		flag |= os.O_TRUNC
-	}
 	if opts.NoFollow {
 		flag |= syscall.O_NOFOLLOW // a link planted after the check
 	}
 	if f, ok := fsys.createFast(r, flag, perm); ok {
-		return fsys.writer(f, name, opts), nil
+		return fsys.finishCreate(f, name, opts)
 	}
 	// Like Open, refuse to open a FIFO or device, which could block or
 	// write somewhere unexpected.
@@ -401,7 +406,7 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		f.Close()
 		return nil, err
 	}
-	return fsys.writer(f, name, opts), nil
+	return fsys.finishCreate(f, name, opts)
 }
 
 // writer returns the Writer of f, opened by Create.
@@ -497,12 +502,17 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	return mapErr("rename", from, fsys.root.Rename(rel(from), rel(to)))
 }
 
-// Chmod sets the permission bits of name (following links inside the root).
+// Chmod sets the permission bits of name (following links inside the
+// root). A regular file with more than one hard link is refused
+// ([dsi.ErrPermission]): the change would reach its other names too. The
+// link count is checked on an open descriptor, and the mode set through
+// it, so that the name cannot be swapped in between (Linux; elsewhere by
+// name).
 func (fsys *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapErr("chmod", name, fsys.root.Chmod(rel(name), mode.Perm()))
+	return fsys.chmod(name, rel(name), mode.Perm())
 }
 
 // Chtimes sets the modification time of name, leaving the access time.
