@@ -35,14 +35,16 @@ import (
 type DirectIO int
 
 const (
+	// DirectIOOff always writes through the page cache (the default
+	// until the bench says when direct writes pay on a disk: see
+	// DirectIOThreshold).
+	DirectIOOff DirectIO = iota
 	// DirectIOAuto writes uploads directly once they are large: when the
 	// size announced at Create (ALLO) or the bytes written so far reach
 	// DirectIOThreshold.
-	DirectIOAuto DirectIO = iota
+	DirectIOAuto
 	// DirectIOOn writes every upload directly when the file system can.
 	DirectIOOn
-	// DirectIOOff always writes through the page cache.
-	DirectIOOff
 )
 
 // DirectIOThreshold is the upload size from which DirectIOAuto writes
@@ -65,7 +67,7 @@ func (d DirectIO) String() string {
 
 // ParseDirectIO parses "auto", "on" or "off".
 func ParseDirectIO(s string) (DirectIO, error) {
-	for _, d := range []DirectIO{DirectIOAuto, DirectIOOn, DirectIOOff} {
+	for _, d := range []DirectIO{DirectIOOff, DirectIOAuto, DirectIOOn} {
 		if s == d.String() {
 			return d, nil
 		}
@@ -77,7 +79,7 @@ func ParseDirectIO(s string) (DirectIO, error) {
 // what New uses.
 type Options struct {
 	// DirectIO says when uploads bypass the page cache; the zero value
-	// is DirectIOAuto.
+	// is DirectIOOff.
 	DirectIO DirectIO
 }
 

@@ -28,7 +28,7 @@ func NewReader(f *os.File, name string) (*Reader, error) {
 // Writer gets the same zero-copy paths as one returned by [FS.Create]. On
 // success the Writer owns f; on error the caller keeps it. A file that is
 // not a regular file gives [dsi.ErrIsDir] or [dsi.ErrInvalid]. It writes
-// directly ([DirectIOAuto]) once DirectIOThreshold bytes were written.
+// through the page cache ([DirectIOOff]).
 func NewWriter(f *os.File, name string) (*Writer, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -37,7 +37,7 @@ func NewWriter(f *os.File, name string) (*Writer, error) {
 	if err := checkRegular("create", name, fi); err != nil {
 		return nil, err
 	}
-	return &Writer{f: f, name: name, dio: newDirect(DirectIOAuto, -1)}, nil
+	return &Writer{f: f, name: name, dio: newDirect(DirectIOOff, -1)}, nil
 }
 
 // File returns the open file underneath r, for handing its descriptor to
