@@ -64,7 +64,7 @@ type serveFlags struct {
 	metrics, transferLog                                                  string
 	moverHeartbeat, moverTimeout                                          time.Duration
 	anonymous, anonWrite, allowForeign, asUser, inPlace                   bool
-	allowedModules                                                        string
+	allowedModules, directIO                                              string
 	moduleMaxBytes                                                        int64
 	idle, stall                                                           time.Duration
 	maxSessions, maxPerSource, moversMin                                  int
@@ -127,6 +127,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxPerSource, "max-sessions-per-source", server.DefaultMaxSessionsPerSource, "refuse a client address more than `N` sessions at once (421; 0: no limit)")
 	fs.StringVar(&f.allowedModules, "allowed-modules", "", "ERET/ESTO processing `MODULES` clients may use, comma-separated: "+strings.Join(dpm.Names(), ", ")+" (default: none; see docs/modules.md)")
 	fs.Int64Var(&f.moduleMaxBytes, "module-max-bytes", dpm.DefaultMaxBytes, "the most `BYTES` an ERET/ESTO module chain produces (decompressed, unpacked or spooled); more fails the command")
+	fs.StringVar(&f.directIO, "direct-io", "off", "posix storage: when uploads bypass the page cache (O_DIRECT, Linux; a file system that refuses it gets the page cache): `MODE` is off, auto (uploads from 256 MiB, announced by ALLO or written so far) or on (every upload)")
 	fs.BoolVar(&f.inPlace, "upload-in-place", false, "write uploads straight into their target, as GCT does (default: a hidden part file, renamed over the target once complete)")
 	fs.BoolVar(&f.allowForeign, "allow-foreign-data", false, "allow PORT/EPRT to hosts other than the client (disables FTP bounce protection)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -249,7 +250,11 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		st, err := posix.New(root)
+		dio, err := posix.ParseDirectIO(f.directIO)
+		if err != nil {
+			return cfg, usagef("bad -direct-io %q: want auto, on or off", f.directIO)
+		}
+		st, err := posix.NewWithOptions(root, posix.Options{DirectIO: dio})
 		if err != nil {
 			return cfg, err
 		}

@@ -94,13 +94,15 @@ func (r *Reader) WriteRangeTo(w io.Writer, off, n int64) (int64, error) {
 }
 
 // Writer is an open file being written. WriteAt and ReadRangeFrom are safe
-// for concurrent use with disjoint ranges.
+// for concurrent use with disjoint ranges. With direct IO (see
+// [DirectIO]) the aligned parts of large writes bypass the page cache.
 type Writer struct {
 	f    *os.File // immutable
 	name string   // the DSI name, for errors
 	// mu serializes ReadRangeFrom's writes into f: the streams of a
 	// MODE E upload (see SharedFile).
-	mu sync.Mutex
+	mu  sync.Mutex
+	dio *direct // the direct-IO side; nil when off. Immutable pointer.
 }
 
 // WriteAt writes p at off (see [io.WriterAt]).
@@ -108,24 +110,49 @@ func (w *Writer) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &Error{Op: "write", Path: w.name, Kind: dsi.ErrInvalid, Err: errNegativeOffset}
 	}
+	if d := w.dio.use(w.f, int64(len(p))); d != nil {
+		n, err := d.writeDirect(w.f, p, off)
+		return n, ioErr("write", w.name, err)
+	}
 	n, err := w.f.WriteAt(p, off)
 	return n, ioErr("write", w.name, err)
 }
 
-// Close closes the file and returns its error.
-func (w *Writer) Close() error { return ioErr("close", w.name, w.f.Close()) }
+// Close closes the file (and its direct-IO descriptor) and returns the
+// first error.
+func (w *Writer) Close() error {
+	derr := w.dio.close()
+	if err := w.f.Close(); err != nil {
+		return ioErr("close", w.name, err)
+	}
+	return ioErr("close", w.name, derr)
+}
 
 // ReadRangeFrom reads from r until n bytes have been read (n < 0: until
 // io.EOF) and writes them at off. When r is a socket (it implements
 // syscall.Conn) the data moves with splice(2) through a pipe, at an explicit
 // file offset; otherwise it is copied through a pooled buffer with
-// pwrite(2). Safe to call concurrently for disjoint ranges. Fewer than n
-// bytes before io.EOF gives io.ErrUnexpectedEOF.
+// pwrite(2). With direct IO in use it is read into pooled aligned
+// buffers instead and written mostly with O_DIRECT. Safe to call
+// concurrently for disjoint ranges. Fewer than n bytes before io.EOF
+// gives io.ErrUnexpectedEOF.
 func (w *Writer) ReadRangeFrom(r io.Reader, off, n int64) (int64, error) {
 	if off < 0 {
 		return 0, &Error{Op: "splice", Path: w.name, Kind: dsi.ErrInvalid, Err: errNegativeOffset}
 	}
-	m, err := readRangeAt(w.f, &w.mu, r, off, n)
+	var m int64
+	var err error
+	// A range too short to hold a direct run of minDirectWrite bytes
+	// wherever it starts is spliced: through a user buffer it would be
+	// copied once more, to go through the page cache all the same.
+	if d := w.dio.use(w.f, max(n, 0)); d != nil && (n < 0 || n >= minDirectWrite+2*d.align) {
+		m, err = d.readDirect(w.f, r, off, n)
+	} else {
+		m, err = readRangeAt(w.f, &w.mu, r, off, n)
+	}
+	if err == nil {
+		return m, nil // without the errors.As below, which allocates
+	}
 	var fe *fileOpError
 	if errors.As(err, &fe) {
 		return m, ioErr(fe.op, w.name, fe.err)

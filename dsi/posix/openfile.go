@@ -27,7 +27,8 @@ func NewReader(f *os.File, name string) (*Reader, error) {
 // was opened elsewhere. name is the DSI name used in error messages. The
 // Writer gets the same zero-copy paths as one returned by [FS.Create]. On
 // success the Writer owns f; on error the caller keeps it. A file that is
-// not a regular file gives [dsi.ErrIsDir] or [dsi.ErrInvalid].
+// not a regular file gives [dsi.ErrIsDir] or [dsi.ErrInvalid]. It writes
+// through the page cache ([DirectIOOff]).
 func NewWriter(f *os.File, name string) (*Writer, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -36,7 +37,7 @@ func NewWriter(f *os.File, name string) (*Writer, error) {
 	if err := checkRegular("create", name, fi); err != nil {
 		return nil, err
 	}
-	return &Writer{f: f, name: name}, nil
+	return &Writer{f: f, name: name, dio: newDirect(DirectIOOff, -1)}, nil
 }
 
 // File returns the open file underneath r, for handing its descriptor to

@@ -18,7 +18,11 @@
 // Readers implement [dsi.RangeWriterTo] with sendfile(2) and writers
 // implement [dsi.RangeReaderFrom] with splice(2) when the other side is a
 // socket (Linux), both with explicit file offsets, so concurrent ranges on
-// one open file never share a file position.
+// one open file never share a file position. With direct IO ([DirectIO],
+// [Options]) large uploads bypass the page cache instead (direct.go).
+//
+// A regular file with more than one hard link is never written in place
+// nor chmodded: its other names may lie outside the root.
 package posix
 
 import (
@@ -47,14 +51,20 @@ type FS struct {
 	root *os.Root // immutable; every access goes through it
 	// dir is the root's directory for the openat2 fast paths
 	// (beneath_linux.go); nil without them. Immutable.
-	dir *os.File
+	dir  *os.File
+	opts Options // immutable
 }
 
 // newFS returns the back-end over r.
-func newFS(r *os.Root) *FS { return &FS{root: r, dir: rootDir(r)} }
+func newFS(r *os.Root, opts Options) *FS { return &FS{root: r, dir: rootDir(r), opts: opts} }
 
-// New returns a back-end rooted at the directory root, which must exist.
-func New(root string) (*FS, error) {
+// New returns a back-end rooted at the directory root, which must exist,
+// with the default Options.
+func New(root string) (*FS, error) { return NewWithOptions(root, Options{}) }
+
+// NewWithOptions returns a back-end rooted at the directory root, which
+// must exist, tuned by opts.
+func NewWithOptions(root string, opts Options) (*FS, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, mapErr("new", root, err)
@@ -66,7 +76,7 @@ func New(root string) (*FS, error) {
 	if err != nil {
 		return nil, mapErr("new", root, err)
 	}
-	return newFS(r), nil
+	return newFS(r, opts), nil
 }
 
 // Close releases the root directory. Open readers and writers stay usable.
@@ -93,7 +103,7 @@ func (fsys *FS) Sub(ctx context.Context, dir string) (dsi.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFS(r), nil
+	return newFS(r, fsys.opts), nil
 }
 
 // openSub opens the directory dir as a new root, one component at a time:
@@ -339,7 +349,9 @@ func checkRegular(op, name string, fi fs.FileInfo) error {
 
 // Create opens name for writing at offsets, creating it with opts.Perm
 // (0 means 0644, subject to the process umask) and emptying it when
-// opts.Truncate is set.
+// opts.Truncate is set. An existing regular file with more than one
+// hard link is refused ([dsi.ErrPermission]), untouched: writing it would
+// change it under its other names too.
 func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions) (dsi.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -352,15 +364,14 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 	if perm == 0 {
 		perm = defaultFilePerm
 	}
+	// No O_TRUNC: finishCreate truncates once it has checked the file's
+	// hard links.
 	flag := os.O_WRONLY | os.O_CREATE
-	if opts.Truncate {
-		flag |= os.O_TRUNC
-	}
 	if opts.NoFollow {
 		flag |= syscall.O_NOFOLLOW // a link planted after the check
 	}
 	if f, ok := fsys.createFast(r, flag, perm); ok {
-		return &Writer{f: f, name: name}, nil
+		return fsys.finishCreate(f, name, opts)
 	}
 	// Like Open, refuse to open a FIFO or device, which could block or
 	// write somewhere unexpected.
@@ -395,7 +406,12 @@ func (fsys *FS) Create(ctx context.Context, name string, opts dsi.CreateOptions)
 		f.Close()
 		return nil, err
 	}
-	return &Writer{f: f, name: name}, nil
+	return fsys.finishCreate(f, name, opts)
+}
+
+// writer returns the Writer of f, opened by Create.
+func (fsys *FS) writer(f *os.File, name string, opts dsi.CreateOptions) *Writer {
+	return &Writer{f: f, name: name, dio: newDirect(fsys.opts.DirectIO, opts.Size)}
 }
 
 // betweenCheckAndOpen runs between the look at an entry's type and its
@@ -486,12 +502,17 @@ func (fsys *FS) Rename(ctx context.Context, from, to string) error {
 	return mapErr("rename", from, fsys.root.Rename(rel(from), rel(to)))
 }
 
-// Chmod sets the permission bits of name (following links inside the root).
+// Chmod sets the permission bits of name (following links inside the
+// root). A regular file with more than one hard link is refused
+// ([dsi.ErrPermission]): the change would reach its other names too. The
+// link count is checked on an open descriptor, and the mode set through
+// it, so that the name cannot be swapped in between (Linux; elsewhere by
+// name).
 func (fsys *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapErr("chmod", name, fsys.root.Chmod(rel(name), mode.Perm()))
+	return fsys.chmod(name, rel(name), mode.Perm())
 }
 
 // Chtimes sets the modification time of name, leaving the access time.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/internal/xfer"
@@ -589,4 +590,20 @@ func isConnErrno(err error) bool {
 // bufSize is the copy buffer for paths the kernel cannot short-cut.
 const bufSize = 1 << 20
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+// bufAlign is the alignment of the copy buffers' first byte: a page, so
+// that a block read into one at an aligned file offset can be written
+// with direct IO (dsi/posix), which wants aligned memory.
+const bufAlign = 4096
+
+var bufPool = sync.Pool{New: func() any { b := alignedBuf(bufSize, bufAlign); return &b }}
+
+// alignedBuf returns n bytes starting at an address that is a multiple
+// of align.
+func alignedBuf(n, align int) []byte {
+	b := make([]byte, n+align)
+	skip := 0
+	if r := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align)); r != 0 {
+		skip = align - r
+	}
+	return b[skip : skip+n : skip+n]
+}
