@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +89,14 @@ func TestBadInputIs400(t *testing.T) {
 	} {
 		code, msg := c.do(tt.method, tt.path, tt.body, nil)
 		if code != http.StatusBadRequest || msg == "" {
-			t.Errorf("%s %s %+q: %d %q, want 400 with an error", tt.method, tt.path, tt.body, code, msg)
+			req := fmt.Sprintf("%s %s %+q", tt.method, tt.path, tt.body)
+			if len(req) > 300 {
+				req = req[:300] + "..."
+			}
+			if len(msg) > 300 {
+				msg = msg[:300] + "..."
+			}
+			t.Errorf("%s: %d %q, want 400 with an error", req, code, msg)
 		}
 	}
 	if n := dials.Load() - before; n != 0 {
