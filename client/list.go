@@ -27,8 +27,11 @@ const maxListing = 256 << 20
 // holds a "/" or a NUL fails with an error matching ErrUnsafeName:
 // joined onto a local directory such a name ("x/..") could leave it. It uses MLSD when the server offers MLST,
 // else LIST, whose lines are parsed as Unix "ls -l" lines; lines that are
-// no entries ("total 8") are skipped. Listing a file returns that file's
-// entry on servers that allow it (GCT does).
+// no entries ("total 8") are skipped. An object that is no file,
+// directory or link (a FIFO, socket or device) has an OS-specific Type
+// such as wire.TypeFIFO ("OS.unix=fifo", RFC 3659 §7.5.1), from MLSD or
+// from LIST's mode string alike: it is nothing to download. Listing a
+// file returns that file's entry on servers that allow it (GCT does).
 func (c *Conn) List(ctx context.Context, p string) ([]Entry, error) {
 	mlsd := c.hasFeature("MLST")
 	command := "LIST"
@@ -51,6 +54,9 @@ func (c *Conn) List(ctx context.Context, p string) ([]Entry, error) {
 			if errors.Is(err, wire.ErrNotEntry) {
 				continue
 			}
+			if err == nil && e.Type == "" {
+				e.Type = listOSType(l)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("client: %s %s: %w", command, p, err)
@@ -71,6 +77,23 @@ func (c *Conn) List(ctx context.Context, p string) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// listOSType is the Type of a LIST line whose ls mode string names no
+// file, directory or link: an OS-specific type (wire.TypeFIFO, ...), as
+// MLSD would give, never "" (which callers would take for a file).
+func listOSType(line string) string {
+	switch strings.TrimLeft(line, " ")[0] {
+	case 'p':
+		return wire.TypeFIFO
+	case 's':
+		return wire.TypeSocket
+	case 'c':
+		return wire.TypeCharDevice
+	case 'b':
+		return wire.TypeBlockDevice
+	}
+	return "OS.unix=other"
 }
 
 // NameList returns the names NLST gives for path, without "." and "..".

@@ -451,10 +451,14 @@ func (c *countingReader) Close() error { return c.f.Close() }
 // destination (.NAME.ferry-RANDOM) and renamed into place once complete,
 // so that neither a failure nor a crash of ferry leaves a partial file
 // under the destination's name. It needs no resume state: a small file
-// that failed is copied again whole.
+// that failed is copied again whole. Under a root, the file is created,
+// renamed and removed through the destination directory opened once
+// (localFS.dirOf), so that swapping that directory for a symbolic link
+// meanwhile cannot leave the file behind.
 type tempSink struct {
 	f       *os.File
-	fs      localFS
+	fs      localFS // the destination directory's
+	done    func()  // closes fs's directory; nil once done
 	temp    string
 	final   string
 	replace bool // an existing file is replaced, or Options.Fsync: synced before the rename
@@ -469,13 +473,21 @@ func openTempSink(final string) (*tempSink, error) { return openTempSinkIn(local
 
 // openTempSinkIn is openTempSink in fsys.
 func openTempSinkIn(fsys localFS, final string) (*tempSink, error) {
+	fsys, done, err := fsys.dirOf(final)
+	if err != nil {
+		return nil, destError(final, err)
+	}
 	fi, err := fsys.Stat(final)
 	switch {
 	case err == nil && fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", final)
+		err = fmt.Errorf("%s is a directory", final)
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", final)
-	case err != nil && !errors.Is(err, os.ErrNotExist):
+		err = fmt.Errorf("%s is not a regular file", final)
+	case errors.Is(err, os.ErrNotExist):
+		err = nil
+	}
+	if err != nil {
+		done()
 		return nil, err
 	}
 	dir, base := filepath.Split(final)
@@ -491,9 +503,10 @@ func openTempSinkIn(fsys localFS, final string) (*tempSink, error) {
 		}
 	}
 	if err != nil {
+		done()
 		return nil, destError(final, err)
 	}
-	s := &tempSink{f: f, fs: fsys, temp: name, final: final, replace: fi != nil}
+	s := &tempSink{f: f, fs: fsys, done: done, temp: name, final: final, replace: fi != nil}
 	if s.replace {
 		if err := f.Chmod(fi.Mode().Perm()); err != nil {
 			s.abort()
@@ -563,6 +576,7 @@ func (s *tempSink) commit() error {
 	if err != nil {
 		s.fs.Remove(s.temp)
 	}
+	s.release()
 	return err
 }
 
@@ -570,4 +584,13 @@ func (s *tempSink) commit() error {
 func (s *tempSink) abort() {
 	s.close()
 	s.fs.Remove(s.temp)
+	s.release()
+}
+
+// release closes the destination directory, once.
+func (s *tempSink) release() {
+	if s.done != nil {
+		s.done()
+		s.done = nil
+	}
 }

@@ -132,6 +132,28 @@ func (f localFS) rename(old, new string) error {
 	return f.confine(new, f.root.Rename(o, n))
 }
 
+// dirOf returns a localFS of the directory of p, opened now through
+// f's root, and the function that closes it. Names under it are resolved
+// from that open directory: what is created there is later renamed or
+// removed there, even if the directory's path is swapped for a symbolic
+// link meanwhile (it can neither be left behind nor have a namesake
+// elsewhere removed instead). Without a root it is f itself (by name),
+// and done does nothing.
+func (f localFS) dirOf(p string) (d localFS, done func(), err error) {
+	if f.root == nil {
+		return f, func() {}, nil
+	}
+	n, err := f.name(filepath.Dir(p))
+	if err != nil {
+		return localFS{}, nil, err
+	}
+	r, err := f.root.OpenRoot(n)
+	if err != nil {
+		return localFS{}, nil, f.confine(p, err)
+	}
+	return localFS{root: r}, func() { r.Close() }, nil
+}
+
 // createExcl creates the file p for writing; it fails if p exists.
 func (f localFS) createExcl(p string) (*os.File, error) {
 	if f.root == nil {
@@ -161,11 +183,17 @@ func (f localFS) writeState(p string, st ResumeState) error {
 	if f.root == nil {
 		return atomicfile.Write(p, st.marshal())
 	}
+	// The temporary file is created, renamed and removed in one open
+	// directory (dirOf).
+	f, done, err := f.dirOf(p)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	defer done()
 	dir, base := filepath.Split(p)
 	var (
 		h    *os.File
 		tmp  string
-		err  error
 		data = st.marshal()
 	)
 	for range 10 {

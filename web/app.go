@@ -321,7 +321,8 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 
 // readJSON decodes a request body of at most 1 MiB into v. The body
 // must say it is JSON (415 otherwise): a form another site posts
-// cannot.
+// cannot. A body whose fields are bad (v's validate method) is answered
+// 400.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeError(w, http.StatusUnsupportedMediaType, "the request body must be application/json")
@@ -332,6 +333,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
 		return false
+	}
+	if c, ok := v.(validator); ok {
+		if err := c.validate(); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return false
+		}
 	}
 	return true
 }

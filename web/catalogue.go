@@ -72,6 +72,9 @@ type catalogueEntry struct {
 // ("/cms/f") or a lfn: URL; "" means def.
 func lfnParam(r *http.Request, name, def string) (string, error) {
 	v := r.URL.Query().Get(name)
+	if err := checkText(name, v, maxPathBytes); err != nil {
+		return "", err
+	}
 	switch {
 	case v == "":
 		return def, nil

@@ -543,6 +543,10 @@ func (a *App) list(w http.ResponseWriter, r *http.Request, u *userState, s *sess
 		return
 	}
 	p := r.URL.Query().Get("path")
+	if err := checkText("path", p, maxPathBytes); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if p == "" {
 		p = ep.Home
 	}

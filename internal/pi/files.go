@@ -23,12 +23,7 @@ import (
 // seen from the logged-in account.
 func (s *session) entryOf(fi dsi.FileInfo, name string) wire.Entry {
 	e := wire.NewEntry(name)
-	e.Type = "file"
-	if fi.IsDir() {
-		e.Type = "dir"
-	} else if fi.Mode&fs.ModeSymlink != 0 {
-		e.Type = "slink"
-	}
+	e.Type = typeFact(fi.Mode)
 	e.Size = fi.Size
 	e.Modify = fi.ModTime
 	e.Mode = int(fi.Mode.Perm())
@@ -48,6 +43,28 @@ func (s *session) entryOf(fi dsi.FileInfo, name string) wire.Entry {
 		e.Perm = "r"
 	}
 	return e
+}
+
+// typeFact is the MLSx Type fact of an object of mode m. What is not a
+// file, directory or link has an OS-specific type (RFC 3659 §7.5.1),
+// "OS.unix=fifo" say, so that no client takes a FIFO, socket or device
+// for a file it can download.
+func typeFact(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "slink"
+	case m&fs.ModeNamedPipe != 0:
+		return wire.TypeFIFO
+	case m&fs.ModeSocket != 0:
+		return wire.TypeSocket
+	case m&fs.ModeCharDevice != 0:
+		return wire.TypeCharDevice
+	case m&fs.ModeDevice != 0:
+		return wire.TypeBlockDevice
+	}
+	return "file"
 }
 
 func cmdMLST(ctx context.Context, s *session, arg string) wire.Reply {

@@ -12,8 +12,8 @@ import (
 )
 
 // FuzzCommand sends one arbitrary command line to a logged-in session: the
-// session must answer with a well-formed reply and never panic (a panic is
-// answered 421 "Internal server error").
+// session must answer with a well-formed reply without control characters
+// and never panic (a panic is answered 421 "Internal server error").
 func FuzzCommand(f *testing.F) {
 	for _, s := range []string{
 		"NOOP", "RETR /a.txt", "REST 0-5,7-9", "PORT 127,0,0,1,4,1", "EPRT |2|::1|5|",
@@ -47,6 +47,15 @@ func FuzzCommand(f *testing.F) {
 		}
 		if r.Code == 421 {
 			t.Fatalf("%q: %v", line, r)
+		}
+		// What the peer sent comes back, if at all, with its control
+		// characters written visibly.
+		for _, l := range r.Lines {
+			for i := 0; i < len(l); i++ {
+				if c := l[i]; c < 0x20 || c == 0x7f {
+					t.Fatalf("%q: reply line %q holds a control character", line, l)
+				}
+			}
 		}
 		cli.Close()
 		<-done

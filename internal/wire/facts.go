@@ -16,9 +16,10 @@ var errFacts = errors.New("wire: bad MLSx facts line")
 type Entry struct {
 	// Name is the path (MLST) or base name (MLSD) of the object.
 	Name string
-	// Type is "file", "dir", "cdir", "pdir", "slink", or "" when unknown.
-	// Parsing lower-cases these values; any other value (such as
-	// "OS.unix=slink:/x") is kept raw.
+	// Type is "file", "dir", "cdir", "pdir", "slink", an OS-specific
+	// type such as TypeFIFO, or "" when unknown. Parsing lower-cases the
+	// RFC 3659 values; any other value (such as "OS.unix=slink:/x") is
+	// kept raw.
 	Type string
 	// Size is the size in bytes, or -1 when unknown.
 	Size int64
@@ -43,6 +44,15 @@ type Entry struct {
 	// its value raw. AppendFacts ignores it.
 	Facts map[string]string
 }
+
+// The OS-specific Type facts (RFC 3659 §7.5.1) of the objects that are
+// neither files, directories nor links.
+const (
+	TypeFIFO        = "OS.unix=fifo"
+	TypeSocket      = "OS.unix=socket"
+	TypeCharDevice  = "OS.unix=chr"
+	TypeBlockDevice = "OS.unix=blk"
+)
 
 // NewEntry returns an Entry for name with every other field unknown.
 func NewEntry(name string) Entry {
@@ -125,11 +135,16 @@ func FeatMLST(selected FactSet) string {
 // UNIX.mode, UNIX.owner, UNIX.uid, UNIX.group, UNIX.gid, Unique,
 // UNIX.slink, X.count), each as "Fact=value;", then one space and the name.
 // Modify is written as YYYYMMDDHHMMSS UTC and UNIX.mode as four octal
-// digits. A fact whose value contains ';', '=', CR or LF is left out so that
-// it cannot corrupt the line.
+// digits. A fact whose value contains ';', '=' (but for Type's
+// "OS.unix=fifo" form), CR or LF is left out so that it cannot corrupt the
+// line.
 func AppendFacts(b []byte, e Entry, sel FactSet) []byte {
 	put := func(f FactSet, known bool, v string) {
-		if sel&f == 0 || !known || strings.ContainsAny(v, ";=\r\n") {
+		bad := ";=\r\n"
+		if f == FactType {
+			bad = ";\r\n"
+		}
+		if sel&f == 0 || !known || strings.ContainsAny(v, bad) {
 			return
 		}
 		for i := range factNames {

@@ -208,6 +208,7 @@ func FuzzParseFactsLine(f *testing.F) {
 	f.Add(gctMLST)
 	f.Add(" name with spaces")
 	f.Add("Type=OS.unix=slink:/x;UNIX.slink=/a; l -> x")
+	f.Add("Type=OS.unix=fifo;Size=0; p")
 	f.Add("Perm=;Type=slink;Size=5;UNIX.mode=0777; sub1/l")
 	f.Fuzz(func(t *testing.T, line string) {
 		e, err := ParseFactsLine(line)
@@ -239,11 +240,35 @@ func FuzzParseFactsLine(f *testing.F) {
 			}
 			return s
 		}
-		e.Type, e.Perm, e.Owner, e.Group, e.Unique, e.Slink =
-			clean(e.Type), clean(e.Perm), clean(e.Owner), clean(e.Group), clean(e.Unique), clean(e.Slink)
+		if strings.ContainsAny(e.Type, ";\r\n") {
+			e.Type = "" // Type may hold '=' ("OS.unix=fifo")
+		}
+		e.Perm, e.Owner, e.Group, e.Unique, e.Slink =
+			clean(e.Perm), clean(e.Owner), clean(e.Group), clean(e.Unique), clean(e.Slink)
 		e.Modify = e.Modify.Truncate(time.Second)
 		if !reflect.DeepEqual(e, e2) {
 			t.Fatalf("round trip of %q via %q:\n got %#v\nwant %#v", line, out, e2, e)
 		}
 	})
+}
+
+// TestAppendFactsOSType: an OS-specific type (RFC 3659 §7.5.1) is
+// written with its '=', and parses back.
+func TestAppendFactsOSType(t *testing.T) {
+	for _, typ := range []string{TypeFIFO, TypeSocket, TypeCharDevice, TypeBlockDevice} {
+		e := NewEntry("x")
+		e.Type, e.Size = typ, 0
+		got := string(AppendFacts(nil, e, AllFacts))
+		if want := "Type=" + typ + ";Size=0; x"; got != want {
+			t.Errorf("AppendFacts = %q, want %q", got, want)
+		}
+		if e2, err := ParseFactsLine(got); err != nil || e2.Type != typ {
+			t.Errorf("ParseFactsLine(%q) = %q, %v", got, e2.Type, err)
+		}
+	}
+	e := NewEntry("x")
+	e.Type = "a;b"
+	if got := string(AppendFacts(nil, e, FactType)); got != " x" {
+		t.Errorf("AppendFacts with a ';' in Type = %q", got)
+	}
 }

@@ -78,6 +78,14 @@ func appendModeString(b []byte, typ string, mode int) []byte {
 		c, def = 'd', 0o755
 	case "slink":
 		c, def = 'l', 0o777
+	case TypeFIFO:
+		c = 'p'
+	case TypeSocket:
+		c = 's'
+	case TypeCharDevice:
+		c = 'c'
+	case TypeBlockDevice:
+		c = 'b'
 	}
 	if mode < 0 {
 		mode = def

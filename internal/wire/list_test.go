@@ -22,10 +22,16 @@ func TestAppendLIST(t *testing.T) {
 	special := NewEntry("s")
 	special.Type, special.Mode = "file", 0o7644
 	special.Modify = time.Date(2026, 11, 22, 12, 0, 1, 0, time.UTC) // in the future
+	fifo := NewEntry("p")
+	fifo.Type, fifo.Mode = TypeFIFO, 0o600
+	sock := NewEntry("k")
+	sock.Type = TypeSocket
 	tests := []struct {
 		e    Entry
 		want string
 	}{
+		{fifo, "prw-------   1    ferry    ferry            0 Jan  1  1970 p"},
+		{sock, "srw-r--r--   1    ferry    ferry            0 Jan  1  1970 k"},
 		// GCT's own layout, from the captures.
 		{dir, "drwxr-xr-x   1     root     root         4096 Nov 21 19:34 gt"},
 		{file, "-rw-r--r--   1        0        5   1073741824 Jan  2  2020 big.dat"},

@@ -41,11 +41,18 @@ func (r Reply) Class() int { return r.Code / 100 }
 
 // AppendWire appends the CRLF wire form of r to b. A one-line reply is
 // "ddd text\r\n"; a multi-line reply is "ddd-first\r\n", each middle line as
-// " " + line + "\r\n", and "ddd last\r\n". Any CR or LF inside a line's text
-// is replaced by a space, so that text from a peer or a file name cannot
-// inject a reply, and a 0xFF byte is doubled (Telnet's IAC IAC, RFC 854),
-// which LineReader reads back as one. A reply without lines is written as
-// "ddd \r\n".
+// " " + line + "\r\n", and "ddd last\r\n". A reply without lines is
+// written as "ddd \r\n".
+//
+// Reply text often holds what a peer sent (a path, a command argument) or
+// a file name, so every line is rendered safe here, the one place all
+// replies pass through: a CR or LF becomes a space, so that such text
+// cannot inject a reply; any other control character (C0, DEL, and the C1
+// range U+0080..U+009F when encoded as UTF-8) is written visibly as \xNN
+// (\u00NN for C1), so that a NUL or an escape sequence never reaches the
+// peer's screen or log raw; a 0xFF byte is doubled (Telnet's IAC IAC,
+// RFC 854), which LineReader reads back as one. Other bytes, UTF-8 names
+// (RFC 2640) among them, are written unchanged.
 func (r Reply) AppendWire(b []byte) []byte {
 	code := fmt.Sprintf("%03d", r.Code)
 	lines := r.Lines
@@ -69,18 +76,26 @@ func (r Reply) AppendWire(b []byte) []byte {
 	return b
 }
 
-// appendSafe appends s to b with CR and LF replaced by spaces and IAC
-// (0xFF) escaped as IAC IAC.
+// appendSafe appends s to b rendered safe for a reply line (see
+// AppendWire).
 func appendSafe(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch c {
-		case '\r', '\n':
-			c = ' '
-		case telnetIAC:
-			b = append(b, telnetIAC)
+		switch {
+		case c == '\r', c == '\n':
+			b = append(b, ' ')
+		case c < 0x20, c == 0x7f:
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			// U+0080..U+009F: C1 controls such as CSI (U+009B).
+			i++
+			b = append(b, '\\', 'u', '0', '0', hex[s[i]>>4], hex[s[i]&0xf])
+		case c == telnetIAC:
+			b = append(b, telnetIAC, telnetIAC)
+		default:
+			b = append(b, c)
 		}
-		b = append(b, c)
 	}
 	return b
 }

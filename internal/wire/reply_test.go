@@ -25,6 +25,13 @@ func TestReplyAppendWire(t *testing.T) {
 		{Reply{250, []string{"first\n", "End"}}, "250-first \r\n250 End\r\n"},
 		// A 0xFF byte (in a file name) is Telnet's IAC: doubled.
 		{Reply{257, []string{"\"/d\xff0\" created"}}, "257 \"/d\xff\xff0\" created\r\n"},
+		// Other control characters from a peer (a path, an argument) are
+		// written visibly, never raw; UTF-8 names are kept (RFC 2640).
+		{Reply{550, []string{"a\x00b: No such file or directory."}}, "550 a\\x00b: No such file or directory.\r\n"},
+		{Reply{550, []string{"\x1b[2Jx\x7f\x08\t"}}, "550 \\x1b[2Jx\\x7f\\x08\\x09\r\n"},
+		{Reply{550, []string{"a\u009b31mb"}}, "550 a\\u009b31mb\r\n"},
+		{Reply{257, []string{"\"/données/日本/ü\u00a0\" created"}}, "257 \"/données/日本/ü\u00a0\" created\r\n"},
+		{Reply{211, []string{"x\x00", " \x01 ", "End"}}, "211-x\\x00\r\n  \\x01 \r\n211 End\r\n"},
 	}
 	for _, tt := range tests {
 		if got := string(tt.r.AppendWire(nil)); got != tt.want {
@@ -168,17 +175,32 @@ func FuzzReplyReader(f *testing.F) {
 				t.Fatalf("bad reply %#v", r)
 			}
 			// Writing the reply and reading it back is lossless for the
-			// code and the number of lines, and for text without CR/LF.
+			// code and the number of lines, and for text without control
+			// characters; the wire form holds none but the CRLFs.
 			wire := r.AppendWire(nil)
+			if n := strings.Count(string(wire), "\r\n"); n != len(r.Lines) || hasControl(strings.ReplaceAll(string(wire), "\r\n", "")) {
+				t.Fatalf("wire form %q of %#v holds a control character", wire, r)
+			}
 			r2, err := NewReplyReader(strings.NewReader(string(wire))).ReadReply()
 			if err != nil || r2.Code != r.Code || len(r2.Lines) != len(r.Lines) {
 				t.Fatalf("round trip of %#v via %q = %#v, %v", r, wire, r2, err)
 			}
 			for i := range r.Lines {
-				if !strings.ContainsAny(r.Lines[i], "\r\n") && r2.Lines[i] != r.Lines[i] {
+				if !hasControl(r.Lines[i]) && r2.Lines[i] != r.Lines[i] {
 					t.Fatalf("line %d: %q became %q", i, r.Lines[i], r2.Lines[i])
 				}
 			}
 		}
 	})
+}
+
+// hasControl reports whether s holds a C0 control, DEL or a UTF-8 C1
+// control (U+0080..U+009F).
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f {
+			return true
+		}
+	}
+	return false
 }
