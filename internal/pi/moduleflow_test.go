@@ -2,16 +2,22 @@ package pi_test
 
 // ESTO tar unpacks while the data arrives (internal/reorder between the
 // data channel and the chain): uploads over MODE E with parallel
-// streams and blocks out of order.
+// streams and blocks out of order. ERET tar is laid out ahead and sent
+// without a temporary file (dpm.Layout): the same bytes as the packing.
 
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"path"
 	"strings"
 	"testing"
 
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/dsi/memory"
+	"github.com/ferrygrid/ferry/internal/dpm"
 	"github.com/ferrygrid/ferry/internal/eblock"
 )
 
@@ -139,6 +145,129 @@ func TestModuleESTOTarRefusedMidway(t *testing.T) {
 	checkTree(t, c, "/mid", good)
 	if _, r := c.retr("/mid/after.bin"); r.Code == 226 {
 		t.Error("an entry after the refused one was unpacked")
+	}
+	c.expect("NOOP", 200)
+}
+
+// putTree writes files below dir in st.
+func putTree(t *testing.T, st dsi.Storage, dir string, files []treeFile) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.Mkdir(ctx, dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := path.Join(dir, f.name)
+		for _, d := range parents(dir, path.Dir(name)) {
+			st.Mkdir(ctx, d, 0o755)
+		}
+		if f.dir {
+			st.Mkdir(ctx, name, 0o755)
+			continue
+		}
+		w, err := st.Create(ctx, name, dsi.CreateOptions{Truncate: true, Size: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteAt(f.data, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// parents lists the directories from below top down to d.
+func parents(top, d string) []string {
+	var out []string
+	for ; d != top && d != "/" && d != "."; d = path.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}
+
+// packed is what the tar module's packing (dpm's Retrieve, through a
+// pipe, no layout) makes of p.
+func packed(t *testing.T, st dsi.Storage, spec, p string) []byte {
+	t.Helper()
+	sp, err := dpm.ParseSpec(spec + " " + p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := dpm.Resolve(sp, dpm.Names(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := chain.Retrieve(context.Background(), dpm.Env{Storage: st, Path: p}, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestModuleERETTarModeE: ERET tar, sent without a temporary file,
+// gives tarPack's bytes in stream mode, over MODE E with four streams,
+// and as REST ranges; ERET cat too.
+func TestModuleERETTarModeE(t *testing.T) {
+	st := memory.New()
+	putTree(t, st, "/tree", testTree())
+	want := packed(t, st, `tar=""`, "/tree")
+	wantCat := packed(t, st, `cat="big.bin,d1/d2/deep.bin,small/007.txt"`, "/tree")
+	cfg := config(st)
+	cfg.AllowedModules = []string{"tar", "cat"}
+	c := dial(t, serve(t, cfg))
+	c.login()
+	if got, r := c.retrCmd(`ERET tar="" /tree`); r.Code != 226 || !bytes.Equal(got, want) {
+		t.Fatalf("ERET tar, stream mode: %v, %d bytes, want %d identical", r, len(got), len(want))
+	}
+	c.expect("MODE E", 200)
+	if got, r := c.modeERetrieve(`ERET tar="" /tree`, 4); r.Code != 226 || !bytes.Equal(got, want) {
+		t.Fatalf("ERET tar, MODE E -p 4: %v, %d bytes, want %d identical", r, len(got), len(want))
+	}
+	if got, r := c.modeERetrieve(`ERET cat="big.bin,d1/d2/deep.bin,small/007.txt" /tree`, 3); r.Code != 226 || !bytes.Equal(got, wantCat) {
+		t.Fatalf("ERET cat, MODE E -p 3: %v, %d bytes, want %d identical", r, len(got), len(wantCat))
+	}
+	// A restart: the range the client has is not sent again.
+	c.expect("REST 700000-1900000", 350)
+	got, r := c.modeERetrieve(`ERET tar="" /tree`, 2)
+	if r.Code != 226 || len(got) != len(want) || !bytes.Equal(got[:700_000], want[:700_000]) ||
+		!bytes.Equal(got[1_900_000:], want[1_900_000:]) || !bytes.Equal(got[700_000:1_900_000], make([]byte, 1_200_000)) {
+		t.Fatalf("ERET tar with REST: %v, %d bytes", r, len(got))
+	}
+}
+
+// growOnOpen grows name to a new size when it is opened.
+type growOnOpen struct {
+	dsi.Storage
+	name string
+}
+
+func (g *growOnOpen) Open(ctx context.Context, name string) (dsi.Reader, error) {
+	if name == g.name {
+		w, err := g.Storage.Create(ctx, name, dsi.CreateOptions{Size: -1})
+		if err != nil {
+			return nil, err
+		}
+		w.WriteAt([]byte("appended after the walk"), 5<<20)
+		w.Close()
+	}
+	return g.Storage.Open(ctx, name)
+}
+
+// TestModuleERETTarFileChanged: a file that changes between the walk
+// and its read fails the ERET with a reply that says so.
+func TestModuleERETTarFileChanged(t *testing.T) {
+	st := memory.New()
+	putTree(t, st, "/tree", testTree())
+	gs := &growOnOpen{Storage: st, name: "/tree/d1/d2/deep.bin"}
+	cfg := config(gs)
+	cfg.AllowedModules = []string{"tar"}
+	c := dial(t, serve(t, cfg))
+	c.login()
+	_, r := c.retrCmd(`ERET tar="" /tree`)
+	if r.Code != 451 || !strings.Contains(r.Text(), "changed") {
+		t.Fatalf("ERET tar of a file growing: %v; want 451 saying it changed", r)
 	}
 	c.expect("NOOP", 200)
 }

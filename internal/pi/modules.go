@@ -5,10 +5,12 @@ package pi
 //	ERET NAME="PARAMS" PATH   the module chain's output for PATH
 //	ESTO NAME="PARAMS" PATH   the data, run back through the chain, stored at PATH
 //
-// The output of an ERET chain has no size until it is made, and MODE E
-// sends ranges of a file of known size, so the chain writes it to a
-// temporary file first, which is then sent like any file (REST ranges
-// apply to it). An ESTO runs its chain while the data arrives: the data
+// The output of tar or cat alone is laid out ahead from a walk of the
+// tree (dpm.Chain.Open) and made on demand at any offset, so it is sent
+// like any file while it is read. Any other ERET chain's output has no
+// size until it is made, and MODE E sends ranges of a file of known
+// size, so the chain writes it to a temporary file first, which is then
+// sent like any file (REST ranges apply to it). An ESTO runs its chain while the data arrives: the data
 // channel writes into a reorder.Buffer (MODE E blocks arrive out of
 // order) that the chain reads in order.
 
@@ -112,6 +114,28 @@ func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
 		return restNeedsModeE
 	}
 	p := s.abs(sp.Path)
+	env := dpm.Env{Storage: s.fs, Path: p, Limits: s.moduleLimits()}
+	// tar or cat alone: the output is laid out from a walk of the tree and
+	// made on demand as the DTP reads it, at any offset; no spool.
+	var l *dpm.Layout
+	var laid bool
+	err = s.runCancellable(ctx, func(ctx context.Context) error {
+		var err error
+		l, laid, err = chain.Open(ctx, env)
+		return err
+	})
+	if laid || err != nil {
+		if err != nil {
+			return moduleFailure(s, "ERET", err, sp.Path)
+		}
+		defer l.Close()
+		reply := s.sendFile(ctx, "ERET", p, l, 0, -1, rest)
+		if changed := l.Changed(); changed != nil && reply.Code != 226 {
+			s.log.Info("a file changed during ERET", "modules", chain.Names(), "path", p, "err", changed)
+			reply = ok(451, "ERET module %s failed: %s; transfer incomplete.", chain.Names()[0], reason(changed))
+		}
+		return reply
+	}
 	spool, err := os.CreateTemp("", "ferry-eret-*")
 	if err != nil {
 		s.log.Error("cannot make a temporary file for ERET", "err", err)
@@ -121,7 +145,7 @@ func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
 	defer spool.Close()
 	start := time.Now()
 	err = s.runCancellable(ctx, func(ctx context.Context) error {
-		return chain.Retrieve(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: s.moduleLimits()}, spool)
+		return chain.Retrieve(ctx, env, spool)
 	})
 	if err != nil {
 		return moduleFailure(s, "ERET", err, sp.Path)
