@@ -271,3 +271,14 @@ func TestModuleERETTarFileChanged(t *testing.T) {
 	}
 	c.expect("NOOP", 200)
 }
+
+// TestModuleESTOTarNoData: an ESTO tar whose data channel never opens
+// makes nothing, not even its target directory.
+func TestModuleESTOTarNoData(t *testing.T) {
+	c := moduleServer(t, "tar")
+	c.expect(`ESTO tar="" /nodir`, 425)
+	c.send("MLST /nodir")
+	if r := c.read(); r.Code != 550 {
+		t.Errorf("MLST /nodir after a failed ESTO tar: %v; want 550 (nothing made)", r)
+	}
+}

@@ -216,7 +216,12 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	defer cancelChain(nil)
 	chainDone := make(chan error, 1)
 	go func() {
-		err := chain.Store(chainCtx, env, buf)
+		// Nothing is made (a tar's target directory) before the data
+		// channel brings its first byte.
+		err := buf.Ready()
+		if err == nil {
+			err = chain.Store(chainCtx, env, buf)
+		}
 		// From here on the data channel's bytes are dropped: a refused
 		// chain still lets the transfer end, and its reply says why.
 		buf.CloseRead(err)

@@ -295,6 +295,27 @@ func (b *Buffer) Read(p []byte) (int, error) {
 	return k, err
 }
 
+// Ready waits until the first byte the reader will read has arrived, or
+// the writes ended, and returns the error they ended with (nil for
+// Close), or CloseRead's. A consumer that acts before it reads (makes
+// the target directory) calls it first, so that an upload whose data
+// channel never brought anything leaves nothing behind.
+func (b *Buffer) Ready() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		switch _, ok := b.pieces[b.front]; {
+		case b.rerr != nil:
+			return b.rerr
+		case b.werr != nil:
+			return b.werr
+		case ok || b.hasCur || b.closed:
+			return nil
+		}
+		b.cond.Wait()
+	}
+}
+
 // take makes the piece at the read front the current one, waiting for
 // it.
 func (b *Buffer) take() error {

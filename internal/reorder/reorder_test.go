@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
@@ -275,5 +276,44 @@ func TestNoAllocsInOrder(t *testing.T) {
 	step()
 	if a := testing.AllocsPerRun(100, step); a > 0 {
 		t.Errorf("%v allocations per block", a)
+	}
+}
+
+// TestReady: Ready waits for the first byte, and reports a failed end.
+func TestReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Config{})
+		done := make(chan error, 1)
+		go func() { done <- b.Ready() }()
+		b.WriteAt([]byte("later"), 10) // not the first byte
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Ready returned %v before the first byte", err)
+		default:
+		}
+		b.WriteAt([]byte("0123456789"), 0)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Ready: %v", err)
+			}
+		default:
+			t.Fatal("Ready did not return once the first byte came")
+		}
+		boom := errors.New("no data connection")
+		f := New(Config{})
+		go func() { done <- f.Ready() }()
+		synctest.Wait()
+		f.CloseWithError(boom)
+		if err := <-done; !errors.Is(err, boom) {
+			t.Errorf("Ready after CloseWithError: %v", err)
+		}
+	})
+	e := New(Config{})
+	e.Close()
+	if err := e.Ready(); err != nil {
+		t.Errorf("Ready of an empty, closed buffer: %v", err)
 	}
 }
