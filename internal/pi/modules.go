@@ -10,9 +10,9 @@ package pi
 // like any file while it is read. Any other ERET chain's output has no
 // size until it is made, and MODE E sends ranges of a file of known
 // size, so the chain writes it to a temporary file first, which is then
-// sent like any file (REST ranges apply to it). An ESTO runs its chain while the data arrives: the data
-// channel writes into a reorder.Buffer (MODE E blocks arrive out of
-// order) that the chain reads in order.
+// sent like any file (REST ranges apply to it). An ESTO runs its chain
+// while the data arrives: the data channel writes into a reorder.Buffer
+// (MODE E blocks arrive out of order) that the chain reads in order.
 
 import (
 	"context"
@@ -260,6 +260,9 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 		defer stop()
 		return <-chainDone
 	})
+	if spilled := buf.Spilled(); spilled > 0 {
+		s.log.Debug("ESTO data ahead of the module chain went to a temporary file", "path", p, "bytes", spilled)
+	}
 	if err != nil {
 		left := fmt.Sprintf(" Nothing was stored at %s.", sp.Path)
 		if chain.Unpacks() {

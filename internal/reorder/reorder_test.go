@@ -317,3 +317,55 @@ func TestReady(t *testing.T) {
 		t.Errorf("Ready of an empty, closed buffer: %v", err)
 	}
 }
+
+// FuzzWrites: whatever writes a peer's blocks make (any offsets, sizes,
+// overlaps, order), a reader that sees a clean end got exactly the bytes
+// of accepted writes that were disjoint and left no hole.
+func FuzzWrites(f *testing.F) {
+	f.Add([]byte{0, 10, 10, 10, 5, 3})
+	f.Add([]byte{20, 10, 0, 20, 10, 10})
+	f.Add([]byte{0, 200, 100, 200, 50, 20})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		b := New(Config{Window: 3 * minChunk, Dir: t.TempDir(), Limit: 1 << 22})
+		defer b.CloseRead(nil)
+		type write struct {
+			off int64
+			n   int
+			id  byte
+		}
+		var ok []write
+		for i := 0; i+1 < len(ops) && i < 64; i += 2 {
+			w := write{off: int64(ops[i]) * 997, n: int(ops[i+1]) * 131, id: byte(i/2 + 1)}
+			// The first n bytes of a refused write may have been taken.
+			n, _ := b.WriteAt(bytes.Repeat([]byte{w.id}, w.n), w.off)
+			if w.n = n; n > 0 {
+				ok = append(ok, w)
+			}
+		}
+		b.Close()
+		got, err := io.ReadAll(b)
+		if err != nil {
+			return
+		}
+		if int64(len(got)) != b.End() {
+			t.Fatalf("clean end after %d bytes, writes reached %d", len(got), b.End())
+		}
+		covered := make([]bool, len(got))
+		for _, w := range ok {
+			for k := range int64(w.n) {
+				if covered[w.off+k] {
+					t.Fatalf("clean end with overlapping writes at %d", w.off+k)
+				}
+				covered[w.off+k] = true
+				if got[w.off+k] != w.id {
+					t.Fatalf("byte %d is from write %d, want %d", w.off+k, got[w.off+k], w.id)
+				}
+			}
+		}
+		for i, c := range covered {
+			if !c {
+				t.Fatalf("clean end with a hole at %d", i)
+			}
+		}
+	})
+}
