@@ -3,11 +3,15 @@ package main
 // ferry cp -r -tar: a tree between a server and a local directory as one
 // tar stream, through the server's tar processing module (ERET tar on
 // the tree to download it, ESTO tar to upload one), instead of a
-// transfer per file. The local side packs and unpacks with the same code
+// transfer per file. With -p N the stream goes over MODE E: a download's
+// blocks are put back in order (internal/reorder) while they are
+// unpacked, an upload sends the archive laid out from the local walk
+// (dpm.Layout), whose size MODE E needs up front. The local side packs and unpacks with the same code
 // as the server's module (internal/dpm), confined to the local directory.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,14 +23,16 @@ import (
 	"github.com/ferrygrid/ferry/dsi/posix"
 	"github.com/ferrygrid/ferry/internal/dpm"
 	"github.com/ferrygrid/ferry/internal/job"
+	"github.com/ferrygrid/ferry/internal/reorder"
 )
 
 // cpTarHelp is the cp help about -tar.
 const cpTarHelp = `
 -r -tar copies one tree between a server and a local directory as a single
-tar stream (one data connection), when the server's FEAT offers the tar
-module ("DPM ...,tar,..."): everything below SRC goes below DST, which is
-made when missing. Only directories and regular files travel; the local
+tar stream (one stream-mode data connection; with -p N, MODE E over N
+connections), when the server's FEAT offers the tar module ("DPM
+...,tar,..."): everything below SRC goes below DST, which is made when
+missing. Only directories and regular files travel; the local
 side refuses unsafe entries (links, devices, names leaving DST) as the
 server does. A server without the tar module gets the usual copy file by
 file, with a note. What was unpacked before a failure stays.
@@ -110,7 +116,11 @@ func copyTarTree(ctx context.Context, e *env, f cpFlags, jf jobFlags, reqs []job
 	}
 	if f.verbose && !f.quiet {
 		d := time.Since(start)
-		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes of tar in %v (%s/s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)))
+		over := "stream mode"
+		if f.parallel > 1 {
+			over = fmt.Sprintf("MODE E, %d connections", f.parallel)
+		}
+		fmt.Fprintf(e.stderr, "%s -> %s: %d bytes of tar in %v (%s/s, %s)\n", src, dst, n, d.Round(time.Millisecond), humanBytes(float64(n)/max(d.Seconds(), 1e-6)), over)
 	}
 	return nil
 }
@@ -140,20 +150,47 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	pr, pw := io.Pipe()
+	// The data arrives through a pipe (stream mode), or, with -p N, as
+	// MODE E blocks in any order over N connections, put back in order
+	// by a reassembly buffer that the unpacking reads while they come.
+	var in io.Reader
+	var fetch func() (int64, error)
+	var endWrite func(error)
+	var endRead func()
+	opts := &client.RetrieveOptions{Module: "tar", TCPBuffer: int(f.tcpBuffer)}
+	if f.parallel > 1 {
+		buf := reorder.New(reorder.Config{})
+		opts.Parallel = f.parallel
+		in = buf
+		fetch = func() (int64, error) {
+			n, err := conn.RetrieveAt(ctx, src.path, buf, opts)
+			if err == nil && buf.End() != n {
+				err = fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, buf.End())
+			}
+			return n, err
+		}
+		endWrite = func(err error) { buf.CloseWithError(err) }
+		endRead = func() { buf.CloseRead(errors.New("unpacking ended")) }
+	} else {
+		pr, pw := io.Pipe()
+		in = pr
+		fetch = func() (int64, error) { return conn.Retrieve(ctx, src.path, pw, opts) }
+		endWrite = func(err error) { pw.CloseWithError(err) }
+		endRead = func() { pr.CloseWithError(errors.New("unpacking ended")) }
+	}
 	var rerr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n, rerr = conn.Retrieve(ctx, src.path, pw, &client.RetrieveOptions{Module: "tar", TCPBuffer: int(f.tcpBuffer)})
-		pw.CloseWithError(rerr)
+		n, rerr = fetch()
+		endWrite(rerr)
 	}()
 	// Store runs the chain backwards: tar unpacks into "/" of st.
-	uerr := chain.Store(ctx, dpm.Env{Storage: st, Path: "/"}, pr)
+	uerr := chain.Store(ctx, dpm.Env{Storage: st, Path: "/"}, in)
 	if uerr != nil {
 		cancel(uerr)
 	}
-	pr.CloseWithError(fmt.Errorf("unpacking ended"))
+	endRead()
 	<-done
 	switch {
 	case rerr != nil:
@@ -184,6 +221,24 @@ func tarUpload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpFla
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	opts := &client.StoreOptions{Module: "tar", TCPBuffer: int(f.tcpBuffer)}
+	if f.parallel > 1 {
+		// The archive laid out from a walk of the tree, its bytes made as
+		// the N connections read them: MODE E needs the size up front.
+		l, _, err := chain.Open(ctx, dpm.Env{Storage: st, Path: "/"})
+		if err != nil {
+			return 0, fmt.Errorf("pack %s: %w", src, err)
+		}
+		opts.Parallel, opts.BlockSize = f.parallel, int(f.blockSize)
+		n, err := conn.StoreAt(ctx, dst.path, l, l.Size(), opts)
+		if changed := l.Changed(); changed != nil {
+			return n, fmt.Errorf("pack %s: %w", src, changed)
+		}
+		if err != nil {
+			return n, fmt.Errorf("upload %s as tar to %s: %w", src, dst, err)
+		}
+		return n, nil
+	}
 	pr, pw := io.Pipe()
 	var perr error
 	done := make(chan struct{})
@@ -192,7 +247,7 @@ func tarUpload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpFla
 		perr = chain.Retrieve(ctx, dpm.Env{Storage: st, Path: "/"}, pw)
 		pw.CloseWithError(perr)
 	}()
-	n, serr := conn.Store(ctx, dst.path, pr, &client.StoreOptions{Module: "tar", TCPBuffer: int(f.tcpBuffer)})
+	n, serr := conn.Store(ctx, dst.path, pr, opts)
 	if serr != nil {
 		cancel(serr)
 	}

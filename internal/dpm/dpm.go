@@ -145,6 +145,10 @@ type Module struct {
 	Pack func(ctx context.Context, env Env, dst io.Writer) error
 	// Unpack stores src at env.Path (ESTO).
 	Unpack func(ctx context.Context, env Env, src io.Reader) error
+	// Layout, when set beside Pack, lays out the bytes Pack would write
+	// without writing them (ERET of the module alone, Chain.Open): the
+	// same bytes, made on demand at any offset.
+	Layout func(ctx context.Context, env Env) (*Layout, error)
 }
 
 var registry = map[string]*Module{}
@@ -352,6 +356,27 @@ func (c *Chain) Retrieve(ctx context.Context, env Env, dst io.Writer) error {
 		pr.CloseWithError(errOr(err, errStageDone))
 	}
 	return errors.Join(err, g.Wait())
+}
+
+// Open returns the chain's output (ERET) as a reader of exact size whose
+// bytes are made on demand, when the chain is one source module that can
+// lay its output out ahead (tar, cat); ok is false for any other chain,
+// whose output only Retrieve makes. Its bytes are those Retrieve writes;
+// a file changed since Open makes a read fail (ErrChanged).
+func (c *Chain) Open(ctx context.Context, env Env) (l *Layout, ok bool, err error) {
+	first := c.steps[0]
+	if len(c.steps) != 1 || first.m.Pack == nil || first.m.Layout == nil {
+		return nil, false, nil
+	}
+	env.Params = first.params
+	l, err = first.m.Layout(ctx, env)
+	if err == nil && l.Size() > env.Limits.maxBytes() {
+		err = fmt.Errorf("%w: the output is %d bytes, more than %d", ErrLimit, l.Size(), env.Limits.maxBytes())
+	}
+	if err != nil {
+		return nil, true, &ModuleError{Name: first.m.Name, Err: err}
+	}
+	return l, true, nil
 }
 
 // aborter is a dsi.Writer that can discard what it was given (dsi/s3).

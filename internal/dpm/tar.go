@@ -16,8 +16,8 @@ import (
 )
 
 func init() {
-	Register(&Module{Name: "tar", Pack: tarPack, Unpack: tarUnpack})
-	Register(&Module{Name: "cat", Pack: catPack})
+	Register(&Module{Name: "tar", Pack: tarPack, Unpack: tarUnpack, Layout: tarLayout})
+	Register(&Module{Name: "cat", Pack: catPack, Layout: catLayout})
 }
 
 // maxTarName bounds the length of an entry name ESTO accepts (the
@@ -327,39 +327,13 @@ const maxCatNames = 1024
 // name order, or the file env.Path itself.
 func catPack(ctx context.Context, env Env, dst io.Writer) error {
 	st := env.Storage
-	var names []string
-	if strings.TrimSpace(env.Params) != "" {
-		list := strings.Split(env.Params, ",")
-		if len(list) > maxCatNames {
-			return fmt.Errorf("%w: %d file names (at most %d)", ErrSyntax, len(list), maxCatNames)
-		}
-		seen := map[string]bool{}
-		for _, n := range list {
-			n = strings.TrimSpace(n)
-			if n == "" {
-				return fmt.Errorf("%w: an empty file name", ErrSyntax)
-			}
-			full := path.Join(env.Path, n)
-			if seen[full] {
-				return fmt.Errorf("%w: %q named twice", ErrSyntax, n)
-			}
-			seen[full] = true
-			names = append(names, full)
-		}
-	} else if fi, err := st.Stat(ctx, env.Path); err != nil {
+	list, err := catNames(ctx, env)
+	if err != nil {
 		return err
-	} else if !fi.IsDir() {
-		names = []string{env.Path}
-	} else {
-		list, err := st.ReadDir(ctx, env.Path)
-		if err != nil {
-			return err
-		}
-		for _, e := range list {
-			if e.Mode.IsRegular() && e.Link == "" {
-				names = append(names, path.Join(env.Path, e.Name))
-			}
-		}
+	}
+	names := make([]string, len(list))
+	for i, n := range list {
+		names[i] = n.name
 	}
 	for _, n := range names {
 		if err := ctx.Err(); err != nil {
@@ -376,4 +350,51 @@ func catPack(ctx context.Context, env Env, dst io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// catFile is a file cat sends, with what a directory listing said of it
+// (nil: named in the parameters, not listed).
+type catFile struct {
+	name string
+	fi   *dsi.FileInfo
+}
+
+// catNames lists the files cat sends for env, in order.
+func catNames(ctx context.Context, env Env) ([]catFile, error) {
+	st := env.Storage
+	var names []catFile
+	if strings.TrimSpace(env.Params) != "" {
+		list := strings.Split(env.Params, ",")
+		if len(list) > maxCatNames {
+			return nil, fmt.Errorf("%w: %d file names (at most %d)", ErrSyntax, len(list), maxCatNames)
+		}
+		seen := map[string]bool{}
+		for _, n := range list {
+			n = strings.TrimSpace(n)
+			if n == "" {
+				return nil, fmt.Errorf("%w: an empty file name", ErrSyntax)
+			}
+			full := path.Join(env.Path, n)
+			if seen[full] {
+				return nil, fmt.Errorf("%w: %q named twice", ErrSyntax, n)
+			}
+			seen[full] = true
+			names = append(names, catFile{name: full})
+		}
+	} else if fi, err := st.Stat(ctx, env.Path); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		names = []catFile{{name: env.Path, fi: &fi}}
+	} else {
+		list, err := st.ReadDir(ctx, env.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range list {
+			if e.Mode.IsRegular() && e.Link == "" {
+				names = append(names, catFile{name: path.Join(env.Path, e.Name), fi: &e})
+			}
+		}
+	}
+	return names, nil
 }

@@ -5,12 +5,14 @@ package pi
 //	ERET NAME="PARAMS" PATH   the module chain's output for PATH
 //	ESTO NAME="PARAMS" PATH   the data, run back through the chain, stored at PATH
 //
-// The output of an ERET chain has no size until it is made, and MODE E
-// sends ranges of a file of known size, so the chain writes it to a
-// temporary file first, which is then sent like any file (REST ranges
-// apply to it). An ESTO likewise receives the data into a temporary file
-// (MODE E blocks arrive out of order) and runs the chain over it once
-// all of it is there.
+// The output of tar or cat alone is laid out ahead from a walk of the
+// tree (dpm.Chain.Open) and made on demand at any offset, so it is sent
+// like any file while it is read. Any other ERET chain's output has no
+// size until it is made, and MODE E sends ranges of a file of known
+// size, so the chain writes it to a temporary file first, which is then
+// sent like any file (REST ranges apply to it). An ESTO runs its chain
+// while the data arrives: the data channel writes into a reorder.Buffer
+// (MODE E blocks arrive out of order) that the chain reads in order.
 
 import (
 	"context"
@@ -20,11 +22,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/internal/dpm"
+	"github.com/ferrygrid/ferry/internal/reorder"
 	"github.com/ferrygrid/ferry/internal/wire"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
@@ -111,6 +114,28 @@ func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
 		return restNeedsModeE
 	}
 	p := s.abs(sp.Path)
+	env := dpm.Env{Storage: s.fs, Path: p, Limits: s.moduleLimits()}
+	// tar or cat alone: the output is laid out from a walk of the tree and
+	// made on demand as the DTP reads it, at any offset; no spool.
+	var l *dpm.Layout
+	var laid bool
+	err = s.runCancellable(ctx, func(ctx context.Context) error {
+		var err error
+		l, laid, err = chain.Open(ctx, env)
+		return err
+	})
+	if laid || err != nil {
+		if err != nil {
+			return moduleFailure(s, "ERET", err, sp.Path)
+		}
+		defer l.Close()
+		reply := s.sendFile(ctx, "ERET", p, l, 0, -1, rest)
+		if changed := l.Changed(); changed != nil && reply.Code != 226 {
+			s.log.Info("a file changed during ERET", "modules", chain.Names(), "path", p, "err", changed)
+			reply = ok(451, "ERET module %s failed: %s; transfer incomplete.", chain.Names()[0], reason(changed))
+		}
+		return reply
+	}
 	spool, err := os.CreateTemp("", "ferry-eret-*")
 	if err != nil {
 		s.log.Error("cannot make a temporary file for ERET", "err", err)
@@ -120,7 +145,7 @@ func (s *session) retrieveModule(ctx context.Context, arg string) wire.Reply {
 	defer spool.Close()
 	start := time.Now()
 	err = s.runCancellable(ctx, func(ctx context.Context) error {
-		return chain.Retrieve(ctx, dpm.Env{Storage: s.fs, Path: p, Limits: s.moduleLimits()}, spool)
+		return chain.Retrieve(ctx, env, spool)
 	})
 	if err != nil {
 		return moduleFailure(s, "ERET", err, sp.Path)
@@ -173,15 +198,35 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 		return ok(450, "%s: another upload to this file is in progress; try again later.", sp.Path), false
 	}
 	defer done()
-	spool, err := os.CreateTemp("", "ferry-esto-*")
-	if err != nil {
-		s.log.Error("cannot make a temporary file for ESTO", "err", err)
-		return ok(451, "Local error in processing."), false
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
 	limits := s.moduleLimits()
-	sw := &spoolWriter{f: spool, limit: limits.MaxBytes}
+	// The chain reads the data in order while it arrives: MODE E blocks
+	// that come ahead of the read front wait in buf (in memory up to a
+	// window, then in a temporary file), so the unpacking overlaps the
+	// transfer instead of following it.
+	buf := reorder.New(reorder.Config{Limit: limits.MaxBytes})
+	var received atomic.Int64 // the data channel's byte count, once it ended in order
+	env := dpm.Env{Storage: s.fs, Path: p, Limits: limits, Commit: func(out int64) error {
+		// A single file is committed only after the reader's EOF, that is
+		// after the data channel ended and was checked (received is set);
+		// a sink (tar) commits each file as it comes, and storeComplete
+		// then needs no byte count.
+		return s.storeComplete(chain, received.Load(), out, allo)
+	}}
+	chainCtx, cancelChain := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelChain(nil)
+	chainDone := make(chan error, 1)
+	go func() {
+		// Nothing is made (a tar's target directory) before the data
+		// channel brings its first byte.
+		err := buf.Ready()
+		if err == nil {
+			err = chain.Store(chainCtx, env, buf)
+		}
+		// From here on the data channel's bytes are dropped: a refused
+		// chain still lets the transfer end, and its reply says why.
+		buf.CloseRead(err)
+		chainDone <- err
+	}()
 	req := s.newRequest(p)
 	req.Size = -1
 	if s.mode == xfer.ModeEBlock {
@@ -190,29 +235,46 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 	sum := s.beginSummary("ESTO", true, p, req)
 	start := time.Now()
 	n, started, err := s.runTransfer(ctx, sum, req, false, func(ctx context.Context, notify func(xfer.Event)) (int64, error) {
-		return s.dtp.Receive(ctx, req, sw, notify)
+		// ABOR, a lost control connection or a shutdown stop the chain too.
+		stop := context.AfterFunc(ctx, func() { cancelChain(context.Cause(ctx)) })
+		defer stop()
+		return s.dtp.Receive(ctx, req, buf, notify)
 	})
-	if err == nil && sw.end() != n {
-		err = &xfer.DataError{Err: fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, sw.end())}
+	if err == nil && buf.End() != n {
+		err = &xfer.DataError{Err: fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, buf.End())}
 	}
 	if err == nil && s.lost.Load() {
 		err = errControlLost
 	}
 	s.logTransfer("ESTO", p, n, start, err)
 	if err != nil {
-		reply := s.transferReply(err, fmt.Sprintf(" Nothing was stored at %s.", sp.Path))
+		buf.CloseWithError(err)
+	} else {
+		received.Store(n)
+		buf.Close()
+	}
+	// The chain finishes what is buffered; ABOR or a lost control
+	// connection meanwhile still cancels it.
+	cerr := s.runCancellable(ctx, func(ctx context.Context) error {
+		stop := context.AfterFunc(ctx, func() { cancelChain(context.Cause(ctx)) })
+		defer stop()
+		return <-chainDone
+	})
+	if spilled := buf.Spilled(); spilled > 0 {
+		s.log.Debug("ESTO data ahead of the module chain went to a temporary file", "path", p, "bytes", spilled)
+	}
+	if err != nil {
+		left := fmt.Sprintf(" Nothing was stored at %s.", sp.Path)
+		if chain.Unpacks() {
+			left = fmt.Sprintf(" Whole files unpacked before the failure stay in %s.", sp.Path)
+		}
+		reply := s.transferReply(err, left)
 		s.endSummary(sum, n, reply.Code)
 		return reply, started
 	}
-	env := dpm.Env{Storage: s.fs, Path: p, Limits: limits, Commit: func(out int64) error {
-		return s.storeComplete(chain, n, out, allo)
-	}}
-	err = s.runCancellable(ctx, func(ctx context.Context) error {
-		return chain.Store(ctx, env, io.NewSectionReader(spool, 0, n))
-	})
 	reply := ok(226, "Transfer Complete.")
-	if err != nil {
-		reply = moduleFailure(s, "ESTO", err, sp.Path)
+	if cerr != nil {
+		reply = moduleFailure(s, "ESTO", cerr, sp.Path)
 	}
 	s.endSummary(sum, n, reply.Code)
 	return reply, started
@@ -243,34 +305,4 @@ func (s *session) storeComplete(chain *dpm.Chain, n, out, allo int64) error {
 	return nil
 }
 
-// spoolWriter receives an ESTO's data into a temporary file.
-type spoolWriter struct {
-	f     *os.File
-	limit int64
-	mu    sync.Mutex
-	max   int64 // the end of the furthest write; guarded by mu
-}
-
-func (w *spoolWriter) WriteAt(b []byte, off int64) (int, error) {
-	if off < 0 || off > w.limit || int64(len(b)) > w.limit-off {
-		return 0, fmt.Errorf("pi: ESTO data at %d passes the %d bytes a module may take: %w", off, w.limit, dsi.ErrInvalid)
-	}
-	n, err := w.f.WriteAt(b, off)
-	w.mu.Lock()
-	w.max = max(w.max, off+int64(n))
-	w.mu.Unlock()
-	return n, err
-}
-
-func (w *spoolWriter) end() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.max
-}
-
-func (w *spoolWriter) Close() error { return nil }
-
-var (
-	_ dsi.Reader = (*spoolReader)(nil)
-	_ dsi.Writer = (*spoolWriter)(nil)
-)
+var _ dsi.Reader = (*spoolReader)(nil)
