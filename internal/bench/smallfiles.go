@@ -164,10 +164,11 @@ func (r *runner) runSmall(ctx context.Context, w Workload, impl Impl, p int) (Sa
 	case Ferry:
 		path, args = r.cfg.Ferry, []string{"cp", "-q", "-auto=false", "-r", "-cc", itoa(p), src, dest}
 	case FerryTar:
-		// One tar stream over one data connection: p does not apply. -v
-		// reports the tar's size, which shows that the server took the
-		// tar module (without it ferry cp falls back to file by file).
-		path, args = r.cfg.Ferry, []string{"cp", "-v", "-auto=false", "-r", "-tar", src, dest}
+		// One tar stream, over p MODE E connections (one stream-mode
+		// connection at p = 1). -v reports the tar's size, which shows
+		// that the server took the tar module (without it ferry cp
+		// falls back to file by file).
+		path, args = r.cfg.Ferry, []string{"cp", "-v", "-auto=false", "-r", "-tar", "-p", itoa(p), src, dest}
 	default:
 		return s, fmt.Errorf("bench: %s has no smallfiles run", impl)
 	}
