@@ -116,11 +116,12 @@ type Limits struct {
 	// Descend says the start is a guess of many streams (the wide-area
 	// default when nothing is known of the link: right on a lossy link,
 	// costly on a clean one). When the first part's data queued on the
-	// path (its round trip well above RTT, the idle one), or the client's
-	// CPU is busy (CPUBusy or more), the controller tries fewer streams
-	// and halves them while the rate holds within keepMargin of the
-	// fastest seen, and keeps the cheapest that held; else the rest of
-	// the file goes in one part at the start.
+	// path (its round trip well above RTT, the idle one), the controller
+	// tries the streams whose windows carry the rate and keeps them if
+	// the rate holds within keepMargin; when the client's CPU is busy
+	// (CPUBusy or more), it halves the streams while the rate holds, and
+	// keeps the cheapest that held; else the rest of the file goes in
+	// one part at the start.
 	Descend bool
 	// CPUBusy is the client's CPU use, in cores, at or above which a
 	// Descend start tries fewer streams (0.25): each stream costs the
@@ -244,6 +245,9 @@ type Controller struct {
 	// connections kept from the first part); halvings counts its steps.
 	warm     bool
 	halvings int
+	// jumped: a queued first part sent the descent straight to the
+	// streams the windows need; it settles after measuring them.
+	jumped bool
 }
 
 // NewController starts at setting start (from the advisor), expecting
@@ -402,7 +406,8 @@ func (c *Controller) pickBest() {
 
 // descend handles a part of a Descend start. A first part (cold) whose
 // data queued on the path is the reference of a descent that jumps to
-// the streams the windows need (see queued). Otherwise the first part
+// the streams the windows need (see queued), which it keeps if the rate
+// holds. Otherwise the first part
 // only says whether the client's CPU is busy: if not, or the streams are
 // plainly loss-bound, the rest goes in one part. Else the second part
 // measures the start warm (the reference), and each part after halves
@@ -416,9 +421,10 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 		// The streams keep a queue at the bottleneck full: the link is
 		// theirs, and fewer streams fill it as well without overflowing
 		// it (a lossy link's streams do not fill it). This part is the
-		// reference; jump to the streams the windows need, then halve
-		// while the rate holds.
-		c.warm = true
+		// reference; jump to the streams the windows need and settle
+		// there if the rate holds, else back here: every further step
+		// would cost a part and its streams' start.
+		c.warm, c.jumped = true, true
 		next := c.cur
 		next.Streams = c.cur.Streams / 2
 		if w := c.window(); w > 0 {
@@ -458,6 +464,9 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 		}
 		if rate < (1-keepMargin)*top {
 			return c.settle(fmt.Sprintf("%s gave %s, under %.0f%% of the fastest (%s)", c.cur, mbit(rate), 100*(1-keepMargin), mbit(top)))
+		}
+		if c.jumped {
+			return c.settle(fmt.Sprintf("%s holds the rate (%s) without the queue", c.cur, mbit(rate)))
 		}
 	}
 	if c.cur.Streams <= 1 || c.halvings >= maxHalvings {
