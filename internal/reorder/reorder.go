@@ -97,6 +97,7 @@ type Buffer struct {
 	rerr   error             // CloseRead's error: writes are dropped
 	spill  *os.File          // made on first need; guarded by mu
 	spillN int64             // bytes reserved in the spill file
+	taken  int64             // bytes of all the writes kept (not dropped)
 
 	// The reader's current piece, taken out of pieces; only Read uses
 	// them (and CloseRead once Read can no longer run).
@@ -139,6 +140,15 @@ func (b *Buffer) WriteAt(p []byte, off int64) (int, error) {
 	if off < b.front {
 		return 0, fmt.Errorf("%w: %d bytes at %d, read up to %d", ErrOverlap, len(p), off, b.front)
 	}
+	// Writes that do not overlap add up to no more than the end of the
+	// furthest one: more means some overlap, even when no two start at
+	// the same offset. Refused now, so that a peer sending the same
+	// range again and again at shifted offsets cannot grow the spill
+	// file past the limit (or the memory kept past the window).
+	if b.taken+int64(len(p)) > max(b.end, off+int64(len(p))) {
+		return 0, fmt.Errorf("%w: %d bytes at %d, with %d bytes taken up to %d", ErrOverlap, len(p), off, b.taken, b.end)
+	}
+	b.taken += int64(len(p))
 	b.end = max(b.end, off+int64(len(p)))
 	n := 0
 	for n < len(p) {
