@@ -45,6 +45,13 @@ const (
 	classes  = maxShift - minShift + 1
 )
 
+// Each piece waiting for the reader costs about a hundred bytes of
+// memory, whatever its size. A Buffer keeps at most basePieces of them
+// plus one per minChunk bytes waiting, so that a peer sending tiny
+// blocks at scattered offsets ahead of the read front cannot make it
+// hold many times the memory the data took on the wire.
+const basePieces = 1 << 16
+
 // Errors.
 var (
 	// ErrOverlap: a write covers bytes already written (or already read).
@@ -52,6 +59,8 @@ var (
 	// ErrHoles: the writes ended (Close) with bytes missing before the
 	// furthest one written.
 	ErrHoles = errors.New("reorder: the data has holes")
+	// ErrFragmented: too many small writes wait ahead of the read front.
+	ErrFragmented = errors.New("reorder: too many small blocks ahead of the data read")
 	// ErrClosed: a write after Close or CloseWithError, or a read after
 	// CloseRead.
 	ErrClosed = errors.New("reorder: closed")
@@ -147,6 +156,9 @@ func (b *Buffer) WriteAt(p []byte, off int64) (int, error) {
 	// file past the limit (or the memory kept past the window).
 	if b.taken+int64(len(p)) > max(b.end, off+int64(len(p))) {
 		return 0, fmt.Errorf("%w: %d bytes at %d, with %d bytes taken up to %d", ErrOverlap, len(p), off, b.taken, b.end)
+	}
+	if len(b.pieces) >= basePieces+int(min((b.taken-b.front)/minChunk, 1<<40)) {
+		return 0, fmt.Errorf("%w: %d blocks hold %d bytes", ErrFragmented, len(b.pieces), b.taken-b.front)
 	}
 	b.taken += int64(len(p))
 	b.end = max(b.end, off+int64(len(p)))

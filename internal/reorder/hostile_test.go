@@ -8,7 +8,7 @@ import (
 // Overlapping writes that each start at a new offset beyond the window
 // must not grow the spill file past what non-overlapping data could
 // take (the limit): a peer would otherwise fill the disk.
-func TestRVOverlapsBoundSpill(t *testing.T) {
+func TestOverlapsBoundSpill(t *testing.T) {
 	const limit = 1 << 20
 	b := New(Config{Window: 64 << 10, Limit: limit, Dir: t.TempDir()})
 	defer b.CloseRead(nil)
@@ -22,5 +22,27 @@ func TestRVOverlapsBoundSpill(t *testing.T) {
 	}
 	if s := b.Spilled(); s > limit {
 		t.Errorf("spilled %d bytes, more than the %d-byte limit", s, limit)
+	}
+}
+
+// Tiny blocks at scattered offsets ahead of the front: the number of
+// pieces kept (each costs memory) stays bounded.
+func TestTinyBlocksBounded(t *testing.T) {
+	b := New(Config{Window: 64 << 10, Limit: 64 << 30, Dir: t.TempDir()})
+	defer b.CloseRead(nil)
+	p := []byte{1}
+	var err error
+	i := int64(0)
+	for ; i < 2*basePieces && err == nil; i++ {
+		_, err = b.WriteAt(p, 1<<20+2*i)
+	}
+	if !errors.Is(err, ErrFragmented) {
+		t.Fatalf("%d one-byte blocks ahead of the front: %v, want ErrFragmented", i, err)
+	}
+	b.mu.Lock()
+	n := len(b.pieces)
+	b.mu.Unlock()
+	if n > basePieces+16 {
+		t.Errorf("%d pieces kept, more than %d", n, basePieces+16)
 	}
 }
