@@ -2,6 +2,7 @@ package reorder
 
 import (
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -44,5 +45,37 @@ func TestTinyBlocksBounded(t *testing.T) {
 	b.mu.Unlock()
 	if n > basePieces+16 {
 		t.Errorf("%d pieces kept, more than %d", n, basePieces+16)
+	}
+}
+
+// Small blocks in order beyond the window (a stalled first stream) keep
+// one spilled piece, and read back whole.
+func TestSpilledSmallBlocksCoalesce(t *testing.T) {
+	b := New(Config{Window: 64 << 10, Dir: t.TempDir()})
+	defer b.CloseRead(nil)
+	const n = 3 * basePieces
+	for i := int64(0); i < n; i++ {
+		if _, err := b.WriteAt([]byte{byte(i)}, 1<<20+i); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	b.mu.Lock()
+	pieces := len(b.pieces)
+	b.mu.Unlock()
+	if pieces != 1 {
+		t.Errorf("%d one-byte blocks in order spilled as %d pieces, want 1", n, pieces)
+	}
+	if _, err := b.WriteAt(make([]byte, 1<<20), 0); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	got, err := io.ReadAll(b)
+	if err != nil || len(got) != 1<<20+n {
+		t.Fatalf("read %d bytes, %v; want %d", len(got), err, 1<<20+n)
+	}
+	for i := int64(0); i < n; i++ {
+		if got[1<<20+i] != byte(i) {
+			t.Fatalf("byte %d is %d, want %d", 1<<20+i, got[1<<20+i], byte(i))
+		}
 	}
 }

@@ -98,6 +98,7 @@ type Buffer struct {
 	pieces map[int64]piece   // by start; guarded by mu
 	front  int64             // where the next piece the reader takes starts; guarded by mu
 	last   int64             // start of the memory piece written last (-1: none), to append to
+	lastSp int64             // start of the spilled piece recorded last (-1: none), to extend
 	held   int64             // bytes of buffers allocated (in pieces, in cur, or free)
 	free   [classes][][]byte // buffers to reuse, by size class
 	end    int64             // the end of the furthest write
@@ -118,7 +119,7 @@ type Buffer struct {
 
 // New makes a Buffer.
 func New(cfg Config) *Buffer {
-	b := &Buffer{window: cfg.Window, limit: cfg.Limit, dir: cfg.Dir, pieces: map[int64]piece{}, last: -1}
+	b := &Buffer{window: cfg.Window, limit: cfg.Limit, dir: cfg.Dir, pieces: map[int64]piece{}, last: -1, lastSp: -1}
 	if b.window <= 0 {
 		b.window = DefaultWindow
 	}
@@ -158,7 +159,8 @@ func (b *Buffer) WriteAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("%w: %d bytes at %d, with %d bytes taken up to %d", ErrOverlap, len(p), off, b.taken, b.end)
 	}
 	if len(b.pieces) >= basePieces+int(min((b.taken-b.front)/minChunk, 1<<40)) {
-		return 0, fmt.Errorf("%w: %d blocks hold %d bytes", ErrFragmented, len(b.pieces), b.taken-b.front)
+		// dsi.ErrInvalid: refused for what the peer sent, as the limit.
+		return 0, fmt.Errorf("%w (%d blocks hold %d bytes): %w", ErrFragmented, len(b.pieces), b.taken-b.front, dsi.ErrInvalid)
 	}
 	b.taken += int64(len(p))
 	b.end = max(b.end, off+int64(len(p)))
@@ -227,7 +229,15 @@ func (b *Buffer) spillWrite(p []byte, at int64) error {
 	if _, dup := b.pieces[at]; dup || at < b.front {
 		return fmt.Errorf("%w: %d bytes at %d", ErrOverlap, len(p), at)
 	}
+	// Data that continues the piece spilled last, in the data and in
+	// the file, extends it: small blocks in order keep one piece.
+	if lp, ok := b.pieces[b.lastSp]; ok && lp.buf == nil && lp.end == at && lp.spill+(lp.end-b.lastSp) == pos {
+		lp.end += int64(len(p))
+		b.pieces[b.lastSp] = lp
+		return nil
+	}
 	b.pieces[at] = piece{end: at + int64(len(p)), spill: pos}
+	b.lastSp = at
 	if at == b.front {
 		b.cond.Signal()
 	}
@@ -354,6 +364,9 @@ func (b *Buffer) take() error {
 			delete(b.pieces, b.front)
 			if b.last == b.front {
 				b.last = -1
+			}
+			if b.lastSp == b.front {
+				b.lastSp = -1
 			}
 			b.cur, b.curPos, b.curLen, b.hasCur = pc, 0, pc.end-b.front, true
 			b.front = pc.end
