@@ -1,14 +1,21 @@
 package pi_test
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ferrygrid/ferry/dsi"
 	"github.com/ferrygrid/ferry/internal/eblock"
 	"github.com/ferrygrid/ferry/internal/wire"
+	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
 // TestModuleESTOOverlapsRefused: a client withholding the first block
@@ -96,4 +103,59 @@ func TestModuleESTOTinyBlocksRefused(t *testing.T) {
 	c.rr = wire.NewReplyReader(br)
 	c.expect("MODE S", 200)
 	c.expect("NOOP", 200)
+}
+
+// TestModuleESTOTarNoEmptyFileWhileStreaming: while a tar entry's data
+// is still arriving (a slow or stalled client), nothing is under the
+// entry's name: no empty file that a reader would take for the whole
+// file, and that a crash of the server would leave behind as one.
+func TestModuleESTOTarNoEmptyFileWhileStreaming(t *testing.T) {
+	st := seed(t)
+	cfg := config(st)
+	cfg.AllowedModules = []string{"tar"}
+	c := dial(t, serve(t, cfg))
+	c.login()
+	data := randomBytes(1 << 20)
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "big.bin", Size: int64(len(data)), Mode: 0o644})
+	tw.Write(data)
+	tw.Close()
+	archive := b.Bytes()
+	half := 512 + len(data)/2
+
+	d := c.dataConn()
+	c.send(`ESTO tar="" /slow`)
+	if r := c.read(); r.Class() != 1 {
+		t.Fatalf("ESTO: %v", r)
+	}
+	d.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := d.Write(archive[:half]); err != nil {
+		t.Fatal(err)
+	}
+	// The entry's part file appears once its data is being written.
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		list, _ := st.ReadDir(ctx, "/slow")
+		if slices.ContainsFunc(list, func(e dsi.FileInfo) bool { return xfer.IsPartName(e.Name) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no part file while the entry's data arrives: %v", list)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if fi, err := st.Stat(ctx, "/slow/big.bin"); !errors.Is(err, dsi.ErrNotExist) {
+		t.Errorf("while its data arrives, big.bin is there (%d bytes, %v)", fi.Size, err)
+	}
+	if _, err := d.Write(archive[half:]); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if r := c.readUntilFinal(); r[len(r)-1].Code != 226 {
+		t.Fatalf("ESTO: %v", r)
+	}
+	if got, r := c.retr("/slow/big.bin"); r.Code != 226 || !bytes.Equal(got, data) {
+		t.Errorf("big.bin after the upload: %d bytes, %v", len(got), r)
+	}
 }
