@@ -159,7 +159,7 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 	var endRead func()
 	opts := &client.RetrieveOptions{Module: "tar", TCPBuffer: int(f.tcpBuffer)}
 	if f.parallel > 1 {
-		buf := reorder.New(reorder.Config{})
+		buf := tarDownloadBuffer()
 		opts.Parallel = f.parallel
 		in = buf
 		fetch = func() (int64, error) {
@@ -260,4 +260,12 @@ func tarUpload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpFla
 		return n, fmt.Errorf("upload %s as tar to %s: %w", src, dst, serr)
 	}
 	return n, nil
+}
+
+// tarDownloadBuffer is the reassembly buffer of a -tar -p N download.
+// Blocks past the most the unpacking would write (dpm.DefaultMaxBytes)
+// are refused: a server holding back the first block could otherwise
+// have all it sends spilled to a local temporary file, without bound.
+func tarDownloadBuffer() *reorder.Buffer {
+	return reorder.New(reorder.Config{Limit: dpm.DefaultMaxBytes})
 }

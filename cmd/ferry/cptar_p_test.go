@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferrygrid/ferry/dsi"
+	"github.com/ferrygrid/ferry/internal/dpm"
 )
 
 // TestCpTarTreeParallel: ferry cp -r -tar -p 4 downloads and uploads the
@@ -28,4 +32,18 @@ func TestCpTarTreeParallel(t *testing.T) {
 		t.Errorf("-r -tar -p 4 upload did not go as tar: %q", r.stderr)
 	}
 	checkTree(t, filepath.Join(dir, "up"), want)
+}
+
+// TestTarDownloadBufferBounded: a -tar -p N download refuses blocks
+// past what the unpacking may write, so a server cannot fill the local
+// temporary directory by sending far ahead of a withheld first block.
+func TestTarDownloadBufferBounded(t *testing.T) {
+	b := tarDownloadBuffer()
+	defer b.CloseRead(nil)
+	if _, err := b.WriteAt([]byte("x"), dpm.DefaultMaxBytes); !errors.Is(err, dsi.ErrInvalid) {
+		t.Errorf("a block at %d: %v, want dsi.ErrInvalid", int64(dpm.DefaultMaxBytes), err)
+	}
+	if b.Spilled() != 0 {
+		t.Errorf("%d bytes spilled", b.Spilled())
+	}
 }

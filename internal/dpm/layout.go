@@ -221,7 +221,7 @@ func tarLayout(ctx context.Context, env Env) (*Layout, error) {
 	}
 	if fi.IsDir() {
 		err = tarDirLayout(ctx, b, env.Storage, env.Path, "")
-	} else {
+	} else if err = notRegular(env.Path, fi); err == nil {
 		err = b.add(segment{name: env.Path, tarName: path.Base(env.Path), size: fi.Size, mode: uint32(fi.Mode.Perm()), mtime: fi.ModTime})
 	}
 	if err != nil {
@@ -281,9 +281,22 @@ func catLayout(ctx context.Context, env Env) (*Layout, error) {
 			}
 			fi = &st
 		}
+		if err := notRegular(n.name, *fi); err != nil {
+			return nil, err
+		}
 		if err := b.add(segment{name: n.name, size: fi.Size, mtime: fi.ModTime}); err != nil {
 			return nil, err
 		}
 	}
 	return b.l, nil
+}
+
+// notRegular refuses, as Pack's open does, a file named by the command
+// that is no regular file (a FIFO, socket or device): laid out from its
+// stat alone it would go out as an empty regular file.
+func notRegular(name string, fi dsi.FileInfo) error {
+	if !fi.Mode.IsRegular() {
+		return fmt.Errorf("dpm: %s: not a regular file: %w", name, dsi.ErrInvalid)
+	}
+	return nil
 }

@@ -290,18 +290,29 @@ func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header,
 	}
 	// An entry is not written over a symbolic link: opening the target
 	// with NoFollow (and without truncating) refuses a link, dangling
-	// or not. A file this makes is removed again if the entry fails.
+	// or not. Done once the entry's data is all there, just before its
+	// part file is renamed over the name: the data may take long to
+	// arrive (ESTO unpacks while it comes), and meanwhile nothing must
+	// be under the name, not even an empty file a reader would take for
+	// the whole one (or a crash leave behind). A file this makes is
+	// removed again if the entry fails.
 	var madeEmpty bool
-	if !dsi.WritesInPlace(root) {
-		_, serr := root.Stat(ctx, name)
-		w, err := root.Create(ctx, name, dsi.CreateOptions{Size: -1, Perm: perm, NoFollow: true})
-		if err != nil {
-			return err
+	put := func(n int64) error {
+		if !dsi.WritesInPlace(root) {
+			_, serr := root.Stat(ctx, name)
+			w, err := root.Create(ctx, name, dsi.CreateOptions{Size: -1, Perm: perm, NoFollow: true})
+			if err != nil {
+				return err
+			}
+			madeEmpty = errors.Is(serr, dsi.ErrNotExist)
+			if err := w.Close(); err != nil {
+				return err
+			}
 		}
-		if err := w.Close(); err != nil {
-			return err
+		if commit != nil {
+			return commit(n)
 		}
-		madeEmpty = errors.Is(serr, dsi.ErrNotExist)
+		return nil
 	}
 	// A file cut short is not left behind, and an old one it would
 	// replace is kept.
@@ -311,7 +322,7 @@ func tarWrite(ctx context.Context, root dsi.Storage, name string, h *tar.Header,
 				return fmt.Errorf("%w: tar: %q ends after %d of %d bytes", ErrCorrupt, h.Name, n, h.Size)
 			}
 			return err
-		}, commit)
+		}, put)
 	if err != nil && madeEmpty {
 		root.Remove(context.WithoutCancel(ctx), name)
 	}

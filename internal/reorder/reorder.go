@@ -45,6 +45,13 @@ const (
 	classes  = maxShift - minShift + 1
 )
 
+// Each piece waiting for the reader costs about a hundred bytes of
+// memory, whatever its size. A Buffer keeps at most basePieces of them
+// plus one per minChunk bytes waiting, so that a peer sending tiny
+// blocks at scattered offsets ahead of the read front cannot make it
+// hold many times the memory the data took on the wire.
+const basePieces = 1 << 16
+
 // Errors.
 var (
 	// ErrOverlap: a write covers bytes already written (or already read).
@@ -52,6 +59,8 @@ var (
 	// ErrHoles: the writes ended (Close) with bytes missing before the
 	// furthest one written.
 	ErrHoles = errors.New("reorder: the data has holes")
+	// ErrFragmented: too many small writes wait ahead of the read front.
+	ErrFragmented = errors.New("reorder: too many small blocks ahead of the data read")
 	// ErrClosed: a write after Close or CloseWithError, or a read after
 	// CloseRead.
 	ErrClosed = errors.New("reorder: closed")
@@ -89,6 +98,7 @@ type Buffer struct {
 	pieces map[int64]piece   // by start; guarded by mu
 	front  int64             // where the next piece the reader takes starts; guarded by mu
 	last   int64             // start of the memory piece written last (-1: none), to append to
+	lastSp int64             // start of the spilled piece recorded last (-1: none), to extend
 	held   int64             // bytes of buffers allocated (in pieces, in cur, or free)
 	free   [classes][][]byte // buffers to reuse, by size class
 	end    int64             // the end of the furthest write
@@ -97,6 +107,7 @@ type Buffer struct {
 	rerr   error             // CloseRead's error: writes are dropped
 	spill  *os.File          // made on first need; guarded by mu
 	spillN int64             // bytes reserved in the spill file
+	taken  int64             // bytes of all the writes kept (not dropped)
 
 	// The reader's current piece, taken out of pieces; only Read uses
 	// them (and CloseRead once Read can no longer run).
@@ -108,7 +119,7 @@ type Buffer struct {
 
 // New makes a Buffer.
 func New(cfg Config) *Buffer {
-	b := &Buffer{window: cfg.Window, limit: cfg.Limit, dir: cfg.Dir, pieces: map[int64]piece{}, last: -1}
+	b := &Buffer{window: cfg.Window, limit: cfg.Limit, dir: cfg.Dir, pieces: map[int64]piece{}, last: -1, lastSp: -1}
 	if b.window <= 0 {
 		b.window = DefaultWindow
 	}
@@ -139,6 +150,19 @@ func (b *Buffer) WriteAt(p []byte, off int64) (int, error) {
 	if off < b.front {
 		return 0, fmt.Errorf("%w: %d bytes at %d, read up to %d", ErrOverlap, len(p), off, b.front)
 	}
+	// Writes that do not overlap add up to no more than the end of the
+	// furthest one: more means some overlap, even when no two start at
+	// the same offset. Refused now, so that a peer sending the same
+	// range again and again at shifted offsets cannot grow the spill
+	// file past the limit (or the memory kept past the window).
+	if b.taken+int64(len(p)) > max(b.end, off+int64(len(p))) {
+		return 0, fmt.Errorf("%w: %d bytes at %d, with %d bytes taken up to %d", ErrOverlap, len(p), off, b.taken, b.end)
+	}
+	if len(b.pieces) >= basePieces+int(min((b.taken-b.front)/minChunk, 1<<40)) {
+		// dsi.ErrInvalid: refused for what the peer sent, as the limit.
+		return 0, fmt.Errorf("%w (%d blocks hold %d bytes): %w", ErrFragmented, len(b.pieces), b.taken-b.front, dsi.ErrInvalid)
+	}
+	b.taken += int64(len(p))
 	b.end = max(b.end, off+int64(len(p)))
 	n := 0
 	for n < len(p) {
@@ -205,7 +229,15 @@ func (b *Buffer) spillWrite(p []byte, at int64) error {
 	if _, dup := b.pieces[at]; dup || at < b.front {
 		return fmt.Errorf("%w: %d bytes at %d", ErrOverlap, len(p), at)
 	}
+	// Data that continues the piece spilled last, in the data and in
+	// the file, extends it: small blocks in order keep one piece.
+	if lp, ok := b.pieces[b.lastSp]; ok && lp.buf == nil && lp.end == at && lp.spill+(lp.end-b.lastSp) == pos {
+		lp.end += int64(len(p))
+		b.pieces[b.lastSp] = lp
+		return nil
+	}
 	b.pieces[at] = piece{end: at + int64(len(p)), spill: pos}
+	b.lastSp = at
 	if at == b.front {
 		b.cond.Signal()
 	}
@@ -332,6 +364,9 @@ func (b *Buffer) take() error {
 			delete(b.pieces, b.front)
 			if b.last == b.front {
 				b.last = -1
+			}
+			if b.lastSp == b.front {
+				b.lastSp = -1
 			}
 			b.cur, b.curPos, b.curLen, b.hasCur = pc, 0, pc.end-b.front, true
 			b.front = pc.end
