@@ -288,22 +288,11 @@ func (d *direct) readDirect(f *os.File, r io.Reader, off, n int64) (int64, error
 		m, err := io.ReadFull(r, buf[head:head+int(chunk)])
 		if m > 0 {
 			if _, werr := d.writeDirect(f, buf[head:head+m], pos); werr != nil {
-				var pe *os.PathError
-				if errors.As(werr, &pe) {
-					werr = pe.Err
-				}
-				return done, &fileOpError{op: "write", err: werr}
+				return done, writeFailed(werr)
 			}
 			done += int64(m)
 		}
-		switch {
-		case err == nil:
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			if n < 0 {
-				return done, nil
-			}
-			return done, io.ErrUnexpectedEOF
-		default:
+		if more, err := readEnded(err, n); !more {
 			return done, err
 		}
 	}

@@ -115,24 +115,41 @@ func readRangeAt(f *os.File, mu *sync.Mutex, r io.Reader, off, n int64) (int64, 
 				mu.Unlock()
 			}
 			if werr != nil {
-				var pe *os.PathError
-				if errors.As(werr, &pe) {
-					werr = pe.Err
-				}
-				return done, &fileOpError{op: "write", err: werr}
+				return done, writeFailed(werr)
 			}
 			done += int64(m)
 		}
-		switch {
-		case err == nil:
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			if n < 0 {
-				return done, nil
-			}
-			return done, io.ErrUnexpectedEOF
-		default:
+		if more, err := readEnded(err, n); !more {
 			return done, err
 		}
 	}
 	return done, nil
+}
+
+// writeFailed is the error of a range copy whose write failed, without
+// the path (the caller's error names the file).
+func writeFailed(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fileOpError{op: "write", err: err}
+}
+
+// readEnded says whether a range copy of n bytes (n < 0: until EOF) goes
+// on after its read of the source returned err, and if not, what it
+// returns: nothing at the end of an unbounded copy, io.ErrUnexpectedEOF
+// at an early end of a bounded one, else err.
+func readEnded(err error, n int64) (more bool, _ error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if n < 0 {
+			return false, nil
+		}
+		return false, io.ErrUnexpectedEOF
+	default:
+		return false, err
+	}
 }
