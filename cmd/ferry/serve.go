@@ -252,7 +252,7 @@ func (f *serveFlags) serverConfig(e *env) (server.Config, error) {
 		}
 		dio, err := posix.ParseDirectIO(f.directIO)
 		if err != nil {
-			return cfg, usagef("bad -direct-io %q: want auto, on or off", f.directIO)
+			return cfg, usagef("bad -direct-io %q: want off, auto or on", f.directIO)
 		}
 		st, err := posix.NewWithOptions(root, posix.Options{DirectIO: dio})
 		if err != nil {
