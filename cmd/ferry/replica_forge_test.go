@@ -3,13 +3,15 @@ package main
 import (
 	"bytes"
 	"hash/adler32"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 )
 
-// forgeAdler32 returns a copy of orig that starts with payload and has
-// orig's size and ADLER32: the last 4096 bytes are chosen to fix the
-// two 16-bit sums (ADLER32 is no integrity check against an adversary).
+// forgeAdler32 returns a copy of orig (at least 8 KiB) that starts with
+// payload and has orig's size and ADLER32: the last 4096 bytes are chosen
+// to fix the two 16-bit sums (ADLER32 is no integrity check against an
+// adversary).
 func forgeAdler32(orig, payload []byte) []byte {
 	const mod = 65521
 	const m = 4096
@@ -18,35 +20,49 @@ func forgeAdler32(orig, payload []byte) []byte {
 	copy(out, payload)
 	clear(out[n-m:])
 	want, have := adler32.Checksum(orig), adler32.Checksum(out)
-	dA := (int64(want&0xffff) - int64(have&0xffff) + 2*mod) % mod
-	dB := (int64(want>>16) - int64(have>>16) + 2*mod) % mod
-	// Tail byte at index n-w has weight w in the B sum (w = 1..m).
-	t := make([]int64, m+1) // by weight
-	s := dA + mod           // units in the tail: ≡ dA
-	var w0 int64
-	for w := int64(1); s > 0; w++ {
+	dA := (int64(want&0xffff) - int64(have&0xffff) + mod) % mod
+	dB := (int64(want>>16) - int64(have>>16) + mod) % mod
+	// The tail byte at index n-w (weight w = 1..m) adds its value to A
+	// and w times it to B. Put dA+mod units in the tail, packed at the
+	// lowest weights (at most 514 of them), then move single units from
+	// the top of that packing to higher weights until the weighted sum
+	// is ≡ dB: each move but the last goes to weight m (adding at least
+	// 3582, so at most 19 land there), the last to an empty weight.
+	t := make([]int64, m+1)
+	var ws, top int64
+	for w, s := int64(1), dA+mod; s > 0; w++ {
 		u := min(s, 255)
-		t[w], s, w0 = u, s-u, w0+u*w
+		t[w], s, ws, top = u, s-u, ws+u*w, w
 	}
-	// B = n + sum of b*(n-i): only the weights of the tail bytes change.
-	// Move units up in weight until the weighted sum is ≡ dB.
-	d := ((dB-w0)%mod + mod) % mod
-	for lo := int64(1); d > 0; {
-		for t[lo] == 0 {
-			lo++
+	for d := ((dB-ws)%mod + mod) % mod; d > 0; {
+		for t[top] == 0 {
+			top--
 		}
-		step := min(d, m-lo)
-		for t[lo+step] >= 255 {
-			step--
-		}
-		t[lo]--
-		t[lo+step]++
-		d -= step
+		to := min(top+d, m)
+		t[top]--
+		t[to]++
+		d -= to - top
 	}
 	for w := int64(1); w <= m; w++ {
 		out[n-int(w)] = byte(t[w])
 	}
 	return out
+}
+
+// TestForgeAdler32: the forgery matches for any data (the greedy search
+// it replaced could loop for good on some inputs).
+func TestForgeAdler32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		orig := make([]byte, 8<<10+rng.IntN(64<<10))
+		for j := range orig {
+			orig[j] = byte(rng.Uint32())
+		}
+		forged := forgeAdler32(orig, []byte("#!/bin/sh\necho owned\n"))
+		if adler32.Checksum(forged) != adler32.Checksum(orig) || len(forged) != len(orig) || !bytes.HasPrefix(forged, []byte("#!/bin/sh")) {
+			t.Fatalf("input %d (%d bytes): forged ADLER32 %08x, want %08x", i, len(orig), adler32.Checksum(forged), adler32.Checksum(orig))
+		}
+	}
 }
 
 // TestLFNForgedAdler32Refused: a malicious replica server serves other
