@@ -164,8 +164,8 @@ func tarDownload(ctx context.Context, conn *client.Conn, chain *dpm.Chain, f cpF
 		in = buf
 		fetch = func() (int64, error) {
 			n, err := conn.RetrieveAt(ctx, src.path, buf, opts)
-			if err == nil && buf.End() != n {
-				err = fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, buf.End())
+			if err == nil {
+				err = buf.CheckArrived(n)
 			}
 			return n, err
 		}

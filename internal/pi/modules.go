@@ -240,8 +240,10 @@ func (s *session) storeModule(ctx context.Context, arg string) (wire.Reply, bool
 		defer stop()
 		return s.dtp.Receive(ctx, req, buf, notify)
 	})
-	if err == nil && buf.End() != n {
-		err = &xfer.DataError{Err: fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, buf.End())}
+	if err == nil {
+		if herr := buf.CheckArrived(n); herr != nil {
+			err = &xfer.DataError{Err: herr}
+		}
 	}
 	if err == nil && s.lost.Load() {
 		err = errControlLost

@@ -431,6 +431,16 @@ func (b *Buffer) End() int64 {
 	return b.end
 }
 
+// CheckArrived returns an error when n bytes arrived (what the data
+// channel counted) but the furthest write ends elsewhere: the data has
+// holes.
+func (b *Buffer) CheckArrived(n int64) error {
+	if end := b.End(); end != n {
+		return fmt.Errorf("the data has holes: %d bytes arrived, the furthest ends at %d", n, end)
+	}
+	return nil
+}
+
 // Spilled reports how many bytes went to the spill file.
 func (b *Buffer) Spilled() int64 {
 	b.mu.Lock()
