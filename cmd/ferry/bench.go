@@ -97,6 +97,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("dir", "", "`DIR` to make the scratch directory in; the scratch directory is removed at the end (default: the system's temp dir)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "time limit `DURATION` for each client run")
 	csvFile := fs.String("csv", "", "also write every run to `FILE` as CSV")
+	serveFlags := fs.String("serve-flags", "", "extra `FLAGS` for every ferry serve the benchmark starts, split at spaces (e.g. \"-direct-io auto\")")
 	logins := fs.Int("logins", 20, "gsi: `N` timed logins per server, without and with delegation")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -125,6 +126,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return usagef("-logins must be at least 1")
 	}
 	cfg.Logins = *logins
+	cfg.FerryServeFlags = strings.Fields(*serveFlags)
 	if *files < 1 {
 		return usagef("-files must be at least 1")
 	}

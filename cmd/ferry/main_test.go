@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -10,5 +11,10 @@ import (
 // its own (t.Setenv, or -history).
 func TestMain(m *testing.M) {
 	os.Setenv("FERRY_HISTORY", "off")
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtBin != "" {
+		// ferryBinary's directory (40 MB a run) outlives the tests otherwise.
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
 }

@@ -171,6 +171,10 @@ type Config struct {
 	// "" means aws on $PATH, installed with apt-get when missing.
 	Weed, AWS string
 
+	// FerryServeFlags are appended to every ferry serve the loopback
+	// benchmark starts (a server option under test, e.g. -direct-io).
+	FerryServeFlags []string
+
 	// Progress receives a line per step and per run; nil discards them.
 	Progress io.Writer
 }

@@ -218,6 +218,7 @@ func (r *runner) server(ctx context.Context, impl Impl, w Workload) (*server, er
 		default:
 			args = append(args, "-root", r.served)
 		}
+		args = append(args, r.cfg.FerryServeFlags...)
 	case impl == GCT:
 		path = r.gctServer
 		args = []string{"-aa", "-anonymous-user", "nobody", "-p", "0",

@@ -113,6 +113,9 @@ type WANResult struct {
 	ClientCPU  time.Duration
 	ServerCPU  time.Duration
 	Published  float64 // Mbit/s, NaN when none (filled in by the report)
+	// Tuning is what an automatic ferry cp's on-the-fly tuning did, from
+	// the record it left in its history (tune presets); "" otherwise.
+	Tuning string
 }
 
 // network is the emulated link a cell runs over; *wan.Link is one.

@@ -109,7 +109,7 @@ var wanCSVHeader = []string{
 	"theory_bound_mbit_s", "limit", "rate_over_bound",
 	"idle_rtt_ms", "loss_measured_pct", "loss_drops", "packets_to_client", "delay_err_p50_ms", "delay_err_p99_ms",
 	"delay_err_max_ms", "queue_drops", "forwarder_cpu_s", "forwarder_cpu_pct",
-	"client_cpu_s", "server_cpu_s", "load1_before", "busy_cores_before", "checks", "error",
+	"client_cpu_s", "server_cpu_s", "load1_before", "busy_cores_before", "checks", "error", "tuning",
 }
 
 // WriteWANCSV writes every result as a CSV record after a header. Numbers
@@ -154,7 +154,7 @@ func WriteWANCSV(w io.Writer, results []WANResult) error {
 			u64(fid.Packets[wan.ToClient]), f(msOf(fid.DelayErrP50), 3), f(msOf(fid.DelayErrP99), 3),
 			f(msOf(fid.DelayErrMax), 3), u64(fid.QueueDrops), f(fid.CPU.Seconds(), 2), f(cpuPct, 1),
 			f(r.ClientCPU.Seconds(), 2), f(r.ServerCPU.Seconds(), 2), f(r.Load1, 2), f(r.BusyBefore, 2),
-			strings.Join(r.Validity(), "; "), r.Err,
+			strings.Join(r.Validity(), "; "), r.Err, oneLine(r.Tuning),
 		})
 	}
 	cw.Flush()

@@ -502,15 +502,14 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	var err error
 	c := spec.Cell(row, RoleEmpty, TuneSetting{})
 	c.History = emptyDB
-	if cur.Empty, err = t.run(ctx, c); err != nil {
+	if cur.Empty, cur.EmptyRec, err = t.runAuto(ctx, c); err != nil {
 		return err
 	}
-	cur.EmptyRec = newRecord(ctx, emptyDB, 0)
 	report()
 	for i := range spec.Repeat {
 		// Each repeat on a history of its own, empty.
 		c.History = fmt.Sprintf("%s.%d", emptyDB, i+2)
-		res, err := t.run(ctx, c)
+		res, _, err := t.runAuto(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -546,7 +545,7 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 	for n >= 0 && n < spec.HistoryTarget {
 		c := spec.Cell(row, RoleFiller, TuneSetting{})
 		c.History = gridDB
-		res, err := t.run(ctx, c)
+		res, _, err := t.runAuto(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -581,17 +580,13 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 		if i >= 1+spec.Repeat {
 			continue
 		}
-		var last int64
-		if rec := newRecord(ctx, gridDB, 0); rec != nil {
-			last = rec.ID
-		}
-		res, err := t.run(ctx, hc)
+		res, rec, err := t.runAuto(ctx, hc)
 		if err != nil {
 			return err
 		}
 		if i == 0 {
 			// The first on the history as the fillers left it.
-			cur.Hist, cur.HistRec = res, newRecord(ctx, gridDB, last)
+			cur.Hist, cur.HistRec = res, rec
 		} else {
 			// On the same history, which now holds (c)'s records too.
 			cur.HistMore = append(cur.HistMore, res)
@@ -606,6 +601,25 @@ func (t *tuneRun) runRow(ctx context.Context, row TuneRow, emptyDB, gridDB strin
 		report()
 	}
 	return nil
+}
+
+// runAuto runs an automatic cell c and returns the record it left in
+// its history (nil when none: a stopped client records nothing), with
+// what its on-the-fly tuning did copied into the result.
+func (t *tuneRun) runAuto(ctx context.Context, c WANCell) (WANResult, *history.Record, error) {
+	var last int64
+	if rec := newRecord(ctx, c.History, 0); rec != nil {
+		last = rec.ID
+	}
+	res, err := t.run(ctx, c)
+	if err != nil {
+		return res, nil, err
+	}
+	rec := newRecord(ctx, c.History, last)
+	if rec != nil {
+		res.Tuning = rec.Tuning
+	}
+	return res, rec, nil
 }
 
 // historyRecords returns the records f selects from the history file

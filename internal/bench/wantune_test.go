@@ -344,6 +344,8 @@ func TestTuneReport(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
+	rows[0].EmptyMore[0].Tuning = "-p 32: queued\n-p 4: holds"
+	rows[1].Fillers[0].Tuning = "filler tuning"
 	var md strings.Builder
 	if err := WriteTuneMarkdown(&md, p, rows, ReportMeta{Command: "ferry bench wan -preset tune", Start: time.Now(), CC: "cubic"}, true); err != nil {
 		t.Fatal(err)
@@ -355,10 +357,14 @@ func TestTuneReport(t *testing.T) {
 		"(c) with history: ≥ 0.90 of the reference (a′) in 1 of 1 rows, ≥ 0.95 in 1; of the raw best (a): ≥ 0.90 in 1 of 1, ≥ 0.95 in 1.",
 		"850 (median of 3)", "856 (median of 2)", "860 (median of 2)", "1.01 ✓✓", "40.0 (= a)", "(3 runs)",
 		"Cells to doubt", "p ∈ {1, 4, 16, 32} × B ∈ {auto, 1M, 4M}", "tune 10ms 0%: hand -p 16 -tcp-bs 4M failed", "![tune](tune.svg)",
+		"What the automatic runs' tuning did", "- tune 10ms 0%: auto-empty (866 Mbit/s): -p 32: queued ⏵ -p 4: holds\n",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, md.String())
 		}
+	}
+	if strings.Contains(md.String(), "filler tuning") {
+		t.Errorf("the report lists a filler's tuning:\n%s", md.String())
 	}
 	dir := t.TempDir()
 	if err := WriteTuneOutputs(dir, p, rows, ReportMeta{Start: time.Now()}); err != nil {

@@ -352,12 +352,36 @@ func WriteTuneMarkdown(w io.Writer, p Preset, rows []TuneRowResult, meta ReportM
 		fmt.Fprintf(&b, "%s: ≥ %.2f of the reference (a′) in %d of %d rows, ≥ %.2f in %d; of the raw best (a): ≥ %.2f in %d of %d, ≥ %.2f in %d.\n",
 			name, TuneTarget, met[i][0], known[i], TuneTargetHigh, met[i][1], TuneTarget, metRaw[i][0], knownRaw[i], TuneTargetHigh, metRaw[i][1])
 	}
+	writeTuneActions(&b, rows)
 	writeTuneDoubts(&b, rows)
 	if plot && len(rows) > 0 {
 		fmt.Fprintf(&b, "\n![%s](%s.svg)\n", p.Name, p.Name)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTuneActions lists what the on-the-fly tuning of each automatic
+// run of (b) and (c) did, from the record it left in its history.
+func writeTuneActions(b *strings.Builder, rows []TuneRowResult) {
+	head := false
+	for _, r := range rows {
+		for _, res := range r.All() {
+			if res.Tuning == "" || strings.HasSuffix(res.Cell.Grid, RoleFiller) {
+				continue
+			}
+			if !head {
+				b.WriteString("\nWhat the automatic runs' tuning did (from their history records):\n\n")
+				head = true
+			}
+			fmt.Fprintf(b, "- %s (%s Mbit/s): %s\n", res.Cell.Grid, fmtF(res.Mbps, 0), oneLine(res.Tuning))
+		}
+	}
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ⏵ ")), " ")
 }
 
 // writeTuneDoubts lists the cells that failed or failed the fidelity
