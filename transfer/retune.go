@@ -226,6 +226,7 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 			}
 		}
 		cpu0 := tune.ProcessCPU()
+		hb0, ht0, hok := tune.HostCPU()
 		k, conns, err := r.step(ctx, p)
 		el := time.Since(t)
 		cpu := tune.ProcessCPU() - cpu0
@@ -255,6 +256,9 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		wmu.Unlock()
 		if !r.remote && cpu0 > 0 {
 			smp.CPU = cpu
+		}
+		if hb1, ht1, ok := tune.HostCPU(); ok && hok && ht1 > ht0 && !r.remote {
+			smp.Host = float64(hb1-hb0) / float64(ht1-ht0)
 		}
 		return smp, nil
 	}

@@ -49,6 +49,10 @@ type Sample struct {
 	// part ran (getrusage); zero when unknown, or when the bytes did not
 	// pass this host (a third-party copy).
 	CPU time.Duration
+	// Host is the share of all of this host's CPUs that were busy while
+	// the part ran (0 to 1: any process, the kernel's network stack, a
+	// forwarder, the disk, other work); zero when unknown.
+	Host float64
 }
 
 // steadyRate is Steady when known, else Rate.
@@ -404,26 +408,30 @@ func (c *Controller) pickBest() {
 	c.best = pick
 }
 
-// descend handles a part of a Descend start. A first part (cold) whose
-// data queued on the path is the reference of a descent that jumps to
-// the streams the windows need (see queued), which it keeps if the rate
-// holds. Otherwise the first part
-// only says whether the client's CPU is busy: if not, or the streams are
-// plainly loss-bound, the rest goes in one part. Else the second part
-// measures the start warm (the reference), and each part after halves
-// the streams while the rate holds within keepMargin of the fastest
-// seen; the first that does not sends the controller back to the
-// cheapest that held, settled. At most maxHalvings steps.
+// descend handles a part of a Descend start. A first part (cold), or
+// the warm part after it, whose data queued on the path is the
+// reference of a descent that jumps to the streams the windows need
+// (see queued), which it keeps if the rate holds. Otherwise the first
+// part says whether the streams are plainly loss-bound (the rest goes in
+// one part) and whether the client's CPU is busy. If not, a second part
+// on the same streams, warm, looks for the queue their grown windows
+// may build (when the round trips are known), and without one the rest
+// goes in one part. Else the second part measures the start warm (the
+// reference), and each part after halves the streams while the rate
+// holds within keepMargin of the fastest seen; the first that does not
+// sends the controller back to the cheapest that held, settled. At
+// most maxHalvings steps.
 func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 	share := s.cpuShare()
 	per := rate / float64(c.cur.Streams)
-	if c.parts == 1 && !c.warm && c.cur.Streams > 1 && queued(s.PathRTT, c.lim.RTT) {
+	if !c.warm && c.cur.Streams > 1 && queued(s.PathRTT, c.lim.RTT) {
 		// The streams keep a queue at the bottleneck full: the link is
 		// theirs, and fewer streams fill it as well without overflowing
-		// it (a lossy link's streams do not fill it). This part is the
-		// reference; jump to the streams the windows need and settle
-		// there if the rate holds, else back here: every further step
-		// would cost a part and its streams' start.
+		// it (a lossy link's streams do not fill it). This part (the
+		// first, or the warm one after it) is the reference; jump to
+		// the streams the windows need and settle there if the rate
+		// holds, else back here: every further step would cost a part
+		// and its streams' start.
 		c.warm, c.jumped = true, true
 		next := c.cur
 		next.Streams = c.cur.Streams / 2
@@ -445,16 +453,24 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 		// The first part (cold) decides only when the client is far
 		// from busy; the warm reference part decides otherwise.
 		if c.parts == 1 && share < c.lim.CPUBusy/2 || c.parts > 1 && share < c.lim.CPUBusy {
+			if c.parts == 1 && c.cur.Streams > 1 && c.lim.RTT > 0 && s.PathRTT > 0 {
+				// Many streams overflow a clean link's queue only once
+				// their windows have grown: the first part, their slow
+				// start, may not show it. One more part on the kept
+				// connections does (see queued).
+				return c.cur, fmt.Sprintf("the client's CPU is not the limit (%s core at %s%s), round trip %s (idle %s): measuring %s again, warm, for a queue on the path",
+					cores(share), mbit(rate), hostShare(s.Host), s.PathRTT.Round(time.Millisecond/10), c.lim.RTT.Round(time.Millisecond/10), c.cur)
+			}
 			c.whole = true
 			c.phase = settled
-			return c.cur, fmt.Sprintf("the client's CPU is not the limit (%s core at %s): the rest in one part at %s",
-				cores(share), mbit(rate), c.cur)
+			return c.cur, fmt.Sprintf("the client's CPU is not the limit (%s core at %s%s)%s: the rest in one part at %s",
+				cores(share), mbit(rate), hostShare(s.Host), roundTrip(s.PathRTT, c.lim.RTT), c.cur)
 		}
 		if c.parts == 1 {
 			// Measure the start again on its kept connections before
 			// comparing fewer streams with it.
-			return c.cur, fmt.Sprintf("the client uses %s core at %s: measuring %s again before trying fewer streams",
-				cores(share), mbit(rate), c.cur)
+			return c.cur, fmt.Sprintf("the client uses %s core at %s%s: measuring %s again before trying fewer streams",
+				cores(share), mbit(rate), hostShare(s.Host), c.cur)
 		}
 		c.warm = true
 	} else {
@@ -475,8 +491,24 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 	c.halvings++
 	next := c.cur
 	next.Streams = max(c.cur.Streams/2, 1)
-	return c.change(next, fmt.Sprintf("%s at %s with the client at %s core: trying %s (kept if within %.0f%%)",
-		c.cur, mbit(rate), cores(share), next, 100*keepMargin))
+	return c.change(next, fmt.Sprintf("%s at %s with the client at %s core%s: trying %s (kept if within %.0f%%)",
+		c.cur, mbit(rate), cores(share), hostShare(s.Host), next, 100*keepMargin))
+}
+
+// roundTrip says what a part's data saw of the path, "" when unknown.
+func roundTrip(path, idle time.Duration) string {
+	if path <= 0 || idle <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", round trip %s (idle %s)", path.Round(time.Millisecond/10), idle.Round(time.Millisecond/10))
+}
+
+// hostShare says how busy the host's CPUs were, "" when unknown.
+func hostShare(h float64) string {
+	if h <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", host %.0f%% busy", 100*h)
 }
 
 // cores formats a CPU share.
