@@ -112,6 +112,7 @@ func (w *connWatch) readLocked(i int, c net.Conn) {
 		SegsOut:      s.SegsOut,
 		SegsIn:       s.SegsIn,
 		ReorderSeen:  s.ReorderSeen,
+		RcvOOO:       s.RcvOOO,
 		Cwnd:         s.Cwnd,
 		MSS:          s.MSS,
 		DeliveryRate: s.DeliveryRate,

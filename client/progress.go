@@ -60,6 +60,7 @@ type ConnStats struct {
 	SegsOut      int64         // segments sent (tcpi_segs_out)
 	SegsIn       int64         // segments received (tcpi_segs_in)
 	ReorderSeen  int64         // reordering events this end saw (tcpi_reord_seen) where the kernel has it, else 0
+	RcvOOO       int64         // segments received out of order (tcpi_rcv_ooopack) where the kernel has it, else 0
 	Cwnd         int           // congestion window, segments (tcpi_snd_cwnd)
 	MSS          int           // sending maximum segment size (tcpi_snd_mss)
 	DeliveryRate float64       // tcpi_delivery_rate, bytes per second (sender side)

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,10 @@ type partRun struct {
 	// remote: the bytes do not pass this host (a third-party copy), so
 	// this process's CPU says nothing of the parts.
 	remote bool
+	// receiving: this host receives the data (a download): its
+	// connections' segments in and out of order, not its retransmits
+	// (of acknowledgements), say whether data was lost.
+	receiving bool
 	// stored, progress and report, when not nil, are told the ranges
 	// stored as the parts report them, the progress over the whole
 	// transfer, and every range stored after each part that succeeded.
@@ -184,6 +189,9 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		moved int64            // bytes of the parts before this one
 		parts int
 		prev  tune.Setting
+		// prevConns: what the last part's connections had counted, for
+		// the counts of a part on the same connections.
+		prevConns []client.ConnStats
 	)
 	move := func(ctx context.Context, off, n int64, set tune.Setting) (tune.Sample, error) {
 		mu.Lock()
@@ -197,6 +205,10 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		// when the setting is the same; a new setting starts afresh.
 		reuse := set == prev || parts == 0
 		prev = set
+		before := prevConns
+		if !reuse {
+			before = nil
+		}
 		parts++
 		base := moved
 		t := time.Now()
@@ -228,6 +240,8 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		cpu0 := tune.ProcessCPU()
 		hb0, ht0, hok := tune.HostCPU()
 		k, conns, err := r.step(ctx, p)
+		prevConns = conns
+		conns = partCounts(before, conns)
 		el := time.Since(t)
 		cpu := tune.ProcessCPU() - cpu0
 		moved += k
@@ -249,7 +263,12 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		if k > 0 && k < n {
 			smp.Elapsed = time.Duration(float64(el) * float64(n) / float64(k))
 		}
-		smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(conns)
+		if r.receiving {
+			smp.RTT, _, _ = connTotals(conns)
+			smp.SegsIn, smp.OutOfOrder = receivedTotals(conns)
+		} else {
+			smp.RTT, smp.Retransmits, smp.SegsOut = connTotals(conns)
+		}
 		smp.PathRTT = pathRTT(conns)
 		wmu.Lock()
 		smp.Steady = steadyRate(t, el, warmAt, warmBytes, k)
@@ -264,6 +283,42 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 	}
 	res, err := tune.Run(ctx, r.start, r.end, ctl, move)
 	return moved, tuningSummary(res), err
+}
+
+// partCounts returns the statistics of a part's connections with their
+// counters (segments, retransmits, out of order) less what the same
+// connections had counted at the end of the part before (before, nil
+// when the part opened new ones). A connection whose counters went back
+// is a new one and keeps its own.
+func partCounts(before, after []client.ConnStats) []client.ConnStats {
+	if len(before) == 0 {
+		return after
+	}
+	out := slices.Clone(after)
+	for i := range out {
+		if i >= len(before) {
+			break
+		}
+		b, a := before[i], &out[i]
+		if a.SegsIn < b.SegsIn || a.SegsOut < b.SegsOut || a.Retransmits < b.Retransmits || a.RcvOOO < b.RcvOOO {
+			continue
+		}
+		a.SegsIn -= b.SegsIn
+		a.SegsOut -= b.SegsOut
+		a.Retransmits -= b.Retransmits
+		a.RcvOOO -= b.RcvOOO
+	}
+	return out
+}
+
+// receivedTotals sums the segments the connections received and those
+// of them that arrived out of order.
+func receivedTotals(cs []client.ConnStats) (in, ooo int64) {
+	for _, c := range cs {
+		in += c.SegsIn
+		ooo += c.RcvOOO
+	}
+	return in, ooo
 }
 
 // steadyAfter: the steady rate of a part is measured from its first
@@ -292,7 +347,7 @@ func steadyRate(t time.Time, el time.Duration, warmAt time.Time, warmBytes, k in
 // bytes moved and the tuning summary for the record.
 func (c *copier) retuneDownload(ctx context.Context, s *client.Session, src, dst Location, w io.WriterAt, start, end int64, opts client.RetrieveOptions) (int64, string, error) {
 	return c.runParts(ctx, src, dst, partRun{
-		start: start, end: end, have: opts.Restart,
+		start: start, end: end, have: opts.Restart, receiving: true,
 		stored: opts.Committed, progress: opts.Progress,
 		step: func(ctx context.Context, p retunePart) (int64, []client.ConnStats, error) {
 			var last client.Progress

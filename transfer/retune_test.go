@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"sync"
@@ -214,5 +215,27 @@ func TestRetuneMoveRanges(t *testing.T) {
 	}
 	if parts := partRE.FindAllString(tuning, -1); len(parts) < 4 {
 		t.Errorf("%d parts, want several: %s", len(parts), tuning)
+	}
+}
+
+// TestPartCounts: a part on the connections of the part before counts
+// only its own segments; a connection whose counters went back (a new
+// one) and one without a predecessor keep theirs.
+func TestPartCounts(t *testing.T) {
+	before := []client.ConnStats{{SegsIn: 100, RcvOOO: 5, SegsOut: 40, Retransmits: 2}, {SegsIn: 50}}
+	after := []client.ConnStats{{SegsIn: 300, RcvOOO: 5, SegsOut: 90, Retransmits: 3}, {SegsIn: 20, RcvOOO: 1}, {SegsIn: 7}}
+	got := partCounts(before, after)
+	want := []client.ConnStats{{SegsIn: 200, RcvOOO: 0, SegsOut: 50, Retransmits: 1}, {SegsIn: 20, RcvOOO: 1}, {SegsIn: 7}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("partCounts = %+v, want %+v", got, want)
+	}
+	if after[0].SegsIn != 300 {
+		t.Error("partCounts changed its input")
+	}
+	if got := partCounts(nil, after); !reflect.DeepEqual(got, after) {
+		t.Errorf("no part before: %+v", got)
+	}
+	if in, ooo := receivedTotals(want); in != 227 || ooo != 1 {
+		t.Errorf("receivedTotals = %d, %d", in, ooo)
 	}
 }

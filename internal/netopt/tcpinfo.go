@@ -12,11 +12,14 @@ type TCPStats struct {
 	// RcvRTT is the receiver's estimate of the round trip (tcpi_rcv_rtt),
 	// queueing on the path included; 0 before data arrived. Unlike RTT
 	// it follows a connection that only receives.
-	RcvRTT       time.Duration
-	Retransmits  int64   // segments retransmitted (tcpi_total_retrans)
-	SegsOut      int64   // segments sent (tcpi_segs_out)
-	SegsIn       int64   // segments received (tcpi_segs_in)
-	ReorderSeen  int64   // reordering events seen (tcpi_reord_seen)
+	RcvRTT      time.Duration
+	Retransmits int64 // segments retransmitted (tcpi_total_retrans)
+	SegsOut     int64 // segments sent (tcpi_segs_out)
+	SegsIn      int64 // segments received (tcpi_segs_in)
+	ReorderSeen int64 // reordering events seen (tcpi_reord_seen)
+	// RcvOOO is how many segments arrived out of order (tcpi_rcv_ooopack,
+	// Linux 5.4 and later): on a receiver, none means none was lost.
+	RcvOOO       int64
 	Cwnd         int     // congestion window in segments (tcpi_snd_cwnd)
 	MSS          int     // sending maximum segment size (tcpi_snd_mss)
 	DeliveryRate float64 // recent delivery rate in bytes per second (tcpi_delivery_rate)

@@ -25,6 +25,7 @@ func ReadTCPStats(c net.Conn) (s TCPStats, ok bool) {
 			SegsOut:      int64(info.Segs_out),
 			SegsIn:       int64(info.Segs_in),
 			ReorderSeen:  int64(info.Reord_seen),
+			RcvOOO:       int64(info.Rcv_ooopack),
 			Cwnd:         int(info.Snd_cwnd),
 			MSS:          int(info.Snd_mss),
 			DeliveryRate: float64(info.Delivery_rate),

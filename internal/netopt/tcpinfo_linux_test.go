@@ -38,8 +38,8 @@ func TestReadTCPStats(t *testing.T) {
 	}
 	// The receiver's own estimate of the round trip is what follows a
 	// connection that only receives (the re-tuning's queue check).
-	if st, _ := ReadTCPStats(s); st.RcvRTT <= 0 || st.RcvRTT > time.Second {
-		t.Errorf("receiver: RcvRTT %v after %d bytes", st.RcvRTT, size)
+	if st, _ := ReadTCPStats(s); st.RcvRTT <= 0 || st.RcvRTT > time.Second || st.RcvOOO != 0 || st.SegsIn == 0 {
+		t.Errorf("receiver: RcvRTT %v, %d segments in, %d out of order, after %d bytes over loopback", st.RcvRTT, st.SegsIn, st.RcvOOO, size)
 	}
 	if _, ok := ReadTCPStats(tls.Client(s, &tls.Config{})); ok {
 		t.Error("a TLS connection gave TCP_INFO without unwrapping")

@@ -37,6 +37,11 @@ type Sample struct {
 	// Retransmits and SegsOut are the sending side's segment counts, when
 	// this end sent (uploads); zero when unknown.
 	Retransmits, SegsOut int64
+	// SegsIn and OutOfOrder are the receiving side's counts, when this
+	// end received (downloads): the segments in, and how many of them
+	// arrived out of order (a lost segment makes those after it do, until
+	// its retransmission); zero when unknown.
+	SegsIn, OutOfOrder int64
 	// MSS is the connections' segment size; zero means 1448.
 	MSS int
 	// Steady is the part's rate once its streams had warmed up (bytes
@@ -82,6 +87,20 @@ func (s Sample) Rate() float64 {
 		return 0
 	}
 	return float64(s.Bytes) / s.Elapsed.Seconds()
+}
+
+// lossless reports whether the part is known to have lost nothing: its
+// sender retransmitted no segment, or its receiver got them in order (at
+// most one in lossFreeOOO out of order: a loss puts a window's worth
+// out of order).
+func (s Sample) lossless() bool {
+	switch {
+	case s.SegsOut > 0:
+		return s.Retransmits == 0
+	case s.SegsIn > 0:
+		return float64(s.OutOfOrder) <= lossFreeOOO*float64(s.SegsIn)
+	}
+	return false
 }
 
 // Loss is the fraction of segments retransmitted, 0 when unknown.
@@ -209,10 +228,23 @@ const (
 	// do not cause (docs/bench/wan/tune).
 	queueFactor = 1.5
 	queueExtra  = 2 * time.Millisecond
-	// queueHeadroom: after a queued first part, a descent jumps to the
-	// streams whose windows carry this many times the rate measured
-	// (at the idle round trip), instead of halving step by step.
-	queueHeadroom = 2
+	// queueHeadroom: after a queued or lossless first part, a descent
+	// jumps to the streams whose full windows carry this many times the
+	// rate measured (at the idle round trip), instead of halving step by
+	// step: a new connection's receive window grows to its full size
+	// only over many round trips (on the bench's 10 ms link twice the
+	// rate left 2 streams at 0.8 of 32, 4 streams at 1.1).
+	queueHeadroom = 4
+	// jumpFloor: a jump tries at least this many streams. One stream's
+	// packets are handled by one CPU at each end, and a new
+	// connection's window grows over many round trips: on the bench's
+	// clean 1 and 10 ms links 1 or 2 streams moved 0.75–0.85 of what 4
+	// did, though their windows allowed more.
+	jumpFloor = 4
+	// lossFreeOOO: a receiver that got at most this share of a part's
+	// segments out of order saw no loss worth the name: one loss puts
+	// about a window (tens to thousands of segments) out of order.
+	lossFreeOOO = 1e-4
 )
 
 type phase int
@@ -252,6 +284,11 @@ type Controller struct {
 	// jumped: a queued first part sent the descent straight to the
 	// streams the windows need; it settles after measuring them.
 	jumped bool
+	// coldRef: the jump was from the first part, whose streams started
+	// cold as the jump's do: the two compare by their whole rates (a
+	// steady rate over the short end of a first part is noisy: the
+	// client's reads may lag the network and catch up).
+	coldRef bool
 }
 
 // NewController starts at setting start (from the advisor), expecting
@@ -338,7 +375,7 @@ func (c *Controller) Next(s Sample) (Setting, string) {
 		c.rtt = s.RTT
 	}
 	rate := s.Rate()
-	if c.phase == descending {
+	if c.phase == descending && !c.coldRef {
 		// Compare the settings of a descent by their steady rates: each
 		// new one starts its streams afresh, the reference does not.
 		// (Elsewhere a part's start is part of what a setting costs.)
@@ -424,24 +461,35 @@ func (c *Controller) pickBest() {
 func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 	share := s.cpuShare()
 	per := rate / float64(c.cur.Streams)
-	if !c.warm && c.cur.Streams > 1 && queued(s.PathRTT, c.lim.RTT) {
-		// The streams keep a queue at the bottleneck full: the link is
-		// theirs, and fewer streams fill it as well without overflowing
-		// it (a lossy link's streams do not fill it). This part (the
-		// first, or the warm one after it) is the reference; jump to
-		// the streams the windows need and settle there if the rate
-		// holds, else back here: every further step would cost a part
-		// and its streams' start.
-		c.warm, c.jumped = true, true
-		next := c.cur
-		next.Streams = c.cur.Streams / 2
-		if w := c.window(); w > 0 {
-			need := int(math.Ceil(queueHeadroom * rate * c.lim.RTT.Seconds() / w))
-			next.Streams = min(max(need, 1), c.cur.Streams/2)
+	if !c.warm && c.cur.Streams > 1 {
+		// Before the descent's reference: a part that lost nothing, or
+		// whose data queued on the path, jumps.
+		lossless, queue := s.lossless(), queued(s.PathRTT, c.lim.RTT)
+		ref := rate
+		if c.parts == 1 {
+			// The first part's streams started cold, as the jump's
+			// will: the two compare by their whole rates (a steady rate
+			// over the short end of a first part is noisy: the client's
+			// reads may lag the network and catch up).
+			ref = s.Rate()
 		}
-		c.halvings++
-		return c.change(next, fmt.Sprintf("%s at %s kept a queue on the path (round trip %s, idle %s): trying %s (kept if within %.0f%%)",
-			c.cur, mbit(rate), s.PathRTT.Round(time.Millisecond/10), c.lim.RTT.Round(time.Millisecond/10), next, 100*keepMargin))
+		switch n := c.need(ref); {
+		case lossless && n > 0 && max(n, jumpFloor) <= c.cur.Streams/2:
+			// Nothing was lost: windows, not loss, bound the streams,
+			// and fewer carry the rate at less cost to both hosts and
+			// the path (a host's per-packet work grows with the
+			// streams, and a queue may yet overflow).
+			return c.jump(ref, n, fmt.Sprintf("lost nothing (%s)", s.lossCounts()))
+		case queue:
+			// The streams keep a queue at the bottleneck full: the link
+			// is theirs, and fewer streams fill it as well without
+			// overflowing it (a lossy link's streams do not fill it).
+			if n <= 0 {
+				n = c.cur.Streams / 2
+			}
+			return c.jump(ref, min(n, c.cur.Streams/2), fmt.Sprintf("kept a queue on the path (round trip %s, idle %s)",
+				s.PathRTT.Round(time.Millisecond/10), c.lim.RTT.Round(time.Millisecond/10)))
+		}
 	}
 	if m := mathis(s, c.rtt.Seconds()); m > 0 && per <= 1.5*m && c.parts == 1 {
 		c.whole = true
@@ -493,6 +541,43 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 	next.Streams = max(c.cur.Streams/2, 1)
 	return c.change(next, fmt.Sprintf("%s at %s with the client at %s core%s: trying %s (kept if within %.0f%%)",
 		c.cur, mbit(rate), cores(share), hostShare(s.Host), next, 100*keepMargin))
+}
+
+// jump ends a descent's search before its reference: this part, whose
+// rate was ref, is the reference, and the next tries streams, kept if
+// the rate holds, else back here: every further step would cost a part
+// and its streams' start. why says what this part showed.
+func (c *Controller) jump(ref float64, streams int, why string) (Setting, string) {
+	if c.parts == 1 {
+		c.rates[c.cur] = ref
+		c.pickBest()
+		c.coldRef = true
+	}
+	c.warm, c.jumped = true, true
+	c.halvings++
+	next := c.cur
+	next.Streams = min(max(streams, jumpFloor), c.cur.Streams)
+	return c.change(next, fmt.Sprintf("%s at %s %s: trying %s, whose windows carry %g times the rate (kept if within %.0f%%)",
+		c.cur, mbit(ref), why, next, float64(queueHeadroom), 100*keepMargin))
+}
+
+// need is how many streams carry rate with the windows' headroom
+// (queueHeadroom) at the idle round trip; 0 when the window or the round
+// trip is unknown.
+func (c *Controller) need(rate float64) int {
+	w, rtt := c.window(), c.lim.RTT.Seconds()
+	if w <= 0 || rtt <= 0 {
+		return 0
+	}
+	return max(int(math.Ceil(queueHeadroom*rate*rtt/w)), 1)
+}
+
+// lossCounts says what a lossless part counted.
+func (s Sample) lossCounts() string {
+	if s.SegsOut > 0 {
+		return fmt.Sprintf("%d segments sent, none retransmitted", s.SegsOut)
+	}
+	return fmt.Sprintf("%d segments in, %d out of order", s.SegsIn, s.OutOfOrder)
 }
 
 // roundTrip says what a part's data saw of the path, "" when unknown.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,6 +35,10 @@ type cpuLink struct {
 	// queueLate: the queue builds only once the streams' windows have
 	// grown: the first part (their slow start) does not see it.
 	queueLate bool
+	// received: the client receives and counts its segments, in and out
+	// of order (a download); a lost segment puts a window's worth out of
+	// order.
+	received bool
 
 	rng     *rand.Rand
 	started bool
@@ -80,7 +85,16 @@ func (l *cpuLink) move(_ context.Context, _, n int64, s Setting) (Sample, error)
 	steady := time.Duration(float64(n) / r * float64(time.Second))
 	el := steady + startup
 	cpu := time.Duration(float64(n) * l.cost(s.Streams) * float64(time.Second))
-	return Sample{Bytes: n, Elapsed: el, RTT: l.rtt, PathRTT: path, Steady: r, CPU: cpu}, nil
+	smp := Sample{Bytes: n, Elapsed: el, RTT: l.rtt, PathRTT: path, Steady: r, CPU: cpu}
+	if l.received {
+		smp.SegsIn = n / 1448
+		loss := l.loss
+		if l.fill > 0 && s.Streams > l.fill {
+			loss += l.drop / 10
+		}
+		smp.OutOfOrder = int64(float64(smp.SegsIn) * min(loss*100, 1))
+	}
+	return smp, nil
 }
 
 // benchHost is a link of the bench's grid on a client like the bench's:
@@ -337,6 +351,68 @@ func TestDescendHysteresis(t *testing.T) {
 				t.Log(st)
 			}
 			t.Errorf("seed %d: best moved to more streams %d times after settling; ended at %v", seed, changes, c.Best())
+		}
+	}
+}
+
+// TestDescendLossless: a download that counts its segments. Where none
+// arrives out of order (a clean link whose streams the windows bound;
+// the bench's 10 ms link, where 32 streams cost the hosts CPU and rate),
+// the start jumps from 32 to the streams the windows need, keeps them
+// (their rate holds) and ends near the best; where segments are lost
+// (0.1 %, 1 %), it stays at 32 as before.
+func TestDescendLossless(t *testing.T) {
+	for _, rttMS := range []int{2, 20, 60} {
+		t.Run(fmt.Sprintf("clean/rtt%dms", rttMS), func(t *testing.T) {
+			l := benchHost(rttMS, 0, 7)
+			l.cores, l.perByte, l.perStreamByte, l.received = 8, 0.5e-9, 0, true
+			_, br := l.best()
+			c, res, overall := descendRun(t, l, 30)
+			if c.Best().Streams >= 16 || l.rate(c.Best()) < 0.95*br || overall < 0.9*br || len(res.Steps) > 5 {
+				logSteps(t, res)
+				t.Errorf("ended at %v (%.0f Mbit/s of the best %.0f), overall %.0f, %d parts",
+					c.Best(), 8*l.rate(c.Best())/1e6, 8*br/1e6, 8*overall/1e6, len(res.Steps))
+			}
+			if len(res.Steps) < 2 || !strings.Contains(res.Steps[0].Next, "lost nothing") {
+				logSteps(t, res)
+				t.Error("the first part's lossless count did not start the jump")
+			}
+		})
+	}
+	for _, loss := range []float64{0.001, 0.01} {
+		t.Run(fmt.Sprintf("lossy/%g", loss), func(t *testing.T) {
+			l := benchHost(20, loss, 7)
+			l.cores, l.perByte, l.perStreamByte, l.received = 8, 0.5e-9, 0, true
+			c, res, _ := descendRun(t, l, 30)
+			if c.Best().Streams != 32 {
+				logSteps(t, res)
+				t.Errorf("ended at %v on a lossy link", c.Best())
+			}
+			for _, s := range res.Steps {
+				if strings.Contains(s.Next, "lost nothing") {
+					t.Errorf("a lossy part counted as lossless: %s", s.Next)
+				}
+			}
+		})
+	}
+}
+
+// TestLossless: what counts as a part that lost nothing.
+func TestLossless(t *testing.T) {
+	for _, tc := range []struct {
+		s    Sample
+		want bool
+	}{
+		{Sample{}, false}, // nothing counted
+		{Sample{SegsOut: 1000}, true},
+		{Sample{SegsOut: 1000, Retransmits: 1}, false},
+		{Sample{SegsIn: 100000}, true},
+		{Sample{SegsIn: 100000, OutOfOrder: 10}, true},
+		{Sample{SegsIn: 100000, OutOfOrder: 11}, false},
+		{Sample{SegsIn: 100000, OutOfOrder: 40}, false},
+	} {
+		if got := tc.s.lossless(); got != tc.want {
+			t.Errorf("%+v: lossless %v, want %v", tc.s, got, tc.want)
 		}
 	}
 }
