@@ -138,10 +138,11 @@ type Limits struct {
 	Known bool
 	// Descend says the start is a guess of many streams (the wide-area
 	// default when nothing is known of the link: right on a lossy link,
-	// costly on a clean one). When the first part's data queued on the
-	// path (its round trip well above RTT, the idle one), the controller
-	// tries the streams whose windows carry the rate and keeps them if
-	// the rate holds within keepMargin; when the client's CPU is busy
+	// costly on a clean one). When the first part lost no segment, or
+	// its data (or that of a second, warm part) queued on the path (its
+	// round trip well above RTT, the idle one), the controller tries the
+	// streams whose windows carry the rate with headroom and keeps them
+	// if the rate holds within keepMargin; when the client's CPU is busy
 	// (CPUBusy or more), it halves the streams while the rate holds, and
 	// keeps the cheapest that held; else the rest of the file goes in
 	// one part at the start.
