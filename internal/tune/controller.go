@@ -635,6 +635,14 @@ func (c *Controller) raise(s Sample, rate float64) (Setting, string) {
 		return next, fmt.Sprintf("each stream is window-bound (%s per stream, window %d B, RTT %s): buffer %d → %d",
 			mbit(per), int(w), s.RTT.Round(time.Millisecond/10), c.cur.Buffer, next.Buffer)
 	}
+	if w := c.window(); s.lossless() && rtt > 0 && w > 0 && per < 0.5*w/rtt {
+		// Well below their windows, yet nothing was lost: the path's
+		// capacity or the hosts bound the rate, and more streams would
+		// only cost more (on the bench's clean 1 ms link a raise from 8
+		// to 32 streams lost 10 %).
+		return c.cur, fmt.Sprintf("each stream runs below half its window (%s per stream, window allows %s) and nothing was lost (%s): more streams would not help",
+			mbit(per), mbit(w/rtt), s.lossCounts())
+	}
 	factor, why := 2, "more streams may help"
 	if w := c.window(); rtt >= lanRTT && w > 0 && per < starvedShare*w/rtt {
 		// Far below what the window allows: loss holds each stream

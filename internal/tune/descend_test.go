@@ -416,3 +416,23 @@ func TestLossless(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRaiseWhenLossless: a search from a setting whose streams run far
+// below their windows raises them (loss may hold each back), unless the
+// part lost nothing: then the path or the hosts bound the rate, and the
+// controller settles where it is (the bench's clean 1 ms link: 8 → 32
+// streams lost 10 %).
+func TestNoRaiseWhenLossless(t *testing.T) {
+	lim := Limits{MaxStreams: 32, AutoBuffer: 4 << 20, RTT: 2 * time.Millisecond}
+	part := Sample{Bytes: 200 << 20, Elapsed: 2 * time.Second, RTT: 2 * time.Millisecond} // 105 MB/s over 8 streams
+	lossy, clean := part, part
+	lossy.SegsIn, lossy.OutOfOrder = 150000, 3000
+	clean.SegsIn = 150000
+	if next, why := NewController(Setting{Streams: 8}, 0, lim).Next(lossy); next.Streams <= 8 {
+		t.Errorf("lossy: %v (%s), want more streams", next, why)
+	}
+	c := NewController(Setting{Streams: 8}, 0, lim)
+	if next, why := c.Next(clean); next.Streams != 8 || !strings.Contains(why, "nothing was lost") || c.phase != settled {
+		t.Errorf("lossless: %v (%s), want to settle at -p 8", next, why)
+	}
+}
