@@ -16,6 +16,9 @@
 #                          default: GOMAXPROCS)
 #       FUZZ_SKIP=regexp   leave out the targets whose package path or name
 #                          matches
+#       FUZZ_GOMAXPROCS=n  threads of each fuzzing process (default 1:
+#                          a worker on one thread runs about 1.5 times
+#                          the inputs a second; see FuzzCommand)
 #       FUZZ_LOGS=dir      keep each target's go test output in dir
 #       FUZZ_CAP=duration  stop a target after this wall time even if TIME
 #                          is not reached (timeout(1) syntax: 90s, 20m); the
@@ -113,7 +116,7 @@ for t in "${targets[@]}"; do
 		fi
 		ftime=${left}x
 	fi
-	"${capped[@]}" go test -run '^$' -fuzz "^${name}\$" -fuzztime "$ftime" -timeout 0 \
+	"${capped[@]}" env GOMAXPROCS="${FUZZ_GOMAXPROCS:-1}" go test -run '^$' -fuzz "^${name}\$" -fuzztime "$ftime" -timeout 0 \
 		"${parallel[@]}" "$pkg" >"$out" 2>&1 || rc=$?
 	if [ $rc -eq 124 ] && [ ${#capped[@]} -gt 0 ]; then
 		# timeout(1) stopped it (SIGINT: go test ends the run cleanly).
