@@ -166,6 +166,13 @@ func queued(pathRTT, idle time.Duration) bool {
 	return idle > 0 && pathRTT >= time.Duration(queueFactor*float64(idle)) && pathRTT-idle >= queueExtra
 }
 
+// building reports whether a part's round trip (pathRTT) rose above the
+// idle one: by a tenth and a millisecond, a queue on the path may be
+// filling.
+func building(pathRTT, idle time.Duration) bool {
+	return idle > 0 && pathRTT >= idle+idle/10 && pathRTT-idle >= time.Millisecond
+}
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxStreams <= 0 {
 		l.MaxStreams = 32
@@ -502,11 +509,13 @@ func (c *Controller) descend(s Sample, rate float64) (Setting, string) {
 		// The first part (cold) decides only when the client is far
 		// from busy; the warm reference part decides otherwise.
 		if c.parts == 1 && share < c.lim.CPUBusy/2 || c.parts > 1 && share < c.lim.CPUBusy {
-			if c.parts == 1 && c.cur.Streams > 1 && c.lim.RTT > 0 && s.PathRTT > 0 {
+			if c.parts == 1 && c.cur.Streams > 1 && building(s.PathRTT, c.lim.RTT) {
 				// Many streams overflow a clean link's queue only once
 				// their windows have grown: the first part, their slow
-				// start, may not show it. One more part on the kept
-				// connections does (see queued).
+				// start, may show only its start. One more part on the
+				// kept connections shows it (see queued). Not where the
+				// round trip stayed idle (a lossy link): there another
+				// part's end costs its streams' tails.
 				return c.cur, fmt.Sprintf("the client's CPU is not the limit (%s core at %s%s), round trip %s (idle %s): measuring %s again, warm, for a queue on the path",
 					cores(share), mbit(rate), hostShare(s.Host), s.PathRTT.Round(time.Millisecond/10), c.lim.RTT.Round(time.Millisecond/10), c.cur)
 			}
