@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferrygrid/ferry/client"
 	"github.com/ferrygrid/ferry/internal/checksum"
+	"github.com/ferrygrid/ferry/internal/tune"
 	"github.com/ferrygrid/ferry/internal/xfer"
 )
 
@@ -38,6 +39,9 @@ type copier struct {
 	// tuning what re-tuning did in it, for its record.
 	auto   *AutoChoice
 	tuning string
+	// tuned is the setting that moved most of a re-tuned copy, for its
+	// record's parameters (zero: not re-tuned).
+	tuned tune.Setting
 }
 
 // notef reports a note of a single copy.
@@ -108,7 +112,7 @@ func (c *copier) limit() int64 { return max(c.o.Length, 0) }
 // copy copies src to dst, recording the transfer in the engine's
 // history; size is the source's size when known (-1: unknown).
 func (c *copier) copy(ctx context.Context, src, dst Location, size int64) (int64, error) {
-	c.tuning = ""
+	c.tuning, c.tuned = "", tune.Setting{}
 	run := c.e.startRun(src, dst, c.o, size)
 	if run == nil {
 		return c.copyFile(ctx, src, dst)
@@ -126,6 +130,9 @@ func (c *copier) copy(ctx context.Context, src, dst Location, size int64) (int64
 	n, err := c.copyFile(ctx, src, dst)
 	c.prog = prev
 	run.rec.Tuning = c.tuning
+	if c.tuned.Streams > 0 {
+		run.rec.Params.Parallel, run.rec.Params.TCPBuffer = c.tuned.Streams, c.tuned.Buffer
+	}
 	c.e.finishRun(ctx, run, n, err)
 	return n, err
 }

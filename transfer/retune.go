@@ -282,6 +282,7 @@ func (c *copier) runParts(ctx context.Context, src, dst Location, r partRun) (in
 		return smp, nil
 	}
 	res, err := tune.Run(ctx, r.start, r.end, ctl, move)
+	c.tuned = res.Main()
 	return moved, tuningSummary(res), err
 }
 

@@ -31,7 +31,10 @@ func retuneEnv(part int64) func(string) string {
 	}
 }
 
-var partRE = regexp.MustCompile(`; (\d+)\+(\d+) `)
+var (
+	partRE        = regexp.MustCompile(`; (\d+)\+(\d+) `)
+	partStreamsRE = regexp.MustCompile(`; (\d+)\+(\d+) -p (\d+)`)
+)
 
 // tuningParts returns the ranges of a Tuning summary, checking that
 // they tile [0, size) exactly.
@@ -144,6 +147,21 @@ func TestRetuneDownload(t *testing.T) {
 	for i, r := range recs {
 		if !r.Params.Auto || r.Params.Mode != "E" || r.Tuning == "" {
 			t.Errorf("record %d: params %+v tuning %q", i, r.Params, r.Tuning)
+		}
+		// The record names the setting that moved most of the file.
+		by := map[int]int64{}
+		for _, m := range partStreamsRE.FindAllStringSubmatch(r.Tuning, -1) {
+			n, _ := strconv.ParseInt(m[2], 10, 64)
+			p, _ := strconv.Atoi(m[3])
+			by[p] += n
+		}
+		if len(by) == 0 {
+			t.Errorf("record %d: no parts in %q", i, r.Tuning)
+		}
+		for p, n := range by {
+			if n > by[r.Params.Parallel] {
+				t.Errorf("record %d names -p %d, but -p %d moved more (%v): %s", i, r.Params.Parallel, p, by, r.Tuning)
+			}
 		}
 	}
 	if recs[1].Outcome != history.Cancelled {

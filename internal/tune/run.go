@@ -31,6 +31,21 @@ type Result struct {
 	Steps []Step
 }
 
+// Main is the setting that moved the most bytes (the one a record of
+// the transfer should name: a start of 32 streams that moved to 4 for
+// most of the file ran at 4); the zero Setting when no part ran.
+func (r Result) Main() Setting {
+	by := map[Setting]int64{}
+	var main Setting
+	for _, st := range r.Steps {
+		by[st.Setting] += st.Length
+		if by[st.Setting] > by[main] {
+			main = st.Setting
+		}
+	}
+	return main
+}
+
 // MaxParts bounds the parts of one transfer; past it the rest goes in one
 // part with the best setting.
 const MaxParts = 1000

@@ -242,3 +242,20 @@ func TestSettledParts(t *testing.T) {
 		}
 	}
 }
+
+// TestResultMain: the setting that moved the most bytes names a
+// re-tuned transfer, not its start.
+func TestResultMain(t *testing.T) {
+	if got := (Result{}).Main(); got != (Setting{}) {
+		t.Errorf("no parts: %v", got)
+	}
+	r := Result{Steps: []Step{
+		{Length: 128 << 20, Setting: Setting{Streams: 32}},
+		{Length: 100 << 20, Setting: Setting{Streams: 4}},
+		{Length: 400 << 20, Setting: Setting{Streams: 4}},
+		{Length: 300 << 20, Setting: Setting{Streams: 32}},
+	}}
+	if got := r.Main(); got != (Setting{Streams: 4}) {
+		t.Errorf("Main = %v, want -p 4 (500 MiB against 428)", got)
+	}
+}
